@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""Measures what one dispatch of levelcode-hooks costs, beside the floor it cannot avoid.
+
+The floor of a scenario is the process spawns no dispatcher can avoid: its own start (one
+`/bin/true`) and the handlers it runs, each started alone. Every scenario is timed with
+hyperfine in one run together with its floor commands, in several rounds interleaved across
+scenarios so that a slow moment of the machine lands on all of them alike. The dispatcher's
+own cost is its median minus the floor's, reported as a fraction of one `/bin/true` spawn.
+
+Invoked by `benches/run.sh`, which builds the binaries and finds the tools; this file only
+measures and reports. It exits non-zero only when a scenario could not be measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MIB = 1024 * 1024
+
+# Environment variables that change what the dispatcher does; the bench controls all of them.
+DISPATCHER_ENV = (
+    "LEVELCODE_DIR",
+    "LEVELCODE_HOOKS",
+    "LEVELCODE_HOOKS_NO_PROJECT",
+    "LEVELCODE_HOOKS_DEPTH",
+    "LEVELCODE_TEAM",
+    "NEXT_PUBLIC_CB_ENVIRONMENT",
+)
+
+SH_TRUE = "/bin/sh -c true"
+BIG_PAYLOAD_READERS = ("cat >/dev/null", "cat - >/dev/null", "cat >/dev/null -")
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings and payloads
+
+
+def group(matcher: str | None, *handlers: dict) -> dict:
+    entry: dict = {} if matcher is None else {"matcher": matcher}
+    entry["hooks"] = list(handlers)
+    return entry
+
+
+def command(text: str, **extra) -> dict:
+    return {"type": "command", "command": text, **extra}
+
+
+def argv(*words: str) -> dict:
+    return {"argv": list(words)}
+
+
+def user_layer() -> dict:
+    """Five groups, the kind a user keeps in `~/.config/levelcode/settings.json`."""
+    return {
+        "theme": "dark",
+        "hooks": {
+            "PreToolUse": [
+                group("run_terminal_command", command("bun ~/.levelcode/hooks/guard-shell.ts", timeout=5)),
+                group("^mcp__[a-z_]+__(delete|drop)_[a-z_]+$", command("~/.levelcode/hooks/confirm.sh")),
+            ],
+            "PostToolUse": [group("run_terminal_command", command("~/.levelcode/hooks/log-shell.sh"))],
+            "SessionStart": [group(None, command("true", name="session-start"))],
+            "Stop": [group(None, command("notify-send levelcode done"))],
+        },
+    }
+
+
+def data_layer() -> dict:
+    """Five groups in `~/.levelcode/settings.json`."""
+    return {
+        "hooks": {
+            "PreToolUse": [
+                group("spawn_agents | spawn_agent_inline", argv("levelcode-audit", "spawn")),
+                group("^browser_(navigate|click|type)$", command("~/.levelcode/hooks/browser.sh")),
+            ],
+            "PostToolUse": [
+                group("^code_(search|index)$", command("~/.levelcode/hooks/index.sh")),
+                group("read_files | read_docs", command("~/.levelcode/hooks/reads.sh")),
+            ],
+            "Stop": [group(None, command("~/.levelcode/hooks/summary.sh", timeout=30))],
+        },
+    }
+
+
+def project_layer(*extra_pre_tool_use: dict) -> dict:
+    """Five groups in `<project>/.levelcode/settings.json`, none matching `write_file`,
+    plus the given PreToolUse groups."""
+    return {
+        "hooks": {
+            "PreToolUse": [
+                group("think_deeply|add_message", command("bun .levelcode/hooks/trace.ts")),
+                group("^git_[a-z]+$", command("bun .levelcode/hooks/git.ts")),
+                *extra_pre_tool_use,
+            ],
+            "PostToolUse": [
+                group("code_search", command("bun .levelcode/hooks/search.ts")),
+                group("^lsp_.*", command("bun .levelcode/hooks/lsp.ts")),
+            ],
+            "Notification": [group(None, command("bun .levelcode/hooks/notify.ts"))],
+        },
+    }
+
+
+def big_project_layer(groups: int) -> dict:
+    """`groups` PreToolUse groups, half exact-name lists and half regexes, one matching."""
+    entries = []
+    for i in range(groups):
+        if i == groups // 2:
+            entries.append(group("write_file|str_replace", command("true")))
+        elif i % 2 == 0:
+            entries.append(group(f"tool_{i}|tool_{i}_v2", command(f"bun .levelcode/hooks/h{i}.ts")))
+        else:
+            entries.append(
+                group(f"^mcp__server{i}__(read|write)_[a-z]+$", command(f"bun .levelcode/hooks/h{i}.ts"))
+            )
+    return {"hooks": {"PreToolUse": entries}}
+
+
+def source_text(json_bytes: int) -> str:
+    """Source-like text that takes `json_bytes` bytes, give or take a line, as a JSON string
+    body: quotes, backslashes, tabs, newlines and a few non-ASCII characters, so that parsing
+    and re-serialising it does real escaping work."""
+    lines = []
+    total = 0
+    i = 0
+    while True:
+        line = (
+            f'\tlet s{i} = format!("{{}}\\\\n \\"{i}\\" — ok", value_{i % 97});'
+            f"  // naïve step {i}\n"
+        )
+        cost = len(json.dumps(line, ensure_ascii=False).encode()) - 2
+        if total + cost > json_bytes:
+            return "".join(lines)
+        lines.append(line)
+        total += cost
+        i += 1
+
+
+def write_file_payload(cwd: Path, tool_input_bytes: int) -> dict:
+    """A PreToolUse payload for `write_file` whose `tool_input`, as JSON, is about
+    `tool_input_bytes` bytes."""
+    tool_input = {
+        "path": "src/generated/table.rs",
+        "instructions": "Regenerate the lookup table.",
+        "content": "",
+    }
+    empty = len(json.dumps(tool_input, ensure_ascii=False, separators=(",", ":")).encode())
+    tool_input["content"] = source_text(max(0, tool_input_bytes - empty))
+    return {
+        "event": "PreToolUse",
+        "session_id": "bench-session",
+        "cwd": str(cwd),
+        "tool_name": "write_file",
+        "tool_call_id": "call_bench_0001",
+        "tool_input": tool_input,
+    }
+
+
+def dump(path: Path, value: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, ensure_ascii=False, indent=None, separators=(",", ":")))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios
+
+
+@dataclass
+class Scenario:
+    """One dispatch timed beside its floor.
+
+    `commands` maps a key to a command line for hyperfine (run without a shell); `floor` lists
+    the keys whose medians add up to the floor; `dispatchers` are the keys of dispatcher runs
+    (the binary under test first, then any comparison build).
+    """
+
+    name: str
+    title: str
+    home: Path
+    project: Path
+    payload: Path
+    expected_handlers: int
+    commands: dict[str, str] = field(default_factory=dict)
+    floor: list[str] = field(default_factory=list)
+    dispatchers: list[str] = field(default_factory=list)
+    heavy: bool = False
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out: Path = args.out
+        self.root: Path = args.work
+        self.bin: str = args.bin
+        self.dynamic_bin: str | None = args.dynamic_bin
+        self.hyperfine: str = args.hyperfine
+        self.samples: dict[tuple[str, str], list[float]] = {}
+        self.failures: list[str] = []
+        self.checks: dict[str, str] = {}
+        self.scenarios: list[Scenario] = []
+
+    # -- environment -------------------------------------------------------------------------
+
+    def env(self, home: Path) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in DISPATCHER_ENV}
+        env["HOME"] = str(home)
+        return env
+
+    def dispatch_commands(self, compare: bool, minimal: bool) -> dict[str, str]:
+        """The binary under test, then the dynamic build when `compare`, then the minimal
+        program when `minimal` (it spawns nothing, so it only compares where nothing runs)."""
+        commands = {"dispatcher": f"{shlex.quote(self.bin)} run"}
+        if compare and self.dynamic_bin:
+            commands["dispatcher (dynamic)"] = f"{shlex.quote(self.dynamic_bin)} run"
+        if minimal and self.args.minimal_static:
+            commands["minimal Rust program (static)"] = shlex.quote(self.args.minimal_static)
+        if minimal and self.args.minimal_dynamic:
+            commands["minimal Rust program (dynamic)"] = shlex.quote(self.args.minimal_dynamic)
+        return commands
+
+    # -- building the scenarios ----------------------------------------------------------------
+
+    def make_home(self, name: str) -> Path:
+        home = self.root / name / "home"
+        dump(home / ".config" / "levelcode" / "settings.json", user_layer())
+        dump(home / ".levelcode" / "settings.json", data_layer())
+        return home
+
+    def scenario(self, name: str, title: str, project_settings: dict, payload: dict | None,
+                 expected: int, floor_commands: dict[str, str], floor: list[str],
+                 compare: bool = False, minimal: bool = False, heavy: bool = False) -> Scenario:
+        home = self.make_home(name)
+        project = self.root / name / "project"
+        dump(project / ".levelcode" / "settings.json", project_settings)
+        payload = payload or write_file_payload(project, 2000)
+        payload["cwd"] = str(project)
+        payload_path = dump(self.root / name / "payload.json", payload)
+        dispatchers = self.dispatch_commands(compare, minimal)
+        commands = {"/bin/true": "/bin/true", **floor_commands, **dispatchers}
+        scenario = Scenario(name, title, home, project, payload_path, expected, commands,
+                            floor, list(dispatchers), heavy)
+        self.scenarios.append(scenario)
+        return scenario
+
+    def build(self) -> None:
+        five_commands = [command("true")] + [command(f"true {i}") for i in range(2, 6)]
+        five_argvs = [argv("true")] + [argv("true", str(i)) for i in range(2, 6)]
+        self.scenario(
+            "no_match", "no match (3 layers, 15 groups)", project_layer(), None, 0,
+            {}, ["/bin/true"], compare=True, minimal=True)
+        self.scenario(
+            "one_command", "one handler, `command`",
+            project_layer(group("write_file|str_replace", command("true"))), None, 1,
+            {"sh -c true": SH_TRUE}, ["/bin/true", "sh -c true"], compare=True)
+        self.scenario(
+            "one_argv", "one handler, `argv`",
+            project_layer(group("write_file|str_replace", argv("true"))), None, 1,
+            {"true": "true"}, ["/bin/true", "true"], compare=True)
+        self.scenario(
+            "five_command", "five handlers, `command`",
+            project_layer(group("write_file", *five_commands)), None, 5,
+            {"sh -c true": SH_TRUE}, ["/bin/true"] + ["sh -c true"] * 5)
+        self.scenario(
+            "five_argv", "five handlers, `argv`",
+            project_layer(group("write_file", *five_argvs)), None, 5,
+            {"true": "true"}, ["/bin/true"] + ["true"] * 5)
+        self.scenario(
+            "big_config", "big config (1,000 groups in the project layer)",
+            big_project_layer(self.args.big_config_groups), None, 1,
+            {"sh -c true": SH_TRUE}, ["/bin/true", "sh -c true"])
+        project = self.root / "big_payload" / "project"
+        readers = {f"sh -c '{c}'": f"/bin/sh -c {shlex.quote(c)}" for c in BIG_PAYLOAD_READERS}
+        self.scenario(
+            "big_payload", "big payload (8 MiB `tool_input`, 3 handlers read it)",
+            project_layer(group("write_file", *(command(c) for c in BIG_PAYLOAD_READERS))),
+            write_file_payload(project, self.args.big_payload_mib * MIB), 3,
+            readers, list(readers), heavy=True)
+
+    # -- checking that each scenario does what it says ------------------------------------------
+
+    def check(self, scenario: Scenario, binary: str) -> str:
+        """Runs one dispatch and returns "ok" or what differs from the scenario's intent."""
+        with open(scenario.payload, "rb") as stdin:
+            proc = subprocess.run([binary, "run"], stdin=stdin, capture_output=True,
+                                  env=self.env(scenario.home), cwd=scenario.project, timeout=120)
+        if proc.returncode != 0:
+            return f"exit {proc.returncode}: {proc.stdout.decode(errors='replace')[:300]}"
+        try:
+            result = json.loads(proc.stdout)
+        except ValueError:
+            return f"stdout is not one JSON object: {proc.stdout[:200]!r}"
+        handlers = result.get("handlers", [])
+        ran = [h for h in handlers if h.get("outcome") == "proceed"]
+        problems = []
+        if len(ran) != scenario.expected_handlers or len(handlers) != len(ran):
+            outcomes = [h.get("outcome") for h in handlers]
+            problems.append(f"expected {scenario.expected_handlers} handlers to proceed, got {outcomes}")
+        if result.get("warnings"):
+            problems.append(f"warnings: {result['warnings'][:3]}")
+        return "; ".join(problems) or "ok"
+
+    # -- hyperfine ---------------------------------------------------------------------------
+
+    def run_hyperfine(self, scenario: Scenario, round_no: int) -> None:
+        runs, warmup = (self.args.heavy_runs, 3) if scenario.heavy else (self.args.runs, self.args.warmup)
+        export = self.out / "raw" / f"{scenario.name}.round{round_no}.json"
+        export.parent.mkdir(parents=True, exist_ok=True)
+        argv_ = [self.hyperfine, "--shell=none", "--style", "basic", "--warmup", str(warmup),
+                 "--runs", str(runs), "--input", str(scenario.payload), "--export-json", str(export)]
+        keys = list(scenario.commands)
+        for key in keys:
+            argv_ += ["--command-name", key]
+        argv_ += [scenario.commands[k] for k in keys]
+        print(f"\n== {scenario.title}, round {round_no}", flush=True)
+        # Without --verbose hyperfine's own report (and its advice about outliers, which a busy
+        # two-core machine always earns) is left out: the medians are printed below.
+        quiet = None if self.args.verbose else subprocess.DEVNULL
+        proc = subprocess.run(argv_, env=self.env(scenario.home), cwd=scenario.project,
+                              stdout=quiet, stderr=quiet)
+        if proc.returncode != 0:
+            self.failures.append(f"{scenario.name}: hyperfine exited {proc.returncode}")
+            return
+        for key, result in zip(keys, json.loads(export.read_text())["results"]):
+            self.samples.setdefault((scenario.name, key), []).extend(result["times"])
+        med = {k: statistics.median(self.samples[(scenario.name, k)]) for k in keys}
+        print("   " + ", ".join(f"{k}: {ms(v)}" for k, v in med.items()), flush=True)
+
+    def median(self, scenario: str, key: str) -> float | None:
+        times = self.samples.get((scenario, key))
+        return statistics.median(times) if times else None
+
+    # -- peak memory -------------------------------------------------------------------------
+
+    def peak_rss(self, scenario: Scenario, repeats: int) -> list[int]:
+        """Maximum resident set sizes in bytes, from GNU time, of `repeats` dispatches."""
+        if not self.args.gnu_time:
+            return []
+        sizes = []
+        report = self.out / "time-v.txt"
+        for _ in range(repeats):
+            with open(scenario.payload, "rb") as stdin:
+                proc = subprocess.run([self.args.gnu_time, "-v", "-o", str(report), self.bin, "run"],
+                                      stdin=stdin, stdout=subprocess.DEVNULL,
+                                      env=self.env(scenario.home), cwd=scenario.project)
+            found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report.read_text())
+            if proc.returncode != 0 or not found:
+                self.failures.append(f"{scenario.name}: peak memory not measured")
+                return []
+            sizes.append(int(found.group(1)) * 1024)
+        return sizes
+
+    # -- many events -------------------------------------------------------------------------
+
+    def many_events(self, count: int) -> dict:
+        """`count` dispatches back to back, cycling through four events of the one-handler
+        setup; each is followed by its floor (the same spawns without the dispatcher), started
+        the same way, so the two totals compare like for like."""
+        base = next(s for s in self.scenarios if s.name == "one_command")
+        cycle = []
+        for name, payload, handlers in (
+            ("PreToolUse write_file", json.loads(base.payload.read_text()), 1),
+            ("PreToolUse read_files", {"event": "PreToolUse", "tool_name": "read_files",
+                                       "tool_input": {"paths": ["src/main.rs", "Cargo.toml"]}}, 0),
+            ("PostToolUse str_replace", {"event": "PostToolUse", "tool_name": "str_replace",
+                                         "tool_input": {"path": "src/main.rs", "replacements": []},
+                                         "tool_result": [{"type": "json", "value": {"file": "src/main.rs"}}]}, 0),
+            ("SessionStart", {"event": "SessionStart", "session_id": "bench-session"}, 1),
+        ):
+            payload["cwd"] = str(base.project)
+            path = dump(self.root / "many_events" / f"{len(cycle)}.json", payload)
+            floor = [["/bin/true"]] + [["/bin/sh", "-c", "true"]] * handlers
+            cycle.append((name, path, handlers, floor))
+
+        env = self.env(base.home)
+        os.chdir(base.project)
+
+        def spawn_wait(args: list[str], payload: Path) -> float:
+            actions = [(os.POSIX_SPAWN_OPEN, 0, str(payload), os.O_RDONLY, 0),
+                       (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+            start = time.perf_counter()
+            pid = os.posix_spawnp(args[0], args, env, file_actions=actions)
+            _, status = os.waitpid(pid, 0)
+            elapsed = time.perf_counter() - start
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise RuntimeError(f"{args} exited {os.waitstatus_to_exitcode(status)}")
+            return elapsed
+
+        for i in range(50):
+            _, path, _, floor = cycle[i % len(cycle)]
+            spawn_wait([self.bin, "run"], path)
+            for f in floor:
+                spawn_wait(f, path)
+
+        dispatch, floors, true_alone = [], [], []
+        for i in range(count):
+            _, path, handlers, floor = cycle[i % len(cycle)]
+            dispatch.append(spawn_wait([self.bin, "run"], path))
+            floors.append(sum(spawn_wait(f, path) for f in floor))
+            if handlers == 0:
+                true_alone.append(floors[-1])
+        return {
+            "count": count,
+            "events": [c[0] for c in cycle],
+            "total": sum(dispatch),
+            "floor_total": sum(floors),
+            "median": statistics.median(dispatch),
+            "p90": quantile(dispatch, 0.90),
+            "p99": quantile(dispatch, 0.99),
+            "max": max(dispatch),
+            "min": min(dispatch),
+            "stdev": statistics.stdev(dispatch),
+            "true_median": statistics.median(true_alone),
+        }
+
+    # -- callgrind ---------------------------------------------------------------------------
+
+    def instructions(self, scenario: Scenario, args: list[str]) -> int | None:
+        """Instructions executed by `args` (not its children), counted by callgrind."""
+        with open(scenario.payload, "rb") as stdin:
+            proc = subprocess.run([self.args.valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                                   *args], stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  env=self.env(scenario.home), cwd=scenario.project)
+        found = re.search(rb"Collected : (\d+)", proc.stderr)
+        return int(found.group(1)) if found else None
+
+    # -- the whole run -------------------------------------------------------------------------
+
+    def setup_only(self) -> int:
+        """Writes the scenarios' HOMEs, projects and payloads, and their index, for profiling."""
+        self.build()
+        index = {s.name: {"home": str(s.home), "project": str(s.project), "payload": str(s.payload),
+                          "expected_handlers": s.expected_handlers} for s in self.scenarios}
+        (self.root / "scenarios.json").write_text(json.dumps(index, indent=2))
+        return 0
+
+    def run(self) -> int:
+        self.build()
+        for s in self.scenarios:
+            self.checks[s.name] = self.check(s, self.bin)
+            if self.dynamic_bin and "dispatcher (dynamic)" in s.dispatchers:
+                dyn = self.check(s, self.dynamic_bin)
+                if dyn != "ok":
+                    self.checks[s.name] += f" (dynamic build: {dyn})"
+            print(f"check {s.name}: {self.checks[s.name]}", flush=True)
+        for round_no in range(1, self.args.rounds + 1):
+            for s in self.scenarios:
+                self.run_hyperfine(s, round_no)
+        big = next(s for s in self.scenarios if s.name == "big_payload")
+        rss = self.peak_rss(big, 5)
+        many = None
+        if self.args.events:
+            print(f"\n== many events: {self.args.events} dispatches", flush=True)
+            try:
+                many = self.many_events(self.args.events)
+            except (RuntimeError, OSError) as err:
+                self.failures.append(f"many events: {err}")
+        counts = {}
+        if self.args.valgrind:
+            print("\n== instruction counts (callgrind)", flush=True)
+            for s in self.scenarios[:2]:
+                counts[f"{s.name}: /bin/true"] = self.instructions(s, ["/bin/true"])
+                counts[f"{s.name}: dispatcher"] = self.instructions(s, [self.bin, "run"])
+                if self.dynamic_bin:
+                    counts[f"{s.name}: dispatcher (dynamic)"] = self.instructions(s, [self.dynamic_bin, "run"])
+            if self.args.minimal_static:
+                counts["no_match: minimal Rust program (static)"] = self.instructions(
+                    self.scenarios[0], [self.args.minimal_static])
+        summary = self.summarize(big, rss, many, counts)
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
+        table = render(summary)
+        (self.out / "summary.md").write_text(table)
+        print("\n" + table)
+        for failure in self.failures:
+            print(f"could not measure: {failure}", file=sys.stderr)
+        return 1 if self.failures else 0
+
+    def summarize(self, big: Scenario, rss: list[int], many: dict | None, counts: dict) -> dict:
+        rows = []
+        for s in self.scenarios:
+            true = self.median(s.name, "/bin/true")
+            parts = [self.median(s.name, k) for k in s.floor]
+            floor = None if None in parts else sum(parts)
+            for key in s.dispatchers:
+                t = self.median(s.name, key)
+                if t is None or floor is None:
+                    continue
+                rows.append({
+                    "scenario": s.name, "title": s.title, "binary": key, "median": t,
+                    "floor": floor, "true": true, "cost": t - floor, "cost_vs_true": (t - floor) / true,
+                    "ratio_vs_floor": t / floor, "samples": len(self.samples[(s.name, key)]),
+                    "check": self.checks[s.name] if key.startswith("dispatcher") else "",
+                })
+        row = {(r["scenario"], r["binary"]): r for r in rows}
+        goals = []
+
+        def goal(name: str, value: float | None, limit: float, unit: str) -> None:
+            goals.append({"goal": name, "value": value, "limit": limit, "unit": unit,
+                          "met": None if value is None else value <= limit})
+
+        for name in ("no_match", "one_command", "one_argv"):
+            r = row.get((name, "dispatcher"))
+            goal(f"{name}: own cost / one /bin/true", r and r["cost_vs_true"], 0.2, "x")
+        for five, one, handler in (("five_command", "one_command", "sh -c true"), ("five_argv", "one_argv", "true")):
+            r5, r1, own = row.get((five, "dispatcher")), row.get((one, "dispatcher")), self.median(five, handler)
+            value = None
+            if r5 and r1 and own:
+                value = (r5["cost"] - r1["cost"]) / 4 / own
+                r5["extra_handler_overhead"] = value
+            goal(f"{five}: overhead of each extra handler / the handler's own time", value, 0.05, "x")
+        rb, r1 = row.get(("big_config", "dispatcher")), row.get(("one_command", "dispatcher"))
+        goal("big_config / one_command", rb and r1 and rb["median"] / r1["median"], 1.2, "x")
+        rp = row.get(("big_payload", "dispatcher"))
+        goal("big_payload / its floor", rp and rp["ratio_vs_floor"], 1.3, "x")
+        size = big.payload.stat().st_size
+        peak = max(rss) if rss else None
+        goal("big_payload: peak RSS / (2 x payload + 8 MiB)", peak and peak / (2 * size + 8 * MIB), 1.0, "x")
+        return {
+            "rows": rows, "goals": goals, "many_events": many, "instructions": counts,
+            "big_payload": {"payload_bytes": size, "peak_rss": rss},
+            "machine": machine(), "binary": self.args.bin_label, "dynamic_binary": bool(self.dynamic_bin),
+            "rounds": self.args.rounds, "runs": self.args.runs, "heavy_runs": self.args.heavy_runs,
+            "checks": self.checks, "failures": self.failures,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def machine() -> dict:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
+            "system": platform.system()}
+
+
+def render(summary: dict) -> str:
+    m = summary["machine"]
+    out = [f"Machine: {m['nproc']} CPUs, {m['cpu']}, {m['system']} {m['kernel']}. "
+           f"Binary: {summary['binary']}. Medians of {summary['rounds']} rounds "
+           f"x {summary['runs']} runs ({summary['heavy_runs']} for the big payload).", ""]
+    out += ["| scenario | binary | dispatcher | floor | /bin/true | own cost | own cost / `/bin/true` | check |",
+            "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in summary["rows"]:
+        out.append(f"| {r['title']} | {r['binary']} | {ms(r['median'])} | {ms(r['floor'])} | {ms(r['true'])} "
+                   f"| {ms(r['cost'])} | {r['cost_vs_true']:.2f} | {r['check']} |")
+    out += ["", "| goal | measured | limit | met |", "|---|---:|---:|---|"]
+    for g in summary["goals"]:
+        value = "n/a" if g["value"] is None else f"{g['value']:.2f}"
+        met = {True: "yes", False: "**no**", None: "n/a"}[g["met"]]
+        out.append(f"| {g['goal']} | {value} | {g['limit']} | {met} |")
+    big = summary["big_payload"]
+    if big["peak_rss"]:
+        out += ["", f"Big payload: {big['payload_bytes'] / MIB:.2f} MiB on stdin, peak RSS of the dispatcher "
+                    f"{max(big['peak_rss']) / MIB:.1f} MiB (max of {len(big['peak_rss'])}; "
+                    f"median {statistics.median(big['peak_rss']) / MIB:.1f} MiB)."]
+    many = summary["many_events"]
+    if many:
+        out += ["", f"Many events: {many['count']} dispatches cycling {', '.join(many['events'])}.",
+                "", "| | total | median | p90 | p99 | max | stdev |", "|---|---:|---:|---:|---:|---:|---:|",
+                f"| dispatcher | {many['total']:.3f} s | {ms(many['median'])} | {ms(many['p90'])} | "
+                f"{ms(many['p99'])} | {ms(many['max'])} | {ms(many['stdev'])} |",
+                f"| floor | {many['floor_total']:.3f} s | | | | | |",
+                "", f"Own cost per dispatch: {ms((many['total'] - many['floor_total']) / many['count'])} "
+                    f"= {(many['total'] - many['floor_total']) / many['count'] / many['true_median']:.2f} "
+                    f"x one `/bin/true` ({ms(many['true_median'])} in this loop)."]
+    if summary["instructions"]:
+        out += ["", "| instructions (callgrind, the process itself) | count |", "|---|---:|"]
+        for name, count in summary["instructions"].items():
+            out.append(f"| {name} | {'n/a' if count is None else f'{count:,}'} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", required=True, help="the dispatcher binary under test")
+    parser.add_argument("--bin-label", default="as given", help="how to describe it in the report")
+    parser.add_argument("--dynamic-bin", help="a dynamically linked build to compare with")
+    parser.add_argument("--hyperfine", default="hyperfine")
+    parser.add_argument("--minimal-static", help="benches/minimal.rs built statically, for reference")
+    parser.add_argument("--minimal-dynamic", help="benches/minimal.rs built dynamically, for reference")
+    parser.add_argument("--gnu-time", help="GNU time, for peak memory")
+    parser.add_argument("--valgrind", help="valgrind, for instruction counts")
+    parser.add_argument("--work", type=Path, required=True, help="an empty directory for HOMEs and projects")
+    parser.add_argument("--out", type=Path, required=True, help="where results are written")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--heavy-runs", type=int, default=20)
+    parser.add_argument("--events", type=int, default=1000)
+    parser.add_argument("--big-config-groups", type=int, default=1000)
+    parser.add_argument("--big-payload-mib", type=int, default=8)
+    parser.add_argument("--setup-only", action="store_true",
+                        help="only write the scenarios (and WORK/scenarios.json), for profiling")
+    parser.add_argument("--verbose", action="store_true", help="show hyperfine's own output")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    args.bin = os.path.abspath(args.bin)
+    for name in ("dynamic_bin", "minimal_static", "minimal_dynamic"):
+        value = getattr(args, name)
+        setattr(args, name, value and os.path.abspath(value))
+    args.work = args.work.resolve()
+    args.out = args.out.resolve()
+    bench = Bench(args)
+    return bench.setup_only() if args.setup_only else bench.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+//! One dispatch, end to end: the project root, the layers, the matching groups, the chain of
+//! handlers (contract §6 "the whole dispatch"), and the compliance record.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use crate::cli::RunArgs;
+use crate::compliance;
+use crate::environment;
+use crate::layers::{self, LayerPath};
+use crate::matcher::Matcher;
+use crate::outcome::{self, Outcome};
+use crate::output::{self, HandlerReport, Report, Trace};
+use crate::payload::{self, EventKind, Payload, ReadError};
+use crate::runner::{self, Ending, Invocation, Stop};
+use crate::settings::{self, Events, Group, Program};
+use crate::signals;
+
+/// The options that shape a dispatch, from `run`'s flags (or a `serve` request).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub project_dir: Option<PathBuf>,
+    pub settings: Vec<PathBuf>,
+    pub no_project: bool,
+    pub team: Option<String>,
+}
+
+impl Options {
+    pub fn from_args(args: &RunArgs) -> Options {
+        Options {
+            project_dir: args.project_dir.clone(),
+            settings: args.settings.clone(),
+            no_project: args.no_project,
+            team: args.team.clone(),
+        }
+    }
+}
+
+/// `levelcode-hooks run`: stdin to stdout, with the exit status the caller acts on.
+pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    signals::install();
+    let started = Instant::now();
+    let trace = Trace::new(args.verbose);
+    let bytes = match payload::read_stdin() {
+        Ok(bytes) => bytes,
+        Err(ReadError::Interrupted(sig)) => {
+            let mut report = Report::new(args.event.clone(), None, started);
+            report.interrupted = Some(sig);
+            report.warnings.push(format!(
+                "interrupted by {} while reading the payload; no handler ran",
+                signals::name(sig)
+            ));
+            return output::print_report(&report, args.output, &trace);
+        }
+        Err(ReadError::Invalid(message)) => return output::print_error(&message),
+    };
+    let payload = match Payload::parse(bytes, args.event.as_deref()) {
+        Ok(payload) => payload,
+        Err(message) => return output::print_error(&message),
+    };
+    let report = dispatch(&payload, &Options::from_args(args), &trace, started);
+    output::print_report(&report, args.output, &trace)
+}
+
+/// The project root: `--project-dir`, else the payload's `cwd`, else the current directory,
+/// made absolute.
+pub fn project_root(payload: &Payload, options: &Options) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let chosen = options
+        .project_dir
+        .clone()
+        .or_else(|| payload.cwd.as_ref().map(PathBuf::from));
+    match chosen {
+        Some(dir) if dir.is_absolute() => dir,
+        Some(dir) => cwd.join(dir),
+        None => cwd,
+    }
+}
+
+/// The layers to read: the `--settings` files, or the three standard ones.
+pub fn layer_paths(root: &Path, options: &Options, warnings: &mut Vec<String>) -> Vec<LayerPath> {
+    if options.settings.is_empty() {
+        let include_project = !(options.no_project || environment::no_project());
+        layers::standard(root, include_project, warnings)
+    } else {
+        layers::from_cli(&options.settings)
+    }
+}
+
+/// Reads every layer's groups for `events`, in layer order, reading a file reached twice once.
+pub fn load_groups(
+    paths: &[LayerPath],
+    events: Events<'_>,
+    warnings: &mut Vec<String>,
+    trace: &Trace,
+) -> Vec<Group> {
+    let mut reader = layers::Reader::default();
+    let mut groups = Vec::new();
+    for layer in paths {
+        let before = groups.len();
+        match reader.read(&layer.path) {
+            layers::Loaded::Missing => {
+                trace.line(format_args!(
+                    "{} layer: {} (not there)",
+                    layer.kind.name(),
+                    layer.path.display()
+                ));
+                continue;
+            }
+            layers::Loaded::Repeated => {
+                trace.line(format_args!(
+                    "{} layer: {} (same file as an earlier layer, read once)",
+                    layer.kind.name(),
+                    layer.path.display()
+                ));
+                continue;
+            }
+            layers::Loaded::Unusable(warning) => warnings.push(warning),
+            layers::Loaded::Contents(bytes) => {
+                let source = settings::Source {
+                    layer: layer.kind,
+                    file: layer.path.clone().into_boxed_path(),
+                };
+                settings::parse(source, &bytes, events, &mut groups, warnings);
+            }
+        }
+        trace.line(format_args!(
+            "{} layer: {} ({} group(s){})",
+            layer.kind.name(),
+            layer.path.display(),
+            groups.len() - before,
+            match events {
+                Events::Only(event) => format!(" for {event}"),
+                Events::All => String::new(),
+            }
+        ));
+    }
+    groups
+}
+
+/// Dispatches one payload: loads the settings and runs the chain.
+pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: Instant) -> Report {
+    let mut report = Report::new(
+        Some(payload.event.clone()),
+        payload.tool_name.clone(),
+        started,
+    );
+    report.warnings.extend(payload.warnings.iter().cloned());
+    let root = project_root(payload, options);
+    trace.line(format_args!(
+        "event {}{}, project {}",
+        payload.event,
+        payload
+            .tool_name
+            .as_deref()
+            .map(|t| format!(" (tool {t})"))
+            .unwrap_or_default(),
+        root.display()
+    ));
+    if environment::hooks_disabled() {
+        report
+            .warnings
+            .push("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".into());
+    } else if environment::depth() >= environment::MAX_DEPTH {
+        report.warnings.push(format!(
+            "LEVELCODE_HOOKS_DEPTH is {}: hooks started by hooks {} levels deep; no handler ran, to stop a loop",
+            environment::depth(),
+            environment::MAX_DEPTH
+        ));
+    } else {
+        let paths = layer_paths(&root, options, &mut report.warnings);
+        let groups = load_groups(
+            &paths,
+            Events::Only(&payload.event),
+            &mut report.warnings,
+            trace,
+        );
+        run_chain(payload, &root, &groups, &mut report, trace);
+    }
+    record_compliance(payload, options, &mut report.warnings);
+    report
+}
+
+/// Runs the matching handlers of `groups` one after another; the first block ends the chain.
+pub fn run_chain(
+    payload: &Payload,
+    root: &Path,
+    groups: &[Group],
+    report: &mut Report,
+    trace: &Trace,
+) {
+    let kind = payload.kind;
+    let tool = payload.tool_name.as_deref();
+    let mut input: Option<Vec<u8>> = None;
+    let mut env: Option<Vec<(&'static str, String)>> = None;
+    let mut already_run: HashSet<&Program> = HashSet::new();
+    let mut dir: Option<PathBuf> = None;
+    let mut ended = false;
+
+    for group in groups {
+        if !group.enabled {
+            continue;
+        }
+        if let (true, Some(tool)) = (kind.is_tool_event(), tool) {
+            match Matcher::compile(group.matcher.as_deref()) {
+                Ok(matcher) if matcher.matches(tool) => {}
+                Ok(_) => {
+                    trace.line(format_args!(
+                        "  {} {}: matcher {:?} does not match {tool}",
+                        group.source.file.display(),
+                        group.path(),
+                        group.matcher.as_deref().unwrap_or("")
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    report.warnings.push(format!(
+                        "{}: {}.matcher: invalid regular expression ({}); group skipped",
+                        group.source.file.display(),
+                        group.path(),
+                        e.lines().last().unwrap_or("invalid").trim()
+                    ));
+                    continue;
+                }
+            }
+        }
+        for handler in group.handlers.iter().filter(|h| h.enabled) {
+            let label = handler.label();
+            let mut entry = HandlerReport::new(group, &label);
+            if ended {
+                entry.outcome = Outcome::Skipped;
+                entry.message = Some(match report.interrupted {
+                    Some(sig) => format!("not run: the dispatcher received {}", signals::name(sig)),
+                    None => "not run: an earlier handler blocked".into(),
+                });
+                report.handlers.push(entry);
+                continue;
+            }
+            if !already_run.insert(&handler.program) {
+                entry.outcome = Outcome::Duplicate;
+                entry.message =
+                    Some("not run again: the same command already ran in this dispatch".into());
+                trace.handler(&entry);
+                report.handlers.push(entry);
+                continue;
+            }
+            if let Some(sig) = signals::received() {
+                report.interrupted = Some(sig);
+                ended = true;
+                entry.outcome = Outcome::Skipped;
+                entry.message = Some(format!(
+                    "not run: the dispatcher received {}",
+                    signals::name(sig)
+                ));
+                report.handlers.push(entry);
+                continue;
+            }
+            let dir = dir.get_or_insert_with(|| handler_dir(root, &mut report.warnings));
+            let input = input.get_or_insert_with(|| payload.handler_input(root));
+            let env = env.get_or_insert_with(|| handler_env(payload, root));
+            let env_remove: &[&'static str] = if kind.is_tool_event() {
+                &[]
+            } else {
+                &["LEVELCODE_TOOL_NAME"]
+            };
+            let finished = runner::run(&Invocation {
+                program: &handler.program,
+                dir,
+                env,
+                env_remove,
+                input,
+                timeout: handler.timeout,
+            });
+            let judgement = outcome::judge(
+                kind,
+                &payload.event,
+                &label,
+                &handler.program,
+                &finished,
+                handler.timeout,
+            );
+            entry.outcome = judgement.outcome;
+            entry.duration_ms = output::millis(finished.duration);
+            match finished.ending {
+                Ending::Exited(code) if finished.stopped.is_none() => entry.exit_code = Some(code),
+                Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
+                Ending::Signaled(sig) => entry.signal = Some(sig),
+                _ => {}
+            }
+            entry.stdout_truncated = finished.stdout.truncated();
+            entry.stderr_truncated = finished.stderr.truncated();
+            entry.stdout = finished.stdout.text();
+            entry.stderr = finished.stderr.text();
+            entry.message = judgement.message;
+            if let Some(warning) = judgement.warning {
+                report.warnings.push(warning);
+            }
+            if let Some(context) = judgement.context {
+                report.additional_context.push(context);
+            }
+            if let Some(Stop::Interrupted(sig)) = finished.stopped {
+                report.interrupted = Some(sig);
+                ended = true;
+            }
+            if judgement.outcome == Outcome::Block && report.reason.is_none() {
+                report.reason = judgement.reason;
+                ended = true;
+            }
+            trace.handler(&entry);
+            report.handlers.push(entry);
+        }
+    }
+}
+
+/// The handlers' current directory: the project root, or when it does not exist, ours.
+fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
+    if root.is_dir() {
+        return root.to_path_buf();
+    }
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    warnings.push(format!(
+        "project directory {} does not exist; handlers run in {} instead",
+        root.display(),
+        here.display()
+    ));
+    here
+}
+
+fn handler_env(payload: &Payload, root: &Path) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("LEVELCODE_PROJECT_DIR", root.to_string_lossy().into_owned()),
+        ("LEVELCODE_HOOK_EVENT", payload.event.clone()),
+        (
+            "LEVELCODE_HOOKS_DEPTH",
+            (environment::depth() + 1).to_string(),
+        ),
+    ];
+    if let Some(tool) = &payload.tool_name {
+        env.push(("LEVELCODE_TOOL_NAME", tool.clone()));
+    }
+    env
+}
+
+/// Appends the compliance record of a team run's `PostToolUse` (contract §9).
+fn record_compliance(payload: &Payload, options: &Options, warnings: &mut Vec<String>) {
+    if payload.kind != EventKind::PostToolUse {
+        return;
+    }
+    let team = match (&options.team, &payload.team) {
+        (Some(team), _) => team.clone(),
+        (None, Some(serde_json::Value::String(team))) => team.clone(),
+        (None, Some(other)) => {
+            warnings.push(format!(
+                "payload: team must be a string, not {}; nothing written to the compliance log",
+                payload::short_json(other)
+            ));
+            return;
+        }
+        (None, None) => match environment::team() {
+            Some(team) => team,
+            None => return,
+        },
+    };
+    if !compliance::is_valid_team(&team) {
+        warnings.push(format!(
+            "team {:?} is not a valid team name (1 to 50 of A-Z a-z 0-9 _ -); nothing written to the compliance log",
+            team
+        ));
+        return;
+    }
+    let Some(data_dir) = layers::data_dir() else {
+        warnings.push(
+            "no data directory (neither LEVELCODE_DIR nor HOME is set); nothing written to the compliance log"
+                .into(),
+        );
+        return;
+    };
+    if let Err(warning) = compliance::append(&data_dir, &team, payload.raw()) {
+        warnings.push(warning);
+    }
+}

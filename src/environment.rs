@@ -1,0 +1,48 @@
+//! The environment switches the dispatcher obeys (contract §6), read in one place.
+
+/// A dispatcher started at this depth or deeper runs nothing.
+pub const MAX_DEPTH: u32 = 4;
+
+/// Returns true if and only if `LEVELCODE_HOOKS` turns hooks off (`0`, `false`, `off`, any case).
+pub fn hooks_disabled() -> bool {
+    std::env::var("LEVELCODE_HOOKS").is_ok_and(|v| {
+        let v = v.trim();
+        v == "0" || v.eq_ignore_ascii_case("false") || v.eq_ignore_ascii_case("off")
+    })
+}
+
+/// Returns true if and only if `LEVELCODE_HOOKS_NO_PROJECT` is `1`, `true` or `on` (any case).
+pub fn no_project() -> bool {
+    std::env::var("LEVELCODE_HOOKS_NO_PROJECT").is_ok_and(|v| is_on(&v))
+}
+
+pub fn is_on(value: &str) -> bool {
+    let v = value.trim();
+    v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("on")
+}
+
+/// The dispatcher's own nesting depth: `LEVELCODE_HOOKS_DEPTH`, 0 when unset or not a number.
+pub fn depth() -> u32 {
+    std::env::var("LEVELCODE_HOOKS_DEPTH")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The team for the compliance log from the environment, when set.
+pub fn team() -> Option<String> {
+    std::env::var("LEVELCODE_TEAM").ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn on_values() {
+        for v in ["1", "true", "ON", " on "] {
+            assert!(super::is_on(v), "{v}");
+        }
+        for v in ["0", "", "yes", "off"] {
+            assert!(!super::is_on(v), "{v}");
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Which settings files are read, in which order, and reading them without ever blocking or
+//! failing (contract §3).
+
+use std::fs::File;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+/// Settings files larger than this are skipped with a warning.
+pub const MAX_SETTINGS_BYTES: u64 = 16 << 20;
+
+/// Where a layer comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerKind {
+    /// `$HOME/.config/levelcode/settings.json`.
+    User,
+    /// `$LEVELCODE_DIR/settings.json` or `$HOME/.levelcode/settings.json`.
+    Data,
+    /// `<project root>/.levelcode/settings.json`.
+    Project,
+    /// A file named with `--settings`.
+    Cli,
+}
+
+impl LayerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerKind::User => "user",
+            LayerKind::Data => "data",
+            LayerKind::Project => "project",
+            LayerKind::Cli => "cli",
+        }
+    }
+}
+
+/// One settings file to consider.
+#[derive(Clone, Debug)]
+pub struct LayerPath {
+    pub kind: LayerKind,
+    pub path: PathBuf,
+}
+
+fn home() -> Option<PathBuf> {
+    match std::env::var_os("HOME") {
+        Some(h) if !h.is_empty() => Some(PathBuf::from(h)),
+        _ => dirs::home_dir(),
+    }
+}
+
+/// `$LEVELCODE_DIR` when set and non-empty, else `$HOME/.levelcode`.
+pub fn data_dir() -> Option<PathBuf> {
+    match std::env::var_os("LEVELCODE_DIR") {
+        Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
+        _ => home().map(|h| h.join(".levelcode")),
+    }
+}
+
+/// The user layer's folder name: `levelcode`, or `levelcode-<env>` for a non-prod
+/// `NEXT_PUBLIC_CB_ENVIRONMENT`.
+fn config_dir_name() -> String {
+    match std::env::var("NEXT_PUBLIC_CB_ENVIRONMENT") {
+        Ok(env) if !env.is_empty() && env != "prod" => format!("levelcode-{env}"),
+        _ => "levelcode".to_string(),
+    }
+}
+
+/// The standard layers in order. Warns when no home directory can be found.
+pub fn standard(
+    project_root: &Path,
+    include_project: bool,
+    warnings: &mut Vec<String>,
+) -> Vec<LayerPath> {
+    let mut layers = Vec::with_capacity(3);
+    match home() {
+        Some(home) => layers.push(LayerPath {
+            kind: LayerKind::User,
+            path: home
+                .join(".config")
+                .join(config_dir_name())
+                .join("settings.json"),
+        }),
+        None => warnings.push(
+            "no home directory (HOME is unset): the user layer is skipped; set HOME to use it"
+                .into(),
+        ),
+    }
+    if let Some(dir) = data_dir() {
+        layers.push(LayerPath {
+            kind: LayerKind::Data,
+            path: dir.join("settings.json"),
+        });
+    }
+    if include_project {
+        layers.push(LayerPath {
+            kind: LayerKind::Project,
+            path: project_root.join(".levelcode").join("settings.json"),
+        });
+    }
+    layers
+}
+
+/// The `--settings` files in order.
+pub fn from_cli(files: &[PathBuf]) -> Vec<LayerPath> {
+    files
+        .iter()
+        .map(|path| LayerPath {
+            kind: LayerKind::Cli,
+            path: path.clone(),
+        })
+        .collect()
+}
+
+/// What reading one layer gave.
+pub enum Loaded {
+    /// No file there: skipped silently.
+    Missing,
+    /// The same file as an earlier layer: read once, at its first position.
+    Repeated,
+    Contents(Vec<u8>),
+    /// A warning naming the file; the layer contributes nothing.
+    Unusable(String),
+}
+
+/// Reads layer files, remembering which files were already read.
+#[derive(Default)]
+pub struct Reader {
+    seen: Vec<(u64, u64)>,
+}
+
+impl Reader {
+    pub fn read(&mut self, path: &Path) -> Loaded {
+        let file = match open_nonblocking(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
+            Err(e) if e.raw_os_error() == Some(20) => return Loaded::Missing, // ENOTDIR
+            Err(e) => {
+                return Loaded::Unusable(format!(
+                    "{}: cannot open: {e}; fix its permissions or remove it",
+                    path.display()
+                ))
+            }
+        };
+        let meta = match file.metadata() {
+            Ok(meta) => meta,
+            Err(e) => return Loaded::Unusable(format!("{}: cannot stat: {e}", path.display())),
+        };
+        if !meta.is_file() {
+            let what = if meta.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            };
+            return Loaded::Unusable(format!(
+                "{}: is {what}, not a settings file; layer skipped",
+                path.display()
+            ));
+        }
+        if let Some(id) = file_id(&meta) {
+            if self.seen.contains(&id) {
+                return Loaded::Repeated;
+            }
+            self.seen.push(id);
+        }
+        if meta.len() > MAX_SETTINGS_BYTES {
+            return Loaded::Unusable(format!(
+                "{}: is {} bytes, over the {} MiB limit for a settings file; layer skipped",
+                path.display(),
+                meta.len(),
+                MAX_SETTINGS_BYTES >> 20
+            ));
+        }
+        let mut contents = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        match file.take(MAX_SETTINGS_BYTES + 1).read_to_end(&mut contents) {
+            Ok(_) => Loaded::Contents(contents),
+            Err(e) => Loaded::Unusable(format!(
+                "{}: cannot read: {e}; layer skipped",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// Opens for reading without blocking on a FIFO.
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+#[cfg(unix)]
+fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(windows)]
+fn file_id(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}

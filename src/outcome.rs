@@ -1,0 +1,206 @@
+//! What one handler's run means (the outcome table of contract §6): proceed, block, or one of
+//! the fail-open failures, with the reason and the context it contributes.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::payload::EventKind;
+use crate::runner::{Ending, Finished, Stop};
+use crate::settings::Program;
+use crate::signals;
+
+/// The result of one handler, as the output names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Proceed,
+    Block,
+    Error,
+    Timeout,
+    SpawnError,
+    /// Same `command` (or `argv`) as a handler already run in this dispatch: not run again.
+    Duplicate,
+    /// Not run because an earlier handler blocked, or the dispatcher was interrupted.
+    Skipped,
+    /// Stopped because the dispatcher received SIGINT, SIGTERM or SIGHUP.
+    Interrupted,
+}
+
+/// One handler's outcome and what it contributes to the dispatch.
+#[derive(Debug)]
+pub struct Judgement {
+    pub outcome: Outcome,
+    pub reason: Option<String>,
+    pub context: Option<String>,
+    pub message: Option<String>,
+    pub warning: Option<String>,
+}
+
+impl Judgement {
+    fn new(outcome: Outcome) -> Judgement {
+        Judgement {
+            outcome,
+            reason: None,
+            context: None,
+            message: None,
+            warning: None,
+        }
+    }
+
+    fn with_message(mut self, message: String) -> Judgement {
+        self.message = Some(message);
+        self
+    }
+}
+
+/// Judges one finished handler. `label` names it in default reasons and warnings.
+pub fn judge(
+    kind: EventKind,
+    event: &str,
+    label: &str,
+    program: &Program,
+    run: &Finished,
+    timeout: Duration,
+) -> Judgement {
+    let mut judgement = judge_ending(kind, event, label, program, run, timeout);
+    if run.leftover_output {
+        let note = "it exited while a process it started still held its output; stopped reading 100 ms later and left that process running";
+        judgement.message = Some(match judgement.message.take() {
+            Some(m) => format!("{m}; {note}"),
+            None => note.to_string(),
+        });
+    }
+    judgement
+}
+
+fn judge_ending(
+    kind: EventKind,
+    event: &str,
+    label: &str,
+    program: &Program,
+    run: &Finished,
+    timeout: Duration,
+) -> Judgement {
+    let how = if run.killed {
+        "SIGTERM, then SIGKILL 1 s later"
+    } else {
+        "SIGTERM"
+    };
+    match run.stopped {
+        Some(Stop::Timeout) => {
+            return Judgement::new(Outcome::Timeout).with_message(format!(
+                "timed out after {} s; its process group was stopped with {how}; raise \"timeout\" if it needs longer",
+                timeout.as_secs_f64()
+            ))
+        }
+        Some(Stop::Interrupted(sig)) => {
+            return Judgement::new(Outcome::Interrupted).with_message(format!(
+                "the dispatcher received {}; the handler's process group was stopped with {how}",
+                signals::name(sig)
+            ))
+        }
+        None => {}
+    }
+    let stdout = run.stdout.text();
+    match run.ending {
+        Ending::SpawnFailed(ref why) => {
+            Judgement::new(Outcome::SpawnError).with_message(why.clone())
+        }
+        Ending::Signaled(sig) => Judgement::new(Outcome::Error).with_message(format!(
+            "killed by signal {sig} ({}); the tool call proceeds",
+            signals::name(sig)
+        )),
+        Ending::Exited(code @ (126 | 127)) if matches!(program, Program::Shell(_)) => {
+            let what = if code == 127 {
+                "not found"
+            } else {
+                "not executable"
+            };
+            Judgement::new(Outcome::Error).with_message(format!(
+                "exit {code}: the program was probably {what} (see stderr); check the command and PATH"
+            ))
+        }
+        Ending::Exited(2) if kind == EventKind::PreToolUse => {
+            let mut judgement = Judgement::new(Outcome::Block);
+            let stderr = run.stderr.text();
+            let stderr = stderr.trim();
+            judgement.reason = Some(if !stderr.is_empty() {
+                stderr.to_string()
+            } else {
+                stdout_object(&stdout)
+                    .and_then(|o| string_field(&o, "reason"))
+                    .unwrap_or_else(|| default_reason(label))
+            });
+            judgement
+        }
+        Ending::Exited(0) => judge_stdout(kind, event, label, &stdout),
+        Ending::Exited(code) => {
+            let hint = if code == 2 {
+                format!("; exit 2 blocks only on PreToolUse, not on {event}")
+            } else {
+                String::new()
+            };
+            Judgement::new(Outcome::Error).with_message(format!(
+                "exit {code}{hint}; the tool call proceeds and stdout is not read as a decision"
+            ))
+        }
+    }
+}
+
+/// Exit 0: stdout may hold a JSON decision and context.
+fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judgement {
+    let trimmed = stdout.trim();
+    let mut judgement = Judgement::new(Outcome::Proceed);
+    if !trimmed.starts_with('{') {
+        return judgement;
+    }
+    let object = match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Object(object)) => object,
+        Ok(_) | Err(_) => {
+            let why = match serde_json::from_str::<Value>(trimmed) {
+                Err(e) => e.to_string(),
+                Ok(_) => "not an object".into(),
+            };
+            judgement.warning = Some(format!(
+                "{label}: stdout starts with '{{' but is not a JSON object ({why}); it was not read as a decision"
+            ));
+            return judgement;
+        }
+    };
+    judgement.context = string_field(&object, "additionalContext");
+    if object.get("decision").and_then(Value::as_str) == Some("block") {
+        if kind == EventKind::PreToolUse {
+            judgement.outcome = Outcome::Block;
+            judgement.reason =
+                Some(string_field(&object, "reason").unwrap_or_else(|| default_reason(label)));
+        } else {
+            judgement.warning = Some(format!(
+                "{label}: asked to block, but {event} hooks cannot block; only PreToolUse can"
+            ));
+        }
+    }
+    judgement
+}
+
+fn stdout_object(stdout: &str) -> Option<serde_json::Map<String, Value>> {
+    let trimmed = stdout.trim();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    match serde_json::from_str(trimmed) {
+        Ok(Value::Object(object)) => Some(object),
+        _ => None,
+    }
+}
+
+/// A non-empty string field, trimmed.
+fn string_field(object: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    let text = object.get(key)?.as_str()?.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+pub fn default_reason(label: &str) -> String {
+    format!("blocked by PreToolUse hook: {label}")
+}

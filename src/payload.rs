@@ -1,0 +1,372 @@
+//! The event payload read on stdin (contract §2): its limits, the fields the dispatcher needs, and
+//! the exact bytes handlers receive.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// Reading stops here; a larger payload is an error.
+pub const MAX_BYTES: usize = 64 << 20;
+
+/// The four events levelcode fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    SessionStart,
+    PreToolUse,
+    PostToolUse,
+    Stop,
+    /// Any other name: hooks configured under it run, nothing can block.
+    Unknown,
+}
+
+impl EventKind {
+    pub fn of(name: &str) -> EventKind {
+        match name {
+            "SessionStart" => EventKind::SessionStart,
+            "PreToolUse" => EventKind::PreToolUse,
+            "PostToolUse" => EventKind::PostToolUse,
+            "Stop" => EventKind::Stop,
+            _ => EventKind::Unknown,
+        }
+    }
+
+    /// Returns true if and only if the event concerns one tool call, so matchers apply.
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, EventKind::PreToolUse | EventKind::PostToolUse)
+    }
+}
+
+pub const KNOWN_EVENTS: [&str; 4] = ["SessionStart", "PreToolUse", "PostToolUse", "Stop"];
+
+/// One validated payload.
+#[derive(Debug)]
+pub struct Payload {
+    pub event: String,
+    pub kind: EventKind,
+    pub tool_name: Option<String>,
+    /// The payload's `cwd`, when it is a string.
+    pub cwd: Option<String>,
+    /// The payload's `team`, when present (validated by the compliance log).
+    pub team: Option<Value>,
+    /// Problems that do not stop the dispatch (a `cwd` that is not a string, an unknown event).
+    pub warnings: Vec<String>,
+    /// The payload as read, without surrounding white space.
+    raw: Vec<u8>,
+    has_event: bool,
+    has_cwd: bool,
+}
+
+/// The fields the dispatcher reads; every other field is skipped unparsed.
+#[derive(Deserialize)]
+struct Fields {
+    #[serde(default, deserialize_with = "present")]
+    event: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    hook_event_name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    cwd: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    tool_name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    team: Option<Value>,
+}
+
+/// Keeps an explicit `null` apart from a missing field.
+fn present<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(de).map(Some)
+}
+
+/// Reads stdin up to [`MAX_BYTES`], noticing signals while blocked.
+pub fn read_stdin() -> Result<Vec<u8>, ReadError> {
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        if let Some(sig) = crate::signals::received() {
+            return Err(ReadError::Interrupted(sig));
+        }
+        crate::signals::wait_readable(0);
+        if let Some(sig) = crate::signals::received() {
+            return Err(ReadError::Interrupted(sig));
+        }
+        match stdin.read(&mut chunk) {
+            Ok(0) => return Ok(buf),
+            Ok(n) => {
+                if buf.len() + n > MAX_BYTES {
+                    return Err(ReadError::Invalid(format!(
+                        "payload: larger than the limit of {} MiB; send less on stdin",
+                        MAX_BYTES >> 20
+                    )));
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(ReadError::Invalid(format!(
+                    "payload: cannot read stdin: {e}"
+                )))
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum ReadError {
+    Invalid(String),
+    Interrupted(i32),
+}
+
+impl Payload {
+    /// Validates a payload (contract §2 and §8). `event_flag` is `--event`.
+    pub fn parse(bytes: Vec<u8>, event_flag: Option<&str>) -> Result<Payload, String> {
+        let raw = trim_ascii(bytes);
+        if raw.is_empty() {
+            return Err(
+                "payload: stdin was empty; send one JSON object such as {\"event\":\"Stop\"}"
+                    .into(),
+            );
+        }
+        if let Err(e) = std::str::from_utf8(&raw) {
+            return Err(format!(
+                "payload: not UTF-8 (invalid byte at offset {}); send UTF-8 JSON",
+                e.valid_up_to()
+            ));
+        }
+        if raw[0] != b'{' {
+            return Err(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(&raw) {
+                    Ok(_) => {
+                        "payload: not a JSON object; send one object such as {\"event\":\"Stop\"}"
+                            .into()
+                    }
+                    Err(e) => json_error(&e),
+                },
+            );
+        }
+        let fields: Fields = serde_json::from_slice(&raw).map_err(|e| json_error(&e))?;
+
+        let event = resolve_event(&fields, event_flag)?;
+        let kind = EventKind::of(&event);
+        let mut warnings = Vec::new();
+        if kind == EventKind::Unknown {
+            warnings.push(format!(
+                "payload: unknown event {event:?} (levelcode fires {}); hooks configured under it run, but none can block",
+                KNOWN_EVENTS.join(", ")
+            ));
+        }
+        let tool_name = match fields.tool_name {
+            Some(Value::String(name)) => Some(name),
+            other if kind.is_tool_event() => {
+                let what = if other.is_none() {
+                    "missing"
+                } else {
+                    "not a string"
+                };
+                return Err(format!(
+                    "payload: tool_name is {what}; a {event} payload needs the tool's name as a string, e.g. \"tool_name\":\"write_file\""
+                ));
+            }
+            _ => None,
+        };
+        let has_cwd = fields.cwd.is_some();
+        let cwd = match fields.cwd {
+            Some(Value::String(cwd)) if !cwd.is_empty() => Some(cwd),
+            Some(other) => {
+                warnings.push(format!(
+                    "payload: cwd should be the absolute project directory as a string, not {}; using the current directory",
+                    short_json(&other)
+                ));
+                None
+            }
+            None => None,
+        };
+        Ok(Payload {
+            event,
+            kind,
+            tool_name: if kind.is_tool_event() {
+                tool_name
+            } else {
+                None
+            },
+            cwd,
+            team: fields.team,
+            warnings,
+            has_event: fields.event.is_some(),
+            has_cwd,
+            raw,
+        })
+    }
+
+    /// The payload as read, without surrounding white space.
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// The bytes handlers read on stdin: the payload unchanged, with `event` and `cwd` appended
+    /// when it lacks them (`cwd` is the project root).
+    pub fn handler_input(&self, project_root: &Path) -> Vec<u8> {
+        let mut extra = Vec::new();
+        if !self.has_event {
+            extra.push(("event", self.event.clone()));
+        }
+        if !self.has_cwd {
+            extra.push(("cwd", project_root.to_string_lossy().into_owned()));
+        }
+        if extra.is_empty() {
+            return self.raw.clone();
+        }
+        // The raw payload is a valid object, so it ends in `}`.
+        let body = &self.raw[..self.raw.len() - 1];
+        let empty = body[1..].iter().all(u8::is_ascii_whitespace);
+        let mut out = Vec::with_capacity(self.raw.len() + 64);
+        out.extend_from_slice(body);
+        for (i, (key, value)) in extra.iter().enumerate() {
+            if i > 0 || !empty {
+                out.push(b',');
+            }
+            out.extend_from_slice(format!("\"{key}\":").as_bytes());
+            out.extend_from_slice(
+                serde_json::to_string(value)
+                    .unwrap_or_else(|_| "\"\"".into())
+                    .as_bytes(),
+            );
+        }
+        out.push(b'}');
+        out
+    }
+}
+
+fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> {
+    let as_string = |name: &str, value: &Option<Value>| -> Result<Option<String>, String> {
+        match value {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!(
+                "payload: {name} is {}, not a string; use one of {}",
+                short_json(other),
+                KNOWN_EVENTS.join(", ")
+            )),
+        }
+    };
+    let event = as_string("event", &fields.event)?;
+    let alias = as_string("hook_event_name", &fields.hook_event_name)?;
+    let from_payload = match (event, alias) {
+        (Some(e), Some(a)) if e != a => {
+            return Err(format!(
+                "payload: event {e:?} and hook_event_name {a:?} disagree; keep one of them"
+            ))
+        }
+        (Some(e), _) => Some(e),
+        (None, a) => a,
+    };
+    match (from_payload, flag) {
+        (Some(p), Some(f)) if p != f => Err(format!(
+            "payload: its event {p:?} disagrees with --event {f:?}; drop --event or fix the payload"
+        )),
+        (Some(p), _) => Ok(p),
+        (None, Some(f)) => Ok(f.to_string()),
+        (None, None) => Err(format!(
+            "payload: no event; add \"event\" (one of {}) to the payload, or pass --event",
+            KNOWN_EVENTS.join(", ")
+        )),
+    }
+}
+
+fn json_error(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    if msg.contains("recursion limit") {
+        return format!(
+            "payload: nested deeper than 128 levels (line {}, column {})",
+            e.line(),
+            e.column()
+        );
+    }
+    format!("payload: invalid JSON: {msg}")
+}
+
+/// A value as short JSON text for a message.
+pub fn short_json(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() <= 40 {
+        return text;
+    }
+    let mut cut = 37;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &text[..cut])
+}
+
+fn trim_ascii(mut bytes: Vec<u8>) -> Vec<u8> {
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
+    bytes.truncate(end);
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(0);
+    if start > 0 {
+        bytes.drain(..start);
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Payload, String> {
+        Payload::parse(text.as_bytes().to_vec(), None)
+    }
+
+    #[test]
+    fn event_and_cwd_are_appended_in_order() {
+        let p = parse(r#" {"tool_name":"x","event":"PreToolUse"} "#).unwrap();
+        assert_eq!(
+            p.handler_input(Path::new("/p")),
+            br#"{"tool_name":"x","event":"PreToolUse","cwd":"/p"}"#
+        );
+        let p = Payload::parse(b"{ }".to_vec(), Some("Stop")).unwrap();
+        assert_eq!(
+            p.handler_input(Path::new("/p")),
+            br#"{ "event":"Stop","cwd":"/p"}"#
+        );
+    }
+
+    #[test]
+    fn alias_counts_as_event_and_stays() {
+        let p = parse(r#"{"hook_event_name":"Stop","cwd":"/x"}"#).unwrap();
+        assert_eq!(p.event, "Stop");
+        assert_eq!(
+            p.handler_input(Path::new("/p")),
+            br#"{"hook_event_name":"Stop","cwd":"/x","event":"Stop"}"#
+        );
+    }
+
+    #[test]
+    fn depth_limit_is_128() {
+        let ok = format!(
+            "{{\"event\":\"Stop\",\"x\":{}{}}}",
+            "[".repeat(127),
+            "]".repeat(127)
+        );
+        assert!(parse(&ok).is_ok());
+        let deep = format!(
+            "{{\"event\":\"Stop\",\"x\":{}{}}}",
+            "[".repeat(128),
+            "]".repeat(128)
+        );
+        assert!(parse(&deep).unwrap_err().contains("deeper than 128"));
+    }
+
+    #[test]
+    fn null_event_is_not_missing() {
+        assert!(parse(r#"{"event":null}"#)
+            .unwrap_err()
+            .contains("not a string"));
+    }
+}

@@ -1,0 +1,151 @@
+//! Running one handler process: how it is started, fed its payload, read, and stopped when its
+//! timeout expires or the dispatcher is interrupted (contract §6).
+//!
+//! The platform halves live in `unix.rs` (process groups, one poll loop) and `windows.rs` (a job
+//! object and threads); this module holds what they share.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::capture::Capture;
+use crate::settings::Program;
+
+#[cfg_attr(unix, path = "unix.rs")]
+#[cfg_attr(windows, path = "windows.rs")]
+mod os;
+
+/// After the handler exits, how long output still held open by something it started is read.
+pub const LEFTOVER_WAIT: Duration = Duration::from_millis(100);
+/// Between SIGTERM and SIGKILL to a handler's process group.
+pub const KILL_GRACE: Duration = Duration::from_secs(1);
+
+/// Everything needed to run one handler.
+pub struct Invocation<'a> {
+    pub program: &'a Program,
+    /// The current directory for the handler: the project root.
+    pub dir: &'a Path,
+    /// Variables added to the inherited environment.
+    pub env: &'a [(&'static str, String)],
+    /// Variables removed from the inherited environment.
+    pub env_remove: &'a [&'static str],
+    /// The bytes written to the handler's stdin, which is then closed.
+    pub input: &'a [u8],
+    pub timeout: Duration,
+}
+
+/// How the handler's process ended.
+#[derive(Debug)]
+pub enum Ending {
+    Exited(i32),
+    Signaled(i32),
+    /// It could not be started; the text says why.
+    SpawnFailed(String),
+}
+
+/// Why the dispatcher stopped a handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Timeout,
+    /// The dispatcher received this signal.
+    Interrupted(i32),
+}
+
+/// What running one handler gave.
+#[derive(Debug)]
+pub struct Finished {
+    pub ending: Ending,
+    /// Set when the dispatcher terminated the handler's group.
+    pub stopped: Option<Stop>,
+    /// Returns true when SIGKILL was needed after SIGTERM.
+    pub killed: bool,
+    pub stdout: Capture,
+    pub stderr: Capture,
+    pub duration: Duration,
+    /// The handler exited while something it started still held its stdout or stderr.
+    pub leftover_output: bool,
+}
+
+impl Finished {
+    fn spawn_failed(message: String, duration: Duration) -> Finished {
+        Finished {
+            ending: Ending::SpawnFailed(message),
+            stopped: None,
+            killed: false,
+            stdout: Capture::default(),
+            stderr: Capture::default(),
+            duration,
+            leftover_output: false,
+        }
+    }
+}
+
+/// Runs one handler to its end; never fails (a failure to start is an [`Ending`]).
+pub fn run(invocation: &Invocation<'_>) -> Finished {
+    os::run(invocation)
+}
+
+/// The process to start, without platform specifics such as the process group.
+fn command(invocation: &Invocation<'_>) -> Command {
+    let mut command = match invocation.program {
+        Program::Shell(script) => shell(script),
+        Program::Argv(argv) => {
+            // A relative path such as `./hooks/guard.sh` means the project's, whatever directory
+            // the dispatcher was started in.
+            let program = Path::new(&argv[0]);
+            let program = if program.is_relative() && argv[0].contains(['/', '\\']) {
+                invocation.dir.join(program)
+            } else {
+                program.to_path_buf()
+            };
+            let mut command = Command::new(program);
+            command.args(&argv[1..]);
+            command
+        }
+    };
+    command
+        .current_dir(invocation.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in invocation.env {
+        command.env(key, value);
+    }
+    for key in invocation.env_remove {
+        command.env_remove(key);
+    }
+    command
+}
+
+#[cfg(unix)]
+fn shell(script: &str) -> Command {
+    let mut command = Command::new("/bin/sh");
+    command.arg("-c").arg(script);
+    command
+}
+
+#[cfg(windows)]
+fn shell(script: &str) -> Command {
+    use std::os::windows::process::CommandExt;
+    let mut command = Command::new("cmd.exe");
+    command
+        .args(["/d", "/s", "/c"])
+        .raw_arg(format!("\"{script}\""));
+    command
+}
+
+/// A spawn error as a handler's message.
+fn spawn_message(program: &Program, err: &std::io::Error) -> String {
+    let what = match program {
+        Program::Shell(_) => "/bin/sh".to_string(),
+        Program::Argv(argv) => argv[0].clone(),
+    };
+    let hint = match err.kind() {
+        std::io::ErrorKind::NotFound => "; check the name, or give a full path (PATH is searched)",
+        std::io::ErrorKind::PermissionDenied => {
+            "; is it a directory, or missing its executable bit (chmod +x)?"
+        }
+        _ => "",
+    };
+    format!("could not start {what}: {err}{hint}")
+}

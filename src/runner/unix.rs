@@ -1,0 +1,372 @@
+//! The Unix half of running a handler.
+//!
+//! The handler leads its own process group, so a timeout or an interruption reaches everything
+//! it started: SIGTERM to the group, SIGKILL [`KILL_GRACE`] later if anything is left. One poll
+//! loop writes the payload, reads stdout and stderr, notices the exit (through a pidfd on Linux)
+//! and the dispatcher's own signals, so no pipe can deadlock and no deadline can pass unnoticed,
+//! without starting a thread per handler.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use std::time::{Duration, Instant};
+
+use super::{
+    command, spawn_message, Ending, Finished, Invocation, Stop, KILL_GRACE, LEFTOVER_WAIT,
+};
+use crate::capture::Capture;
+use crate::signals;
+
+/// How often to look again when nothing can wake the poll: no pidfd, or waiting for a process
+/// group to empty.
+const RECHECK: Duration = Duration::from_millis(5);
+
+pub fn run(invocation: &Invocation<'_>) -> Finished {
+    let start = Instant::now();
+    let mut command = command(invocation);
+    command.process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            return Finished::spawn_failed(spawn_message(invocation.program, &err), start.elapsed())
+        }
+    };
+    let mut session = Session::new(&mut child, invocation.input);
+    session.drive(&mut child, start + invocation.timeout);
+    session.finish(start)
+}
+
+/// The state of one running handler.
+struct Session<'a> {
+    pgid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    stdin: Option<ChildStdin>,
+    input: &'a [u8],
+    written: usize,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    out: Capture,
+    err: Capture,
+    status: Option<std::process::ExitStatus>,
+    exited_at: Option<Instant>,
+    stopped: Option<Stop>,
+    term_sent_at: Option<Instant>,
+    killed: bool,
+    leftover_output: bool,
+}
+
+impl<'a> Session<'a> {
+    fn new(child: &mut Child, input: &'a [u8]) -> Session<'a> {
+        let pid = libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX);
+        let stdin = child.stdin.take().filter(|_| !input.is_empty());
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        if let Some(s) = &stdin {
+            set_nonblocking(s.as_raw_fd());
+            if input.len() > 64 * 1024 {
+                grow_pipe(s.as_raw_fd());
+            }
+        }
+        if let Some(s) = &stdout {
+            set_nonblocking(s.as_raw_fd());
+        }
+        if let Some(s) = &stderr {
+            set_nonblocking(s.as_raw_fd());
+        }
+        Session {
+            pgid: pid,
+            pidfd: pidfd_open(pid),
+            stdin,
+            input,
+            written: 0,
+            stdout,
+            stderr,
+            out: Capture::default(),
+            err: Capture::default(),
+            status: None,
+            exited_at: None,
+            stopped: None,
+            term_sent_at: None,
+            killed: false,
+            leftover_output: false,
+        }
+    }
+
+    fn drive(&mut self, child: &mut Child, deadline: Instant) {
+        if self.pidfd.is_none() {
+            self.reap(child);
+        }
+        loop {
+            let now = Instant::now();
+            if self.stopped.is_none() {
+                if let Some(sig) = signals::received() {
+                    self.terminate(Stop::Interrupted(sig), now);
+                } else if now >= deadline {
+                    self.terminate(Stop::Timeout, now);
+                }
+            }
+            if let Some(term) = self.term_sent_at {
+                if !self.killed && now >= term + KILL_GRACE {
+                    signal_group(self.pgid, libc::SIGKILL);
+                    self.killed = true;
+                }
+            }
+            if self.status.is_some() && self.done(now) {
+                return;
+            }
+            let wait = self.poll_timeout(now, deadline);
+            self.poll_once(child, wait);
+        }
+    }
+
+    /// Returns true when nothing more is worth waiting for: output read to its end (or the
+    /// leftover wait over) and, after a stop, the group empty or killed.
+    fn done(&mut self, now: Instant) -> bool {
+        let group_settled = match self.stopped {
+            None => true,
+            Some(_) => self.killed || !group_alive(self.pgid),
+        };
+        if !group_settled {
+            return false;
+        }
+        if self.stdout.is_none() && self.stderr.is_none() {
+            return true;
+        }
+        let exited_at = self.exited_at.unwrap_or(now);
+        if now >= exited_at + LEFTOVER_WAIT {
+            self.leftover_output = true;
+            return true;
+        }
+        false
+    }
+
+    fn poll_timeout(&self, now: Instant, deadline: Instant) -> Option<Duration> {
+        let mut until: Option<Instant> = None;
+        let mut earliest = |t: Instant| until = Some(until.map_or(t, |u| u.min(t)));
+        if self.stopped.is_none() {
+            earliest(deadline);
+        }
+        if let Some(term) = self.term_sent_at {
+            if !self.killed {
+                earliest(term + KILL_GRACE);
+                if self.status.is_some() {
+                    // Waiting for the rest of the group to go: nothing wakes us when it does.
+                    earliest(now + RECHECK);
+                }
+            }
+        }
+        if let Some(exited) = self.exited_at {
+            if self.stdout.is_some() || self.stderr.is_some() {
+                earliest(exited + LEFTOVER_WAIT);
+            }
+        }
+        if self.pidfd.is_none() && self.status.is_none() {
+            earliest(now + RECHECK);
+        }
+        until.map(|u| u.saturating_duration_since(now))
+    }
+
+    fn terminate(&mut self, why: Stop, now: Instant) {
+        self.stopped = Some(why);
+        self.term_sent_at = Some(now);
+        signal_group(self.pgid, libc::SIGTERM);
+        // A stopped handler can read no more of its payload.
+        self.stdin = None;
+    }
+
+    fn poll_once(&mut self, child: &mut Child, wait: Option<Duration>) {
+        const STDIN: usize = 0;
+        const STDOUT: usize = 1;
+        const STDERR: usize = 2;
+        const EXIT: usize = 3;
+        const WAKE: usize = 4;
+        let fd_of = |present: bool, fd: RawFd| if present { fd } else { -1 };
+        let mut fds = [
+            pollfd(
+                self.stdin.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+                libc::POLLOUT,
+            ),
+            pollfd(
+                self.stdout.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+                libc::POLLIN,
+            ),
+            pollfd(
+                self.stderr.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+                libc::POLLIN,
+            ),
+            pollfd(
+                fd_of(
+                    self.status.is_none(),
+                    self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+                ),
+                libc::POLLIN,
+            ),
+            pollfd(
+                fd_of(self.stopped.is_none(), signals::wake_fd()),
+                libc::POLLIN,
+            ),
+        ];
+        let timeout_ms = match wait {
+            None => -1,
+            // Round up, so a deadline is never polled for 0 ms in a busy loop.
+            Some(d) => i32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(i32::MAX),
+        };
+        // SAFETY: `fds` is a live array of pollfd of the length passed; a negative fd is ignored.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if ready < 0 {
+            return; // EINTR: the loop looks at signals and deadlines again
+        }
+        let fired = |i: usize| fds[i].fd >= 0 && fds[i].revents != 0;
+        if fired(STDIN) {
+            self.feed();
+        }
+        if fired(STDOUT) && drain(&mut self.stdout, &mut self.out) {
+            self.stdout = None;
+        }
+        if fired(STDERR) && drain(&mut self.stderr, &mut self.err) {
+            self.stderr = None;
+        }
+        if fired(EXIT) || self.pidfd.is_none() {
+            self.reap(child);
+        }
+        let _ = WAKE; // readable only after a signal, which the loop reads from `signals`
+    }
+
+    /// Writes as much of the payload as the pipe takes; closes stdin when all is written or the
+    /// handler stopped reading.
+    fn feed(&mut self) {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return;
+        };
+        loop {
+            match stdin.write(&self.input[self.written..]) {
+                Ok(n) => {
+                    self.written += n;
+                    if self.written == self.input.len() {
+                        self.stdin = None;
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    // EPIPE: the handler closed its stdin or exited; it did not want the rest.
+                    self.stdin = None;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn reap(&mut self, child: &mut Child) {
+        if self.status.is_some() {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            self.status = Some(status);
+            self.exited_at = Some(Instant::now());
+            self.stdin = None;
+        }
+    }
+
+    fn finish(mut self, start: Instant) -> Finished {
+        let duration = start.elapsed();
+        let ending = match self.status {
+            Some(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => Ending::Exited(code),
+                (None, Some(sig)) => Ending::Signaled(sig),
+                (None, None) => Ending::Exited(-1),
+            },
+            None => Ending::Exited(-1),
+        };
+        Finished {
+            ending,
+            stopped: self.stopped,
+            killed: self.killed,
+            stdout: std::mem::take(&mut self.out),
+            stderr: std::mem::take(&mut self.err),
+            duration,
+            leftover_output: self.leftover_output,
+        }
+    }
+}
+
+/// Reads what is there; returns true at end of file (or on an error, which ends the stream too).
+fn drain<R: Read>(stream: &mut Option<R>, capture: &mut Capture) -> bool {
+    let Some(reader) = stream.as_mut() else {
+        return true;
+    };
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(n) => capture.push(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+fn set_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl on a descriptor we own; failure leaves it blocking, which poll still handles
+    // for reads (we read only when poll said so).
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+/// Asks for a 1 MiB pipe, so a large payload goes in fewer wake-ups. Best effort.
+fn grow_pipe(fd: RawFd) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: F_SETPIPE_SZ on a pipe we own; failure keeps the default size.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
+}
+
+/// A descriptor that becomes readable when the process exits (Linux 5.3 and later).
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let fd = RawFd::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+        // SAFETY: the descriptor was just returned to us and nothing else owns it.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: F_SETFD on our own descriptor, so it does not leak into later handlers.
+        unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+        Some(owned)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: kill(2) with a negative pid signals the process group the handler leads.
+    unsafe { libc::kill(-pgid, sig) };
+}
+
+/// Returns true if and only if some process is still in the group.
+fn group_alive(pgid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(-pgid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

@@ -1,0 +1,569 @@
+//! The `hooks` key of one settings file (contract §4): groups and handlers, checked entry by
+//! entry so that one bad entry never costs its valid siblings.
+
+use std::fmt;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::layers::LayerKind;
+use crate::payload::short_json;
+
+pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
+pub const MAX_TIMEOUT_SECS: f64 = 600.0;
+
+/// What a handler runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    /// `command`: run by `/bin/sh -c` (`cmd.exe /d /s /c` on Windows).
+    Shell(String),
+    /// `argv`: run directly, `argv[0]` looked up on `PATH`.
+    Argv(Vec<String>),
+}
+
+/// Where a group was written.
+#[derive(Debug)]
+pub struct Source {
+    pub layer: LayerKind,
+    pub file: Box<Path>,
+}
+
+/// One `{matcher, hooks}` entry under an event.
+#[derive(Debug)]
+pub struct Group {
+    pub source: Rc<Source>,
+    pub event: String,
+    /// Position under the event, for `hooks.<Event>[i]`.
+    pub index: usize,
+    pub matcher: Option<String>,
+    pub enabled: bool,
+    pub handlers: Vec<Handler>,
+}
+
+/// One entry of a group's `hooks` array.
+#[derive(Debug)]
+pub struct Handler {
+    /// Position in the group's `hooks`, for `hooks.<Event>[i].hooks[j]`.
+    pub index: usize,
+    pub program: Program,
+    pub timeout: Duration,
+    pub enabled: bool,
+    pub name: Option<String>,
+}
+
+impl Group {
+    /// The entry's path as warnings print it, e.g. `hooks.PreToolUse[1]`.
+    pub fn path(&self) -> String {
+        format!("hooks.{}[{}]", self.event, self.index)
+    }
+}
+
+impl Handler {
+    /// The handler's name, else its command, else its argv joined as a shell would quote it.
+    pub fn label(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        match &self.program {
+            Program::Shell(command) => command.clone(),
+            Program::Argv(argv) => shell_words::join(argv),
+        }
+    }
+}
+
+/// Which events of a file to read: a dispatch needs one, `list` and `validate` need all.
+#[derive(Clone, Copy)]
+pub enum Events<'a> {
+    Only(&'a str),
+    All,
+}
+
+/// Reads the groups of one settings file into `groups`, and its problems into `warnings`.
+pub fn parse(
+    source: Source,
+    bytes: &[u8],
+    events: Events<'_>,
+    groups: &mut Vec<Group>,
+    warnings: &mut Vec<String>,
+) {
+    let file = source.file.display().to_string();
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            warnings.push(format!(
+                "{file}: not UTF-8 (invalid byte at offset {}); layer skipped, save it as UTF-8",
+                e.valid_up_to()
+            ));
+            return;
+        }
+    };
+    let hooks = match top_level_hooks(text) {
+        Ok(Some(hooks)) => hooks,
+        Ok(None) => return,
+        Err(problem) => {
+            warnings.push(format!("{file}: {problem}; layer skipped"));
+            return;
+        }
+    };
+    let source = Rc::new(source);
+    for (event, raw) in hooks {
+        if let Events::Only(wanted) = events {
+            if event != wanted {
+                continue;
+            }
+        }
+        let value: Value = match serde_json::from_str(raw.get()) {
+            Ok(value) => value,
+            Err(e) => {
+                warnings.push(format!("{file}: hooks.{event}: {e}; skipped"));
+                continue;
+            }
+        };
+        let mut at = Location {
+            file: &file,
+            warnings,
+        };
+        parse_event(&source, &event, value, groups, &mut at);
+    }
+}
+
+/// Where problems are reported: the file, and the warnings list.
+struct Location<'a> {
+    file: &'a str,
+    warnings: &'a mut Vec<String>,
+}
+
+impl Location<'_> {
+    fn warn(&mut self, path: &str, message: impl fmt::Display) {
+        self.warnings
+            .push(format!("{}: {path}: {message}", self.file));
+    }
+}
+
+/// The `hooks` object's entries in file order, without parsing their values; `None` when the
+/// file has no `hooks` (or `"hooks": null`).
+fn top_level_hooks(text: &str) -> Result<Option<Vec<(String, &RawValue)>>, String> {
+    #[derive(Deserialize)]
+    struct Top<'a> {
+        #[serde(borrow, default)]
+        hooks: Option<&'a RawValue>,
+    }
+    let first = text.trim_start().chars().next();
+    if first != Some('{') {
+        return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => "the top level is not a JSON object".to_string(),
+            Err(e) => format!("invalid JSON: {e}"),
+        });
+    }
+    let top: Top<'_> = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let Some(hooks) = top.hooks else {
+        return Ok(None);
+    };
+    let raw = hooks.get().trim_start();
+    if raw == "null" {
+        return Ok(None);
+    }
+    if !raw.starts_with('{') {
+        return Err(format!(
+            "\"hooks\" must be an object of events, not {}",
+            describe_raw(raw)
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_str(raw);
+    de.deserialize_map(EntriesVisitor)
+        .map(Some)
+        .map_err(|e| format!("invalid JSON in \"hooks\": {e}"))
+}
+
+struct EntriesVisitor;
+
+impl<'de> Visitor<'de> for EntriesVisitor {
+    type Value = Vec<(String, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
+            entries.push((key, value));
+        }
+        Ok(entries)
+    }
+}
+
+fn describe_raw(raw: &str) -> &'static str {
+    match raw.as_bytes().first() {
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn parse_event(
+    source: &Rc<Source>,
+    event: &str,
+    value: Value,
+    groups: &mut Vec<Group>,
+    at: &mut Location<'_>,
+) {
+    let path = format!("hooks.{event}");
+    let Value::Array(entries) = value else {
+        at.warn(
+            &path,
+            format!(
+                "must be an array of groups like [{{\"matcher\":\"write_file\",\"hooks\":[{{\"command\":\"...\"}}]}}], not {}; event skipped",
+                describe(&value)
+            ),
+        );
+        return;
+    };
+    for (index, entry) in entries.into_iter().enumerate() {
+        let path = format!("{path}[{index}]");
+        if let Some(group) = parse_group(source, event, index, entry, &path, at) {
+            groups.push(group);
+        }
+    }
+}
+
+fn parse_group(
+    source: &Rc<Source>,
+    event: &str,
+    index: usize,
+    entry: Value,
+    path: &str,
+    at: &mut Location<'_>,
+) -> Option<Group> {
+    let Value::Object(mut fields) = entry else {
+        at.warn(
+            path,
+            format!(
+                "a group must be an object {{\"matcher\":...,\"hooks\":[...]}}, not {}; skipped",
+                describe(&entry)
+            ),
+        );
+        return None;
+    };
+    let looks_like_handler = ["command", "argv", "type"]
+        .iter()
+        .any(|k| fields.contains_key(*k));
+    let hooks = match fields.remove("hooks") {
+        None | Some(Value::Null) if looks_like_handler => {
+            at.warn(
+                path,
+                "a handler written directly under the event; wrap it in a group: {\"hooks\":[{\"command\":...}]}; skipped",
+            );
+            return None;
+        }
+        None | Some(Value::Null) => {
+            at.warn(path, "no \"hooks\" array of handlers; group skipped");
+            return None;
+        }
+        Some(Value::Array(hooks)) if hooks.is_empty() => {
+            at.warn(
+                &format!("{path}.hooks"),
+                "is empty; add a handler like {\"command\":\"...\"}; group skipped",
+            );
+            return None;
+        }
+        Some(Value::Array(hooks)) => hooks,
+        Some(other) => {
+            at.warn(
+                &format!("{path}.hooks"),
+                format!(
+                    "must be an array of handlers, not {}; group skipped",
+                    describe(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let matcher = match fields.remove("matcher") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) => Some(m),
+        Some(other) => {
+            at.warn(
+                &format!("{path}.matcher"),
+                format!(
+                    "must be a string such as \"write_file|str_replace\", not {}; group skipped",
+                    describe(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let enabled = parse_enabled(fields.get("enabled"), &format!("{path}.enabled"), at);
+    let mut handlers = Vec::with_capacity(hooks.len());
+    for (h, value) in hooks.into_iter().enumerate() {
+        let hpath = format!("{path}.hooks[{h}]");
+        if let Some(handler) = parse_handler(h, value, &hpath, at) {
+            handlers.push(handler);
+        }
+    }
+    Some(Group {
+        source: Rc::clone(source),
+        event: event.to_string(),
+        index,
+        matcher,
+        enabled,
+        handlers,
+    })
+}
+
+fn parse_enabled(value: Option<&Value>, path: &str, at: &mut Location<'_>) -> bool {
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            at.warn(
+                path,
+                format!(
+                    "must be true or false, not {}; treated as true",
+                    short_json(other)
+                ),
+            );
+            true
+        }
+    }
+}
+
+fn parse_handler(index: usize, value: Value, path: &str, at: &mut Location<'_>) -> Option<Handler> {
+    let Value::Object(mut fields) = value else {
+        at.warn(
+            path,
+            format!(
+                "a handler must be an object like {{\"command\":\"...\"}}, not {}; skipped",
+                describe(&value)
+            ),
+        );
+        return None;
+    };
+    match fields.get("type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if t == "command" => {}
+        Some(other) => {
+            at.warn(
+                &format!("{path}.type"),
+                format!(
+                    "{} is not a handler type this version runs (only \"command\"); handler skipped",
+                    short_json(other)
+                ),
+            );
+            return None;
+        }
+    }
+    let command = fields.remove("command").filter(|v| !v.is_null());
+    let argv = fields.remove("argv").filter(|v| !v.is_null());
+    let program = match (command, argv) {
+        (Some(_), Some(_)) => {
+            at.warn(
+                path,
+                "both command and argv given; keep one; handler skipped",
+            );
+            return None;
+        }
+        (None, None) => {
+            at.warn(
+                path,
+                "neither command nor argv given; add \"command\":\"...\" or \"argv\":[...]; handler skipped",
+            );
+            return None;
+        }
+        (Some(Value::String(c)), None) if !c.trim().is_empty() => Program::Shell(c),
+        (Some(other), None) => {
+            at.warn(
+                &format!("{path}.command"),
+                format!(
+                    "must be a non-empty string, not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+        (None, Some(Value::Array(items)))
+            if !items.is_empty()
+                && items.iter().all(Value::is_string)
+                && items[0].as_str().is_some_and(|s| !s.is_empty()) =>
+        {
+            Program::Argv(
+                items
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
+        (None, Some(other)) => {
+            at.warn(
+                &format!("{path}.argv"),
+                format!(
+                    "must be a non-empty array of strings, program first, not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let (secs, problem) = clamp_timeout(fields.get("timeout"));
+    if let Some(problem) = problem {
+        at.warn(&format!("{path}.timeout"), problem);
+    }
+    let enabled = parse_enabled(fields.get("enabled"), &format!("{path}.enabled"), at);
+    let name = match fields.remove("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) if !n.trim().is_empty() => Some(n),
+        Some(other) => {
+            at.warn(
+                &format!("{path}.name"),
+                format!(
+                    "must be a non-empty string, not {}; ignored",
+                    short_json(&other)
+                ),
+            );
+            None
+        }
+    };
+    Some(Handler {
+        index,
+        program,
+        timeout: Duration::from_secs_f64(secs),
+        enabled,
+        name,
+    })
+}
+
+/// The timeout in seconds for a handler's `timeout` value, and the warning to give, if any
+/// (contract §4): missing or null is 10; not a number or ≤ 0 is 10 with a warning; over 600 is
+/// 600 with a warning, which from 1000 on also says that the unit is seconds.
+pub fn clamp_timeout(value: Option<&Value>) -> (f64, Option<String>) {
+    let secs = match value {
+        None | Some(Value::Null) => return (DEFAULT_TIMEOUT_SECS, None),
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+        Some(other) => {
+            return (
+                DEFAULT_TIMEOUT_SECS,
+                Some(format!(
+                    "must be a number of seconds, not {}; using 10",
+                    short_json(other)
+                )),
+            )
+        }
+    };
+    if secs.is_nan() || secs <= 0.0 {
+        return (
+            DEFAULT_TIMEOUT_SECS,
+            Some(format!(
+                "{secs} is not a positive number of seconds; using 10"
+            )),
+        );
+    }
+    if secs > MAX_TIMEOUT_SECS {
+        let unit = if secs >= 1000.0 {
+            " (the unit is seconds, not milliseconds)"
+        } else {
+            ""
+        };
+        return (
+            MAX_TIMEOUT_SECS,
+            Some(format!(
+                "{secs} seconds is over the 600-second maximum{unit}; using 600"
+            )),
+        );
+    }
+    (secs, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timeout_rules() {
+        assert_eq!(clamp_timeout(None), (10.0, None));
+        assert_eq!(clamp_timeout(Some(&Value::Null)), (10.0, None));
+        assert_eq!(clamp_timeout(Some(&json!(2.5))), (2.5, None));
+        assert_eq!(clamp_timeout(Some(&json!(600))), (600.0, None));
+        let (secs, warning) = clamp_timeout(Some(&json!(0)));
+        assert_eq!(secs, 10.0);
+        assert!(warning.unwrap().contains("positive"));
+        let (secs, warning) = clamp_timeout(Some(&json!(-1)));
+        assert_eq!(secs, 10.0);
+        assert!(warning.is_some());
+        let (secs, warning) = clamp_timeout(Some(&json!("5")));
+        assert_eq!(secs, 10.0);
+        assert!(warning.unwrap().contains("number of seconds"));
+        let (secs, warning) = clamp_timeout(Some(&json!(601)));
+        assert_eq!(secs, 600.0);
+        assert!(!warning.unwrap().contains("milliseconds"));
+        let (secs, warning) = clamp_timeout(Some(&json!(1000)));
+        assert_eq!(secs, 600.0);
+        assert!(warning.unwrap().contains("unit is seconds"));
+    }
+
+    fn parse_text(text: &str) -> (Vec<Group>, Vec<String>) {
+        let mut groups = Vec::new();
+        let mut warnings = Vec::new();
+        let source = Source {
+            layer: LayerKind::Cli,
+            file: Path::new("s.json").into(),
+        };
+        parse(
+            source,
+            text.as_bytes(),
+            Events::All,
+            &mut groups,
+            &mut warnings,
+        );
+        (groups, warnings)
+    }
+
+    #[test]
+    fn one_bad_handler_keeps_its_siblings() {
+        let (groups, warnings) = parse_text(
+            r#"{"hooks":{"Stop":[{"hooks":[{"command":"a","argv":["b"]},{"command":"c"}]}]}}"#,
+        );
+        assert_eq!(groups[0].handlers.len(), 1);
+        assert_eq!(groups[0].handlers[0].index, 1);
+        assert_eq!(
+            warnings,
+            ["s.json: hooks.Stop[0].hooks[0]: both command and argv given; keep one; handler skipped"]
+        );
+    }
+
+    #[test]
+    fn handler_directly_under_event_is_named() {
+        let (groups, warnings) = parse_text(r#"{"hooks":{"Stop":[{"command":"x"}]}}"#);
+        assert!(groups.is_empty());
+        assert!(warnings[0].contains("hooks.Stop[0]: a handler written directly under the event"));
+    }
+
+    #[test]
+    fn hooks_not_object_skips_layer() {
+        let (_, warnings) = parse_text(r#"{"hooks":[1]}"#);
+        assert!(warnings[0].contains("\"hooks\" must be an object"));
+        let (_, warnings) = parse_text("[]");
+        assert!(warnings[0].contains("not a JSON object"));
+    }
+}

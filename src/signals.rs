@@ -1,0 +1,118 @@
+//! SIGINT, SIGTERM and SIGHUP: recorded, never fatal, so the dispatcher can stop the running
+//! handler's process group and still print its result (contract §8).
+//!
+//! The handler only stores the signal number and writes one byte to a self-pipe; every blocking
+//! wait in the dispatcher polls that pipe, so a signal is noticed at once whatever phase it is in.
+
+#[cfg(unix)]
+mod imp {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    static RECEIVED: AtomicI32 = AtomicI32::new(0);
+    static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
+    static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
+
+    extern "C" fn on_signal(sig: libc::c_int) {
+        let _ = RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+        let fd = WAKE_WRITE.load(Ordering::SeqCst);
+        if fd >= 0 {
+            // SAFETY: write(2) is async-signal-safe; errno is saved and restored around it so the
+            // interrupted code sees its own.
+            unsafe {
+                let errno = *libc::__errno_location();
+                let byte = 1u8;
+                libc::write(fd, std::ptr::addr_of!(byte).cast(), 1);
+                *libc::__errno_location() = errno;
+            }
+        }
+    }
+
+    pub fn install() {
+        let mut fds = [-1; 2];
+        // SAFETY: pipe2 writes two descriptors into the array we own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
+            WAKE_READ.store(fds[0], Ordering::SeqCst);
+            WAKE_WRITE.store(fds[1], Ordering::SeqCst);
+        }
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: a zeroed sigaction is a valid starting point; the handler is an
+            // `extern "C" fn(c_int)` that only touches atomics and write(2). No SA_RESTART, so a
+            // blocked read returns EINTR.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                action.sa_flags = 0;
+                libc::sigaction(sig, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    /// The first of SIGINT, SIGTERM or SIGHUP received, if any.
+    pub fn received() -> Option<i32> {
+        match RECEIVED.load(Ordering::SeqCst) {
+            0 => None,
+            sig => Some(sig),
+        }
+    }
+
+    /// The read end of the self-pipe, for callers that poll (-1 when none).
+    pub fn wake_fd() -> i32 {
+        WAKE_READ.load(Ordering::SeqCst)
+    }
+
+    /// Blocks until `fd` is readable (or at end of file) or a signal arrives.
+    pub fn wait_readable(fd: i32) {
+        let mut fds = [
+            libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let count = if fds[1].fd >= 0 { 2 } else { 1 };
+        // SAFETY: the array outlives the call and `count` does not exceed its length.
+        unsafe { libc::poll(fds.as_mut_ptr(), count, -1) };
+    }
+
+    pub fn name(sig: i32) -> &'static str {
+        match sig {
+            libc::SIGINT => "SIGINT",
+            libc::SIGTERM => "SIGTERM",
+            libc::SIGHUP => "SIGHUP",
+            libc::SIGKILL => "SIGKILL",
+            libc::SIGSEGV => "SIGSEGV",
+            libc::SIGABRT => "SIGABRT",
+            libc::SIGPIPE => "SIGPIPE",
+            libc::SIGQUIT => "SIGQUIT",
+            libc::SIGBUS => "SIGBUS",
+            libc::SIGFPE => "SIGFPE",
+            libc::SIGILL => "SIGILL",
+            libc::SIGUSR1 => "SIGUSR1",
+            libc::SIGUSR2 => "SIGUSR2",
+            libc::SIGALRM => "SIGALRM",
+            _ => "signal",
+        }
+    }
+}
+
+#[cfg(windows)]
+mod imp {
+    //! Console control events are not translated yet: on Windows the dispatcher stops with its
+    //! console, and the job object takes the handler with it.
+    pub fn install() {}
+    pub fn received() -> Option<i32> {
+        None
+    }
+    pub fn wait_readable(_fd: i32) {}
+    pub fn name(_sig: i32) -> &'static str {
+        "signal"
+    }
+}
+
+pub use imp::*;
