@@ -10,7 +10,6 @@ use crate::cli::RunArgs;
 use crate::compliance;
 use crate::environment;
 use crate::layers::{self, LayerPath};
-use crate::matcher::Matcher;
 use crate::outcome::{self, Outcome};
 use crate::output::{self, HandlerReport, Report, Trace};
 use crate::payload::{self, EventKind, Payload, ReadError};
@@ -60,7 +59,8 @@ pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Ok(payload) => payload,
         Err(message) => return output::print_error(&message),
     };
-    let report = dispatch(&payload, &Options::from_args(args), &trace, started);
+    let mut report = dispatch(&payload, &Options::from_args(args), &trace, started);
+    crate::exec_log::append(&mut report);
     output::print_report(&report, args.output, &trace)
 }
 
@@ -204,7 +204,7 @@ pub fn run_chain(
             continue;
         }
         if let (true, Some(tool)) = (kind.is_tool_event(), tool) {
-            match Matcher::compile(group.matcher.as_deref()) {
+            match group.compiled_matcher() {
                 Ok(matcher) if matcher.matches(tool) => {}
                 Ok(_) => {
                     trace.line(format_args!(

@@ -9,18 +9,25 @@
 
 mod capture;
 mod cli;
+mod completions;
 mod compliance;
 mod dispatch;
 mod environment;
+mod exec_log;
 mod exit;
 mod layers;
+mod list;
 mod matcher;
 mod outcome;
 mod output;
 mod payload;
 mod runner;
+mod schema;
+mod serve;
 mod settings;
 mod signals;
+mod test_event;
+mod validate;
 
 use std::process::ExitCode;
 

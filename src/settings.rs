@@ -1,6 +1,7 @@
 //! The `hooks` key of one settings file (contract §4): groups and handlers, checked entry by
 //! entry so that one bad entry never costs its valid siblings.
 
+use std::cell::OnceCell;
 use std::fmt;
 use std::path::Path;
 use std::rc::Rc;
@@ -12,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::layers::LayerKind;
+use crate::matcher::Matcher;
 use crate::payload::short_json;
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
@@ -43,6 +45,8 @@ pub struct Group {
     pub matcher: Option<String>,
     pub enabled: bool,
     pub handlers: Vec<Handler>,
+    /// The matcher, compiled the first time a tool event needs it.
+    compiled: OnceCell<Result<Matcher, String>>,
 }
 
 /// One entry of a group's `hooks` array.
@@ -60,6 +64,12 @@ impl Group {
     /// The entry's path as warnings print it, e.g. `hooks.PreToolUse[1]`.
     pub fn path(&self) -> String {
         format!("hooks.{}[{}]", self.event, self.index)
+    }
+
+    /// The compiled matcher, or the regex error; compiled once per group, on first use.
+    pub fn compiled_matcher(&self) -> &Result<Matcher, String> {
+        self.compiled
+            .get_or_init(|| Matcher::compile(self.matcher.as_deref()))
     }
 }
 
@@ -326,6 +336,7 @@ fn parse_group(
         matcher,
         enabled,
         handlers,
+        compiled: OnceCell::new(),
     })
 }
 

@@ -1,0 +1,1 @@
+//! The compliance log, black-box.
