@@ -98,13 +98,17 @@ pub fn standard(
     layers
 }
 
-/// The `--settings` files in order.
+/// The `--settings` files in order, made absolute so results name them unambiguously.
 pub fn from_cli(files: &[PathBuf]) -> Vec<LayerPath> {
+    let cwd = std::env::current_dir().ok();
     files
         .iter()
         .map(|path| LayerPath {
             kind: LayerKind::Cli,
-            path: path.clone(),
+            path: match &cwd {
+                Some(cwd) if path.is_relative() => cwd.join(path),
+                _ => path.clone(),
+            },
         })
         .collect()
 }
