@@ -128,12 +128,15 @@ pub fn decode_public(text: &str) -> Option<VerifyingKey> {
     VerifyingKey::from_bytes(&bytes).ok()
 }
 
-/// The public keys that may have signed lines of a log in `dir`, by kid: `signing.pub`, every
-/// retired `signing-*.pub`, and `extra` files (keys kept elsewhere). Files that cannot be read
+/// The public keys that may have signed lines of a log in `dir`, by kid: `signing.pub` and every
+/// retired `signing-*.pub` there (when `dir` is given), and the `extra` files. Files that cannot be read
 /// or decoded are reported in the second result.
-pub fn public_keys(dir: &Path, extra: &[PathBuf]) -> (BTreeMap<String, VerifyingKey>, Vec<String>) {
+pub fn public_keys(
+    dir: Option<&Path>,
+    extra: &[PathBuf],
+) -> (BTreeMap<String, VerifyingKey>, Vec<String>) {
     let mut paths: Vec<PathBuf> = Vec::new();
-    if let Ok(entries) = fs::read_dir(dir) {
+    if let Some(entries) = dir.and_then(|dir| fs::read_dir(dir).ok()) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
@@ -195,7 +198,7 @@ mod tests {
         fs::remove_file(dir.path().join(SECRET_FILE)).expect("removed");
         let new = load_or_create(dir.path()).expect("rotated");
         assert_ne!(old.kid(), new.kid());
-        let (keys, problems) = public_keys(dir.path(), &[]);
+        let (keys, problems) = public_keys(Some(dir.path()), &[]);
         assert!(problems.is_empty(), "{problems:?}");
         assert!(keys.contains_key(old.kid()) && keys.contains_key(new.kid()));
         assert!(dir.path().join(format!("signing-{}.pub", old.kid())).exists());

@@ -364,9 +364,42 @@ fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
     unsafe { libc::kill(-pgid, sig) };
 }
 
-/// Returns true if and only if some process is still in the group.
+/// Returns true if and only if some process of the group is still running. Zombies do not count:
+/// an orphan's zombie waits for init to reap it, which may take a long time, and holds nothing.
 fn group_alive(pgid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks for existence.
     let rc = unsafe { libc::kill(-pgid, 0) };
-    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    if rc != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
+        return false;
+    }
+    live_member_in_proc(pgid).unwrap_or(true)
+}
+
+/// Looks through /proc for a member of the group that is not a zombie; `None` without /proc.
+fn live_member_in_proc(pgid: libc::pid_t) -> Option<bool> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
+            continue;
+        };
+        // After the command name in parentheses: state, ppid, pgrp, ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
+        let mut fields = rest.split_ascii_whitespace();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<libc::pid_t>().ok());
+        if group == Some(pgid) && !matches!(state, Some("Z" | "X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
 }

@@ -1,7 +1,28 @@
 //! The test harness: a temporary HOME and project per test, and a builder that runs the real
 //! binary against them.
+//!
+//! ```ignore
+//! let out = Test::new()
+//!     .project_settings(on("Stop", "echo hi"))
+//!     .event("Stop")
+//!     .run();
+//! assert_eq!(out.status(), 0);
+//! assert_eq!(out.outcomes(), ["proceed"]);
+//! ```
+//!
+//! Every test gets its own directory holding `home/` (the child's `HOME`) and `project/` (the
+//! child's current directory, so a payload without `cwd` uses it as the project root). The
+//! environment variables the dispatcher obeys are cleared in the child unless a test sets them.
 
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
 
 /// The binary under test.
 pub fn bin() -> PathBuf {
@@ -9,9 +30,664 @@ pub fn bin() -> PathBuf {
 }
 
 /// Writes `contents` at `path`, creating its folders.
-pub fn write(path: &Path, contents: &str) {
+pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).unwrap();
     }
     std::fs::write(path, contents).unwrap();
+}
+
+/// Variables the dispatcher reads, removed from every child's environment unless a test sets
+/// them, so the machine running the tests cannot change their outcome.
+const CLEARED: [&str; 8] = [
+    "LEVELCODE_DIR",
+    "LEVELCODE_HOOKS",
+    "LEVELCODE_HOOKS_NO_PROJECT",
+    "LEVELCODE_HOOKS_DEPTH",
+    "LEVELCODE_TEAM",
+    "NEXT_PUBLIC_CB_ENVIRONMENT",
+    "LEVELCODE_TOOL_NAME",
+    "LEVELCODE_PROJECT_DIR",
+];
+
+/// How long any one dispatch may take before the harness kills it and fails the test: far above
+/// every bound a test asserts, so only a hang reaches it.
+const HANG_LIMIT: Duration = Duration::from_secs(45);
+
+/// Settings with one group under `event` holding one `command` handler.
+pub fn on(event: &str, command: &str) -> Value {
+    json!({ "hooks": { event: [ { "hooks": [ { "command": command } ] } ] } })
+}
+
+/// Settings with one group under `event` holding the given handlers.
+pub fn group(event: &str, matcher: Option<&str>, handlers: Value) -> Value {
+    let mut group = json!({ "hooks": handlers });
+    if let Some(matcher) = matcher {
+        group["matcher"] = json!(matcher);
+    }
+    json!({ "hooks": { event: [group] } })
+}
+
+enum Input {
+    Bytes(Vec<u8>),
+    /// Written by this function on its own thread; the pipe closes when it returns.
+    Stream(Box<dyn FnOnce(&mut ChildStdin) + Send>),
+    /// Nothing is written and stdin stays open until [`Running::close_stdin`] or the end.
+    Open,
+}
+
+/// One dispatch to run, built fluently.
+pub struct Test {
+    dir: TempDir,
+    root: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(OsString, Option<OsString>)>,
+    current_dir: PathBuf,
+    input: Input,
+    close_stdout: bool,
+    reap: Vec<PathBuf>,
+}
+
+impl Default for Test {
+    fn default() -> Test {
+        Test::new()
+    }
+}
+
+impl Test {
+    pub fn new() -> Test {
+        let dir = tempfile::Builder::new()
+            .prefix("levelcode-hooks-test-")
+            .tempdir()
+            .unwrap();
+        // The canonical path, so it compares equal to what the child's getcwd reports.
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        let current_dir = root.join("project");
+        Test {
+            dir,
+            root,
+            args: Vec::new(),
+            env: Vec::new(),
+            current_dir,
+            input: Input::Bytes(Vec::new()),
+            close_stdout: false,
+            reap: Vec::new(),
+        }
+    }
+
+    /// The test's own directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The child's `HOME`.
+    pub fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    /// The project root (the child's current directory unless a test changes it).
+    pub fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Test {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(mut self, args: I) -> Test {
+        for arg in args {
+            self.args.push(arg.as_ref().to_owned());
+        }
+        self
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Test {
+        self.env
+            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// The child's current directory (default: the project).
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Test {
+        self.current_dir = dir.as_ref().to_owned();
+        self
+    }
+
+    /// Writes `contents` at `path`, relative to the test's directory.
+    pub fn file(self, path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Test {
+        write(&self.root.join(path), contents);
+        self
+    }
+
+    /// Writes `contents` at `path` relative to the project.
+    pub fn project_file(self, path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Test {
+        write(&self.project().join(path), contents);
+        self
+    }
+
+    /// Writes an executable shell script at `path` relative to the project.
+    pub fn project_script(self, path: impl AsRef<Path>, body: &str) -> Test {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.project().join(path);
+        write(&path, format!("#!/bin/sh\n{body}\n"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self
+    }
+
+    /// `$HOME/.config/levelcode/settings.json`.
+    pub fn user_settings(self, settings: impl std::fmt::Display) -> Test {
+        let path = self.home().join(".config/levelcode/settings.json");
+        write(&path, settings.to_string());
+        self
+    }
+
+    /// `$HOME/.levelcode/settings.json`.
+    pub fn data_settings(self, settings: impl std::fmt::Display) -> Test {
+        let path = self.home().join(".levelcode/settings.json");
+        write(&path, settings.to_string());
+        self
+    }
+
+    /// `<project>/.levelcode/settings.json`.
+    pub fn project_settings(self, settings: impl std::fmt::Display) -> Test {
+        let path = self.project().join(".levelcode/settings.json");
+        write(&path, settings.to_string());
+        self
+    }
+
+    /// Writes `settings` at `path` (relative to the test's directory) and passes it with
+    /// `--settings`.
+    pub fn settings_file(self, path: impl AsRef<Path>, settings: impl std::fmt::Display) -> Test {
+        let full = self.root.join(path);
+        write(&full, settings.to_string());
+        self.arg("--settings").arg(full)
+    }
+
+    /// The exact bytes on the child's stdin.
+    pub fn stdin(mut self, bytes: impl AsRef<[u8]>) -> Test {
+        self.input = Input::Bytes(bytes.as_ref().to_vec());
+        self
+    }
+
+    /// A JSON payload on stdin.
+    pub fn payload(self, payload: &Value) -> Test {
+        self.stdin(payload.to_string())
+    }
+
+    /// `{"event": <event>}` on stdin.
+    pub fn event(self, event: &str) -> Test {
+        self.payload(&json!({ "event": event }))
+    }
+
+    /// `{"event": <event>, "tool_name": <tool>}` on stdin.
+    pub fn tool_event(self, event: &str, tool: &str) -> Test {
+        self.payload(&json!({ "event": event, "tool_name": tool }))
+    }
+
+    /// Stdin written by `write` on its own thread (for payloads too large to hold twice).
+    pub fn stdin_stream(mut self, write: impl FnOnce(&mut ChildStdin) + Send + 'static) -> Test {
+        self.input = Input::Stream(Box::new(write));
+        self
+    }
+
+    /// Leaves stdin open and empty until [`Running::close_stdin`].
+    pub fn stdin_open(mut self) -> Test {
+        self.input = Input::Open;
+        self
+    }
+
+    /// Closes the read end of the child's stdout before it writes anything.
+    pub fn close_stdout(mut self) -> Test {
+        self.close_stdout = true;
+        self
+    }
+
+    /// Kills, when the test ends however it ends, every process whose pid a handler wrote (one
+    /// per line) in `path`, relative to the project, so a failing test leaves nothing running.
+    pub fn reap(mut self, path: impl AsRef<Path>) -> Test {
+        self.reap.push(self.project().join(path));
+        self
+    }
+
+    /// Runs the binary to its end.
+    pub fn run(self) -> Output {
+        self.spawn().wait()
+    }
+
+    /// Starts the binary and returns while it runs.
+    pub fn spawn(self) -> Running {
+        let mut command = Command::new(bin());
+        command
+            .args(&self.args)
+            .current_dir(&self.current_dir)
+            .env("HOME", self.root.join("home"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for key in CLEARED {
+            command.env_remove(key);
+        }
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        let started = Instant::now();
+        let mut child = command.spawn().expect("the binary under test starts");
+        let stdout = child.stdout.take().unwrap();
+        let stdout = if self.close_stdout {
+            drop(stdout);
+            None
+        } else {
+            Some(stdout)
+        };
+        let stdout = read_in_background(stdout);
+        let stderr = read_in_background(child.stderr.take());
+        let mut stdin = child.stdin.take().unwrap();
+        let (writer, stdin) = match self.input {
+            Input::Bytes(bytes) => (
+                Some(std::thread::spawn(move || {
+                    // The dispatcher may stop reading early (an over-long payload): not an error.
+                    let _ = stdin.write_all(&bytes);
+                })),
+                None,
+            ),
+            Input::Stream(write) => (Some(std::thread::spawn(move || write(&mut stdin))), None),
+            Input::Open => (None, Some(stdin)),
+        };
+        Running {
+            guard: Guard {
+                reap: self.reap,
+                _dir: self.dir,
+            },
+            root: self.root,
+            child,
+            started,
+            stdin,
+            writer,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+fn read_in_background<R: Read + Send + 'static>(
+    stream: Option<R>,
+) -> Option<JoinHandle<Vec<u8>>> {
+    let mut stream = stream?;
+    Some(std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stream.read_to_end(&mut bytes);
+        bytes
+    }))
+}
+
+/// A dispatcher that is running.
+pub struct Running {
+    guard: Guard,
+    root: PathBuf,
+    child: Child,
+    started: Instant,
+    stdin: Option<ChildStdin>,
+    writer: Option<JoinHandle<()>>,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap()
+    }
+
+    pub fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    /// Sends `sig` to the dispatcher.
+    pub fn signal(&self, sig: i32) {
+        signal(self.pid(), sig);
+    }
+
+    /// Waits until the dispatcher is asleep (blocked reading its stdin, say), at most 10 s.
+    pub fn wait_until_sleeping(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut asleep_since: Option<Instant> = None;
+        while Instant::now() < deadline {
+            if process_state(self.pid()) == Some('S') {
+                let since = *asleep_since.get_or_insert_with(Instant::now);
+                // Asleep for a while, not between two steps of starting up.
+                if since.elapsed() >= Duration::from_millis(200) {
+                    return;
+                }
+            } else {
+                asleep_since = None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("the dispatcher never went to sleep");
+    }
+
+    /// Closes the dispatcher's stdin.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits for the dispatcher to exit; kills it and fails the test after [`HANG_LIMIT`].
+    pub fn wait(mut self) -> Output {
+        let deadline = self.started + HANG_LIMIT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("the dispatcher hung: still running after {HANG_LIMIT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let elapsed = self.started.elapsed();
+        self.stdin = None;
+        if let Some(writer) = self.writer.take() {
+            writer.join().unwrap();
+        }
+        let stdout = self
+            .stdout
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        let stderr = self
+            .stderr
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        Output {
+            _guard: self.guard,
+            root: self.root,
+            exit: status,
+            stdout,
+            stderr,
+            elapsed,
+        }
+    }
+}
+
+/// What one dispatch printed, with the test's directory kept alive for inspection.
+pub struct Output {
+    _guard: Guard,
+    root: PathBuf,
+    exit: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    elapsed: Duration,
+}
+
+impl Output {
+    /// The exit code; fails the test when the dispatcher was killed by a signal.
+    pub fn status(&self) -> i32 {
+        use std::os::unix::process::ExitStatusExt;
+        match self.exit.code() {
+            Some(code) => code,
+            None => panic!(
+                "the dispatcher died of signal {:?}; stderr: {}",
+                self.exit.signal(),
+                self.stderr()
+            ),
+        }
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// Wall-clock time from start to exit.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// stdout parsed, after checking it is exactly one JSON object on one line ending in a
+    /// newline.
+    pub fn json(&self) -> Value {
+        let stdout = self.stdout();
+        assert!(
+            stdout.ends_with('\n'),
+            "stdout must end in a newline: {stdout:?}; stderr: {}",
+            self.stderr()
+        );
+        let line = &stdout[..stdout.len() - 1];
+        assert!(
+            !line.contains('\n'),
+            "stdout must be one line: {stdout:?}"
+        );
+        let value: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout:?}"));
+        assert!(value.is_object(), "stdout must be an object: {stdout:?}");
+        value
+    }
+
+    /// The `error` of a failed dispatch, after checking exit 1 and `{"error": "..."}` alone.
+    pub fn error(&self) -> String {
+        let json = self.json();
+        assert_eq!(self.status(), 1, "a failure exits 1: {json}");
+        let object = json.as_object().unwrap();
+        assert_eq!(object.len(), 1, "an error prints only \"error\": {json}");
+        object["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("\"error\" must be a string: {json}"))
+            .to_string()
+    }
+
+    /// `decision` of the output.
+    pub fn decision(&self) -> String {
+        self.json()["decision"].as_str().unwrap().to_string()
+    }
+
+    /// The `handlers` array.
+    pub fn handlers(&self) -> Vec<Value> {
+        self.json()["handlers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no handlers array: {}", self.stdout()))
+            .clone()
+    }
+
+    /// The `i`-th handler's result.
+    pub fn handler(&self, i: usize) -> Value {
+        let handlers = self.handlers();
+        handlers
+            .get(i)
+            .unwrap_or_else(|| panic!("no handler {i}: {}", self.stdout()))
+            .clone()
+    }
+
+    /// Every handler's `outcome`, in order.
+    pub fn outcomes(&self) -> Vec<String> {
+        self.field_of_handlers("outcome")
+    }
+
+    /// Every handler's `label`, in order.
+    pub fn labels(&self) -> Vec<String> {
+        self.field_of_handlers("label")
+    }
+
+    /// Every handler's `stdout` trimmed, in order.
+    pub fn stdouts(&self) -> Vec<String> {
+        self.field_of_handlers("stdout")
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .collect()
+    }
+
+    fn field_of_handlers(&self, key: &str) -> Vec<String> {
+        self.handlers()
+            .iter()
+            .map(|h| h[key].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// The `warnings` array.
+    pub fn warnings(&self) -> Vec<String> {
+        self.json()["warnings"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no warnings array: {}", self.stdout()))
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// The one warning containing every one of `needles`; fails the test when there is not
+    /// exactly one.
+    pub fn warning(&self, needles: &[&str]) -> String {
+        let warnings = self.warnings();
+        let found: Vec<&String> = warnings
+            .iter()
+            .filter(|w| needles.iter().all(|n| w.contains(n)))
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "expected one warning containing {needles:?}, got: {warnings:#?}"
+        );
+        found[0].clone()
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    pub fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    /// A file relative to the project, as bytes.
+    pub fn project_bytes(&self, path: impl AsRef<Path>) -> Vec<u8> {
+        let path = self.project().join(path);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// A file relative to the project, as text.
+    pub fn project_text(&self, path: impl AsRef<Path>) -> String {
+        String::from_utf8(self.project_bytes(path)).unwrap()
+    }
+
+    /// Returns true if and only if the file exists, relative to the project.
+    pub fn project_has(&self, path: impl AsRef<Path>) -> bool {
+        self.project().join(path).exists()
+    }
+}
+
+/// Sends `sig` to process `pid` (a negative pid: to that process group).
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) takes plain integers; a failure (no such process) is ignored.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// A process's state letter from `/proc/<pid>/stat` (`R`, `S`, `Z`, …); `None` when it is gone.
+fn process_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces; the state follows the last `)`.
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// Returns true if and only if process `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    if Path::new("/proc/self/stat").exists() {
+        return process_state(pid).is_some_and(|s| s != 'Z' && s != 'X');
+    }
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// The live (not zombie) processes of process group `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        // SAFETY: signal 0 only checks for existence.
+        let any = unsafe { libc::kill(-pgid, 0) == 0 };
+        return if any { vec![pgid] } else { Vec::new() };
+    };
+    let mut members = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // After the name: state, ppid, pgrp.
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// Waits until `path` exists and holds a complete line, at most `limit`; returns its text.
+pub fn wait_for_line(path: &Path, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if text.ends_with('\n') {
+                return text;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared within {limit:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The pids written one per line in `path`.
+pub fn read_pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+/// Waits at most `limit` for every one of `pids` to be gone; returns those still alive.
+pub fn wait_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Owns the test's directory; first kills the processes listed in its pid files.
+struct Guard {
+    reap: Vec<PathBuf>,
+    _dir: TempDir,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for file in &self.reap {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            for pid in text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                if pid > 1 && alive(pid) {
+                    signal(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
 }
