@@ -113,32 +113,35 @@ def project_layer(*extra_pre_tool_use: dict) -> dict:
 
 
 def big_project_layer(groups: int) -> dict:
-    """`groups` PreToolUse groups, half exact-name lists and half regexes, one matching."""
-    entries = []
+    """`groups` groups, half under PreToolUse and half under PostToolUse; in each event half
+    are exact-name lists and half regexes (anchored MCP-style and unanchored, alternately);
+    one PreToolUse group matches `write_file`."""
+    hooks: dict[str, list] = {"PreToolUse": [], "PostToolUse": []}
     for i in range(groups):
+        event = "PreToolUse" if i % 2 == 0 else "PostToolUse"
+        handler = command(f"bun .levelcode/hooks/h{i}.ts")
         if i == groups // 2:
-            entries.append(group("write_file|str_replace", command("true")))
-        elif i % 2 == 0:
-            entries.append(group(f"tool_{i}|tool_{i}_v2", command(f"bun .levelcode/hooks/h{i}.ts")))
+            entry = group("write_file|str_replace", command("true"))
+        elif i % 4 < 2:
+            entry = group(f"tool_{i}|tool_{i}_v2", handler)
+        elif i % 8 < 4:
+            entry = group(f"^mcp__server{i}__(read|write)_[a-z]+$", handler)
         else:
-            entries.append(
-                group(f"^mcp__server{i}__(read|write)_[a-z]+$", command(f"bun .levelcode/hooks/h{i}.ts"))
-            )
-    return {"hooks": {"PreToolUse": entries}}
+            entry = group(f"(delete|drop)_table_{i}$", handler)
+        hooks[event].append(entry)
+    return {"hooks": hooks}
 
 
 def source_text(json_bytes: int) -> str:
     """Source-like text that takes `json_bytes` bytes, give or take a line, as a JSON string
-    body: quotes, backslashes, tabs, newlines and a few non-ASCII characters, so that parsing
-    and re-serialising it does real escaping work."""
+    body: lines of code with quotes (escaped in JSON, like the newlines) and now and then a
+    non-ASCII letter, so that reading it does the escaping and UTF-8 work a real file asks for."""
     lines = []
     total = 0
     i = 0
     while True:
-        line = (
-            f'\tlet s{i} = format!("{{}}\\\\n \\"{i}\\" — ok", value_{i % 97});'
-            f"  // naïve step {i}\n"
-        )
+        line = f'    let value_{i} = compute(&input[{i}..], "key_{i % 97}");'
+        line += " // na\u00efve step\n" if i % 16 == 0 else "\n"
         cost = len(json.dumps(line, ensure_ascii=False).encode()) - 2
         if total + cost > json_bytes:
             return "".join(lines)
@@ -447,6 +450,10 @@ class Bench:
 
     def run(self) -> int:
         self.build()
+        load_start = os.getloadavg()[0]
+        if load_start > 0.5 * (os.cpu_count() or 1):
+            print(f"warning: load average {load_start:.1f} on {os.cpu_count()} CPUs: "
+                  "other work is running, and the figures will show it", flush=True)
         for s in self.scenarios:
             self.checks[s.name] = self.check(s, self.bin)
             if self.dynamic_bin and "dispatcher (dynamic)" in s.dispatchers:
@@ -478,6 +485,7 @@ class Bench:
                 counts["no_match: minimal Rust program (static)"] = self.instructions(
                     self.scenarios[0], [self.args.minimal_static])
         summary = self.summarize(big, rss, many, counts)
+        summary["load_average"] = {"start": load_start, "end": os.getloadavg()[0]}
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
         table = render(summary)
         (self.out / "summary.md").write_text(table)
@@ -565,7 +573,9 @@ def render(summary: dict) -> str:
     m = summary["machine"]
     out = [f"Machine: {m['nproc']} CPUs, {m['cpu']}, {m['system']} {m['kernel']}. "
            f"Binary: {summary['binary']}. Medians of {summary['rounds']} rounds "
-           f"x {summary['runs']} runs ({summary['heavy_runs']} for the big payload).", ""]
+           f"x {summary['runs']} runs ({summary['heavy_runs']} for the big payload). "
+           f"Load average {summary['load_average']['start']:.2f} at the start, "
+           f"{summary['load_average']['end']:.2f} at the end.", ""]
     out += ["| scenario | binary | dispatcher | floor | /bin/true | own cost | own cost / `/bin/true` | check |",
             "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in summary["rows"]:

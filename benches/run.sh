@@ -8,6 +8,7 @@
 #
 # Knobs (environment):
 #   BENCH_BIN=path     measure this binary instead of building one (no dynamic comparison)
+#   BENCH_STATIC_RUSTFLAGS   flags of the static build (default: -C target-feature=+crt-static)
 #   BENCH_QUICK=1      few runs, for checking that the script works
 #   BENCH_ROUNDS, BENCH_RUNS, BENCH_HEAVY_RUNS, BENCH_EVENTS   override the defaults (3, 300, 20, 1000)
 #   BENCH_VERBOSE=1    show hyperfine's own output
@@ -78,8 +79,11 @@ linkage() {
             *"statically linked"* | *"static-pie linked"*) echo static; return ;;
         esac
         echo dynamic
-    elif ldd "$1" >/dev/null 2>&1; then echo dynamic
-    else echo static
+    else
+        case "$(ldd "$1" 2>&1)" in
+            *"statically linked"* | *"not a dynamic executable"*) echo static ;;
+            *) echo dynamic ;;
+        esac
     fi
 }
 
@@ -102,12 +106,13 @@ else
     case "$host" in
         *-linux-gnu*)
             var="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-            say "bench: $var='-C target-feature=+crt-static' cargo build --release --target $host"
-            if env "$var=-C target-feature=+crt-static" cargo build --release --target "$host" >&2; then
+            static_flags=${BENCH_STATIC_RUSTFLAGS:--C target-feature=+crt-static}
+            say "bench: $var='$static_flags' cargo build --release --target $host"
+            if env "$var=$static_flags" cargo build --release --target "$host" >&2; then
                 static_bin=$target/$host/release/levelcode-hooks
                 if [ "$(linkage "$static_bin")" = static ]; then
                     bin=$static_bin
-                    label="statically linked (crt-static, --target $host)"
+                    label="statically linked ($static_flags, --target $host)"
                 else
                     say "bench: the crt-static build is not static; measuring the dynamic build"
                 fi
@@ -139,6 +144,8 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/levelcode-hooks-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 args=(--bin "$bin" --bin-label "$label" --hyperfine "$hyperfine" --work "$work" --out "$out")
 [ -z "$dynamic_bin" ] || args+=(--dynamic-bin "$dynamic_bin")

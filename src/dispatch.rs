@@ -2,6 +2,7 @@
 //! handlers (contract §6 "the whole dispatch"), and the compliance record.
 
 use std::collections::HashSet;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -97,10 +98,23 @@ pub fn load_groups(
     trace: &Trace,
 ) -> Vec<Group> {
     let mut reader = layers::Reader::default();
+    load_groups_from(paths, events, warnings, trace, |layer| {
+        reader.read(&layer.path)
+    })
+}
+
+/// [`load_groups`] with each layer read by `read`, which `serve` wraps to remember what was read.
+pub fn load_groups_from(
+    paths: &[LayerPath],
+    events: Events<'_>,
+    warnings: &mut Vec<String>,
+    trace: &Trace,
+    mut read: impl FnMut(&LayerPath) -> layers::Loaded,
+) -> Vec<Group> {
     let mut groups = Vec::new();
     for layer in paths {
         let before = groups.len();
-        match reader.read(&layer.path) {
+        match read(layer) {
             layers::Loaded::Missing => {
                 trace.line(format_args!(
                     "{} layer: {} (not there)",
@@ -142,6 +156,20 @@ pub fn load_groups(
 
 /// Dispatches one payload: loads the settings and runs the chain.
 pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: Instant) -> Report {
+    dispatch_with(payload, options, trace, started, |paths, warnings| {
+        load_groups(paths, Events::Only(&payload.event), warnings, trace)
+    })
+}
+
+/// [`dispatch`] with the groups of the payload's event for the layer paths given by `groups`:
+/// `run` reads them afresh, `serve` from its cache. Everything else is the same for both.
+pub fn dispatch_with<G: Deref<Target = [Group]>>(
+    payload: &Payload,
+    options: &Options,
+    trace: &Trace,
+    started: Instant,
+    groups: impl FnOnce(&[LayerPath], &mut Vec<String>) -> G,
+) -> Report {
     let mut report = Report::new(
         Some(payload.event.clone()),
         payload.tool_name.clone(),
@@ -171,12 +199,7 @@ pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: In
         ));
     } else {
         let paths = layer_paths(&root, options, &mut report.warnings);
-        let groups = load_groups(
-            &paths,
-            Events::Only(&payload.event),
-            &mut report.warnings,
-            trace,
-        );
+        let groups = groups(&paths, &mut report.warnings);
         run_chain(payload, &root, &groups, &mut report, trace);
     }
     record_compliance(payload, options, &mut report.warnings);

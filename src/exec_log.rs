@@ -1,26 +1,634 @@
-//! The execution log: one JSON line per dispatch appended to `LEVELCODE_HOOKS_LOG`, and the
-//! `log` and `stats` subcommands that read it.
+//! The execution log: one JSON line per dispatch appended to the file `LEVELCODE_HOOKS_LOG`
+//! names, and the `log` and `stats` subcommands that read it.
+//!
+//! Each line is written with a single `write` on a file opened for appending, under an exclusive
+//! lock, so lines from dispatchers running at the same time never interleave. Handler output is
+//! cut to [`KEPT_OUTPUT`] bytes per stream: the log says what happened, not everything printed.
 
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
+use serde::{Deserialize, Serialize};
 
-use crate::output::Report;
+use crate::list::write_stdout;
+use crate::outcome::Outcome;
+use crate::output::{millis, Report};
+use crate::style::{Painter, Style};
+
+/// The environment variable naming the log file.
+pub const LOG_VAR: &str = "LEVELCODE_HOOKS_LOG";
+
+/// Bytes of each handler's stdout and stderr kept in a log line.
+pub const KEPT_OUTPUT: usize = 1024;
 
 /// Appends the dispatch to the file named by `LEVELCODE_HOOKS_LOG`, if any; a failure is a
 /// warning in the report.
-pub fn append(_report: &mut Report) {}
+pub fn append(report: &mut Report) {
+    let Some(path) = log_path(None) else {
+        return;
+    };
+    let mut line = match serde_json::to_vec(&Entry::of(report)) {
+        Ok(line) => line,
+        Err(e) => {
+            report.warnings.push(format!(
+                "{LOG_VAR} {}: cannot write the entry: {e}",
+                path.display()
+            ));
+            return;
+        }
+    };
+    line.push(b'\n');
+    if let Err(e) = append_line(&path, &line) {
+        report.warnings.push(format!(
+            "{LOG_VAR} {}: cannot append to the execution log: {e}; this dispatch is not recorded",
+            path.display()
+        ));
+    }
+}
 
-#[derive(Debug, Clone, Args)]
-pub struct LogArgs {}
+/// The log file: `--file`, else `LEVELCODE_HOOKS_LOG` when set and non-empty.
+fn log_path(flag: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = flag {
+        return Some(path.to_path_buf());
+    }
+    std::env::var_os(LOG_VAR)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
 
-pub fn run_log(_args: &LogArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not available yet")
+/// One write under an exclusive lock; the file is created (mode 0600, folders included) when
+/// missing.
+fn append_line(path: &Path, line: &[u8]) -> std::io::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never block on a FIFO; hook output may be private, so only the owner reads it.
+        options.custom_flags(libc::O_NONBLOCK).mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    file.lock()?;
+    let written = file.write(line)?;
+    if written < line.len() {
+        // Still under the lock: finish the line rather than leave half of it.
+        file.write_all(&line[written..])?;
+    }
+    file.unlock()
+}
+
+/// One line of the log.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Entry {
+    /// When the dispatch ended, UTC, RFC 3339 with milliseconds.
+    pub time: String,
+    pub event: Option<String>,
+    #[serde(default)]
+    pub tool: Option<String>,
+    pub decision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub duration_ms: f64,
+    #[serde(default)]
+    pub handlers: Vec<HandlerEntry>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// One handler in a log line.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HandlerEntry {
+    pub label: String,
+    pub layer: String,
+    pub source: String,
+    pub outcome: String,
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub signal: Option<i32>,
+    pub duration_ms: f64,
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    /// True when stdout or stderr was cut, here or by the dispatcher.
+    #[serde(default)]
+    pub output_truncated: bool,
+}
+
+impl Entry {
+    fn of(report: &Report) -> Entry {
+        Entry {
+            time: rfc3339(SystemTime::now()),
+            event: report.event.clone(),
+            tool: report.tool_name.clone(),
+            decision: if report.blocked() { "block" } else { "proceed" }.into(),
+            reason: report.reason.as_deref().map(|r| cut(r, KEPT_OUTPUT).0),
+            duration_ms: millis(report.started.elapsed()),
+            handlers: report
+                .handlers
+                .iter()
+                .map(|h| {
+                    let (stdout, out_cut) = cut(&h.stdout, KEPT_OUTPUT);
+                    let (stderr, err_cut) = cut(&h.stderr, KEPT_OUTPUT);
+                    HandlerEntry {
+                        label: h.label.clone(),
+                        layer: h.layer.into(),
+                        source: h.source.clone(),
+                        outcome: outcome_name(h.outcome).into(),
+                        exit_code: h.exit_code,
+                        signal: h.signal,
+                        duration_ms: h.duration_ms,
+                        stdout,
+                        stderr,
+                        output_truncated: out_cut
+                            || err_cut
+                            || h.stdout_truncated
+                            || h.stderr_truncated,
+                    }
+                })
+                .collect(),
+            warnings: report
+                .warnings
+                .iter()
+                .take(20)
+                .map(|w| cut(w, KEPT_OUTPUT).0)
+                .collect(),
+            interrupted: report.interrupted.is_some(),
+        }
+    }
+}
+
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Proceed => "proceed",
+        Outcome::Block => "block",
+        Outcome::Error => "error",
+        Outcome::Timeout => "timeout",
+        Outcome::SpawnError => "spawn_error",
+        Outcome::Duplicate => "duplicate",
+        Outcome::Skipped => "skipped",
+        Outcome::Interrupted => "interrupted",
+    }
+}
+
+/// The first `max` bytes of `text`, cut at a character boundary, and whether anything was cut.
+fn cut(text: &str, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text.to_string(), false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (text[..end].to_string(), true)
+}
+
+/// `2024-05-01T12:34:56.789Z`.
+fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date of a day number counted from 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct StatsArgs {}
+pub struct LogArgs {
+    /// How many of the most recent dispatches to show.
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 20)]
+    pub count: usize,
 
-pub fn run_stats(_args: &StatsArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not available yet")
+    /// Only dispatches of this event.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+
+    /// Print the log's own JSON lines instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The log file [default: $LEVELCODE_HOOKS_LOG].
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StatsArgs {
+    /// Only dispatches of this event.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The log file [default: $LEVELCODE_HOOKS_LOG].
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+/// What `log` and `stats` read: the file, its entries oldest first with the raw line of each, and
+/// how many lines were not entries.
+type ReadLog = (PathBuf, Vec<(String, Entry)>, usize);
+
+/// Reads the log; lines that are not entries are counted, not fatal.
+fn read_log(flag: Option<&Path>) -> anyhow::Result<ReadLog> {
+    let Some(path) = log_path(flag) else {
+        anyhow::bail!(
+            "no execution log: set {LOG_VAR}=FILE so that every dispatch appends a line to FILE, or pass --file FILE"
+        );
+    };
+    let file = match File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((path, Vec::new(), 0));
+        }
+        Err(e) => anyhow::bail!("{}: cannot open: {e}", path.display()),
+    };
+    let mut entries = Vec::new();
+    let mut unreadable = 0;
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line.map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Entry>(&text) {
+            Ok(entry) => entries.push((text.into_owned(), entry)),
+            Err(_) => unreadable += 1,
+        }
+    }
+    Ok((path, entries, unreadable))
+}
+
+fn note_unreadable(path: &Path, unreadable: usize) {
+    if unreadable > 0 {
+        eprintln!(
+            "levelcode-hooks: {}: {unreadable} line(s) are not log entries and were skipped",
+            path.display()
+        );
+    }
+}
+
+pub fn run_log(args: &LogArgs) -> anyhow::Result<ExitCode> {
+    let (path, mut entries, unreadable) = read_log(args.file.as_deref())?;
+    note_unreadable(&path, unreadable);
+    if let Some(event) = &args.event {
+        entries.retain(|(_, e)| e.event.as_deref() == Some(event.as_str()));
+    }
+    let skip = entries.len().saturating_sub(args.count);
+    let recent = &entries[skip..];
+    let mut out = String::new();
+    if args.json {
+        for (line, _) in recent {
+            out.push_str(line);
+            out.push('\n');
+        }
+    } else if recent.is_empty() {
+        out.push_str(&format!("{}: no dispatch recorded yet\n", path.display()));
+    } else {
+        let painter = Painter::stdout();
+        for (_, entry) in recent {
+            render_entry(&mut out, entry, painter);
+        }
+    }
+    write_stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn outcome_style(outcome: &str) -> Style {
+    match outcome {
+        "proceed" => Style::Good,
+        "block" => Style::Bad,
+        "error" | "timeout" | "spawn_error" | "interrupted" => Style::Warn,
+        _ => Style::Dim,
+    }
+}
+
+fn render_entry(out: &mut String, entry: &Entry, painter: Painter) {
+    use std::fmt::Write as _;
+    let decision = painter.paint(
+        if entry.decision == "block" {
+            Style::Bad
+        } else {
+            Style::Good
+        },
+        &entry.decision,
+    );
+    let _ = writeln!(
+        out,
+        "{}  {}{}  {decision}  {:.1} ms{}",
+        painter.paint(Style::Dim, &entry.time),
+        entry.event.as_deref().unwrap_or("?"),
+        entry
+            .tool
+            .as_deref()
+            .map(|t| format!(" {t}"))
+            .unwrap_or_default(),
+        entry.duration_ms,
+        if entry.interrupted {
+            "  (interrupted)"
+        } else {
+            ""
+        }
+    );
+    if let Some(reason) = &entry.reason {
+        let _ = writeln!(out, "    reason: {}", first_line(reason));
+    }
+    for h in &entry.handlers {
+        let code = match (h.exit_code, h.signal) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(s)) => format!("signal {s}"),
+            _ => String::new(),
+        };
+        let time = if matches!(h.outcome.as_str(), "duplicate" | "skipped") {
+            String::new()
+        } else {
+            format!("{:.1} ms", h.duration_ms)
+        };
+        let _ = writeln!(
+            out,
+            "    {:<11} {:>9}  {:>10}  {}",
+            painter.paint(outcome_style(&h.outcome), &h.outcome),
+            code,
+            time,
+            h.label
+        );
+        if matches!(h.outcome.as_str(), "error" | "timeout" | "spawn_error")
+            && !h.stderr.trim().is_empty()
+        {
+            let _ = writeln!(
+                out,
+                "    {}",
+                painter.paint(Style::Dim, format!("stderr: {}", first_line(&h.stderr)))
+            );
+        }
+    }
+    for warning in &entry.warnings {
+        let _ = writeln!(
+            out,
+            "    {}",
+            painter.paint(Style::Warn, format!("warning: {warning}"))
+        );
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.trim().lines().next().unwrap_or("")
+}
+
+/// One handler's numbers over the log.
+#[derive(Debug, Serialize)]
+pub struct HandlerStats {
+    pub label: String,
+    pub event: String,
+    pub layer: String,
+    pub source: String,
+    /// Times it ran (duplicates and skipped handlers did not run).
+    pub runs: usize,
+    pub blocks: usize,
+    /// `error` and `spawn_error` outcomes.
+    pub errors: usize,
+    pub timeouts: usize,
+    pub median_ms: f64,
+    pub p95_ms: f64,
+    pub max_ms: f64,
+    #[serde(skip)]
+    durations: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct StatsJson<'a> {
+    file: String,
+    dispatches: usize,
+    first: Option<&'a str>,
+    last: Option<&'a str>,
+    handlers: &'a [HandlerStats],
+}
+
+pub fn run_stats(args: &StatsArgs) -> anyhow::Result<ExitCode> {
+    let (path, mut entries, unreadable) = read_log(args.file.as_deref())?;
+    note_unreadable(&path, unreadable);
+    if let Some(event) = &args.event {
+        entries.retain(|(_, e)| e.event.as_deref() == Some(event.as_str()));
+    }
+    let stats = summarise(entries.iter().map(|(_, e)| e));
+    let first = entries.first().map(|(_, e)| e.time.as_str());
+    let last = entries.last().map(|(_, e)| e.time.as_str());
+    let out = if args.json {
+        let mut line = serde_json::to_string(&StatsJson {
+            file: path.display().to_string(),
+            dispatches: entries.len(),
+            first,
+            last,
+            handlers: &stats,
+        })?;
+        line.push('\n');
+        line
+    } else {
+        stats_table(&path, entries.len(), first, last, &stats, Painter::stdout())
+    };
+    write_stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Per handler (label, event and file): runs, outcomes and times; slowest (by p95) first.
+pub fn summarise<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<HandlerStats> {
+    let mut index: HashMap<(String, String, String), usize> = HashMap::new();
+    let mut stats: Vec<HandlerStats> = Vec::new();
+    for entry in entries {
+        let event = entry.event.clone().unwrap_or_default();
+        for h in &entry.handlers {
+            if matches!(h.outcome.as_str(), "duplicate" | "skipped") {
+                continue;
+            }
+            let key = (h.label.clone(), event.clone(), h.source.clone());
+            let i = *index.entry(key).or_insert_with(|| {
+                stats.push(HandlerStats {
+                    label: h.label.clone(),
+                    event: event.clone(),
+                    layer: h.layer.clone(),
+                    source: h.source.clone(),
+                    runs: 0,
+                    blocks: 0,
+                    errors: 0,
+                    timeouts: 0,
+                    median_ms: 0.0,
+                    p95_ms: 0.0,
+                    max_ms: 0.0,
+                    durations: Vec::new(),
+                });
+                stats.len() - 1
+            });
+            let s = &mut stats[i];
+            s.runs += 1;
+            match h.outcome.as_str() {
+                "block" => s.blocks += 1,
+                "error" | "spawn_error" => s.errors += 1,
+                "timeout" => s.timeouts += 1,
+                _ => {}
+            }
+            s.durations.push(h.duration_ms);
+        }
+    }
+    for s in &mut stats {
+        s.durations.sort_by(f64::total_cmp);
+        s.median_ms = median(&s.durations);
+        s.p95_ms = percentile(&s.durations, 95);
+        s.max_ms = s.durations.last().copied().unwrap_or(0.0);
+    }
+    stats.sort_by(|a, b| b.p95_ms.total_cmp(&a.p95_ms));
+    stats
+}
+
+/// The median of sorted values: the middle one, or the mean of the two middle ones.
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => round2((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// The nearest-rank percentile of sorted values: the smallest value with at least `p` percent of
+/// the values at or below it.
+fn percentile(sorted: &[f64], p: usize) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn stats_table(
+    path: &Path,
+    dispatches: usize,
+    first: Option<&str>,
+    last: Option<&str>,
+    stats: &[HandlerStats],
+    painter: Painter,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let span = match (first, last) {
+        (Some(f), Some(l)) => format!(", {f} to {l}"),
+        _ => String::new(),
+    };
+    let _ = writeln!(out, "{}: {dispatches} dispatch(es){span}", path.display());
+    if stats.is_empty() {
+        out.push_str("no handler has run yet\n");
+        return out;
+    }
+    let w_label = stats
+        .iter()
+        .map(|s| s.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(7, 60);
+    let w_event = stats
+        .iter()
+        .map(|s| s.event.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let _ = writeln!(
+        out,
+        "{}",
+        painter.paint(
+            Style::Bold,
+            format!(
+                "{:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>6}  {:>8}  {:>10}  {:>10}",
+                "HANDLER", "EVENT", "RUNS", "BLOCKS", "ERRORS", "TIMEOUTS", "MEDIAN", "P95"
+            )
+        )
+    );
+    for s in stats {
+        let label: String = if s.label.chars().count() > w_label {
+            let mut short: String = s.label.chars().take(w_label - 3).collect();
+            short.push_str("...");
+            short
+        } else {
+            s.label.clone()
+        };
+        let bad = |n: usize, style: Style| painter.paint(if n > 0 { style } else { Style::Dim }, n);
+        let _ = writeln!(
+            out,
+            "{label:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>6}  {:>8}  {:>10}  {:>10}",
+            s.event,
+            s.runs,
+            bad(s.blocks, Style::Bad),
+            bad(s.errors, Style::Warn),
+            bad(s.timeouts, Style::Warn),
+            format!("{:.1} ms", s.median_ms),
+            format!("{:.1} ms", s.p95_ms),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        let t = UNIX_EPOCH + std::time::Duration::from_millis(1_714_566_896_789);
+        assert_eq!(rfc3339(t), "2024-05-01T12:34:56.789Z");
+    }
+
+    #[test]
+    fn percentiles() {
+        let values: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(median(&values), 10.5);
+        assert_eq!(percentile(&values, 95), 19.0);
+        assert_eq!(percentile(&[5.0], 95), 5.0);
+        assert_eq!(median(&[1.0, 2.0, 9.0]), 2.0);
+    }
+
+    #[test]
+    fn cut_keeps_whole_characters() {
+        assert_eq!(cut("héllo", 2), ("h".to_string(), true));
+        assert_eq!(cut("abc", 3), ("abc".to_string(), false));
+    }
 }

@@ -1,12 +1,552 @@
-//! `levelcode-hooks list`: the merged hooks of every layer, and what would run for an event (contract §10).
+//! `levelcode-hooks list`: the merged hooks of every layer, and what would run for an event
+//! (contract §10).
+//!
+//! Without `--event` each handler is `enabled`, `disabled` or `invalid`. With `--event` (and
+//! `--tool` for tool events) each is marked the way a dispatch would treat it: `would_run` with
+//! its place in the chain, or why not (`other_event`, `no_match`, `disabled`, `duplicate`,
+//! `invalid`, `off`). [`plan`] follows the same rules, in the same order, as
+//! [`crate::dispatch::run_chain`]; `test --dry-run` prints it too.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use serde::Serialize;
+
+use crate::dispatch::Options;
+use crate::environment;
+use crate::inspect::{self, Entry, Inspection, LayerState};
+use crate::payload::EventKind;
+use crate::settings::Program;
+use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]
-pub struct ListArgs {}
+pub struct ListArgs {
+    /// Mark what would run for this event.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
 
-pub fn run(_args: &ListArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not available yet")
+    /// The tool of a PreToolUse or PostToolUse event.
+    #[arg(long, value_name = "NAME", requires = "event")]
+    pub tool: Option<String>,
+
+    /// The project root [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub project_dir: Option<PathBuf>,
+
+    /// Use exactly these settings files, in this order, instead of the three standard layers.
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+
+    /// Skip the project layer (also LEVELCODE_HOOKS_NO_PROJECT=1).
+    #[arg(long)]
+    pub no_project: bool,
+
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What a dispatch does with one entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No event asked: the handler runs when its event fires and its matcher matches.
+    Enabled,
+    /// Runs, at this 1-based place in the chain.
+    WouldRun(usize),
+    /// Configured under another event.
+    OtherEvent,
+    /// The group's matcher does not match the tool.
+    NoMatch,
+    /// `enabled: false` on the handler or its group.
+    Disabled,
+    /// The same command as the handler at this place already runs.
+    Duplicate(usize),
+    /// Skipped because of a settings problem.
+    Invalid,
+    /// Hooks are turned off (`LEVELCODE_HOOKS`, or the nesting depth): nothing runs.
+    Off,
+}
+
+impl Verdict {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Enabled => "enabled",
+            Verdict::WouldRun(_) => "would_run",
+            Verdict::OtherEvent => "other_event",
+            Verdict::NoMatch => "no_match",
+            Verdict::Disabled => "disabled",
+            Verdict::Duplicate(_) => "duplicate",
+            Verdict::Invalid => "invalid",
+            Verdict::Off => "off",
+        }
+    }
+
+    fn style(&self) -> Style {
+        match self {
+            Verdict::Enabled | Verdict::WouldRun(_) => Style::Good,
+            Verdict::Invalid => Style::Bad,
+            Verdict::Off => Style::Warn,
+            _ => Style::Dim,
+        }
+    }
+
+    fn short(&self) -> String {
+        match self {
+            Verdict::WouldRun(n) => format!("run #{n}"),
+            Verdict::OtherEvent => "other event".into(),
+            Verdict::NoMatch => "no match".into(),
+            other => other.name().into(),
+        }
+    }
+}
+
+/// One entry and its verdict, with the reason when it does not run.
+pub struct Planned<'a> {
+    pub entry: Entry<'a>,
+    pub verdict: Verdict,
+    pub why: Option<String>,
+}
+
+/// Marks every entry for `event` and `tool` (or only enabled/disabled/invalid without an event),
+/// following the rules of a dispatch: layer, group and handler order; disabled groups and
+/// handlers skipped; a tool event's matcher tested against the tool; a repeated command not run
+/// twice.
+pub fn plan<'a>(
+    inspection: &'a Inspection,
+    event: Option<&str>,
+    tool: Option<&str>,
+) -> Vec<Planned<'a>> {
+    let off = hooks_off();
+    let mut order = 0;
+    let mut already: Vec<(&Program, usize)> = Vec::new();
+    let mut out = Vec::new();
+    for entry in inspect::entries(inspection) {
+        let (verdict, why) = judge(&entry, event, tool, &mut order, &mut already);
+        let (verdict, why) = match (verdict, &off) {
+            (Verdict::WouldRun(_), Some(reason)) => (Verdict::Off, Some(reason.clone())),
+            (verdict, _) => (verdict, why),
+        };
+        out.push(Planned {
+            entry,
+            verdict,
+            why,
+        });
+    }
+    out
+}
+
+fn judge<'a>(
+    entry: &Entry<'a>,
+    event: Option<&str>,
+    tool: Option<&str>,
+    order: &mut usize,
+    already: &mut Vec<(&'a Program, usize)>,
+) -> (Verdict, Option<String>) {
+    if let Some(why) = &entry.invalid {
+        return (Verdict::Invalid, Some(why.clone()));
+    }
+    let (Some(group), Some(handler)) = (entry.group, entry.handler) else {
+        return (Verdict::Invalid, None);
+    };
+    let Some(event) = event else {
+        return if entry.enabled() {
+            (Verdict::Enabled, None)
+        } else {
+            (Verdict::Disabled, Some(disabled_why(group.enabled)))
+        };
+    };
+    if entry.event != event {
+        return (
+            Verdict::OtherEvent,
+            Some(format!("configured for {}, not {event}", entry.event)),
+        );
+    }
+    if !group.enabled {
+        return (Verdict::Disabled, Some(disabled_why(false)));
+    }
+    if let (true, Some(tool)) = (EventKind::of(event).is_tool_event(), tool) {
+        match group.compiled_matcher() {
+            Ok(matcher) if matcher.matches(tool) => {}
+            Ok(_) => {
+                return (
+                    Verdict::NoMatch,
+                    Some(format!(
+                        "matcher {:?} does not match {tool}",
+                        group.matcher.as_deref().unwrap_or("")
+                    )),
+                )
+            }
+            Err(e) => {
+                return (
+                    Verdict::Invalid,
+                    Some(format!("matcher: invalid regular expression ({e})")),
+                )
+            }
+        }
+    }
+    if !handler.enabled {
+        return (Verdict::Disabled, Some(disabled_why(true)));
+    }
+    if let Some((_, first)) = already.iter().find(|(p, _)| **p == handler.program) {
+        return (
+            Verdict::Duplicate(*first),
+            Some(format!(
+                "same command as #{first}, which already runs in this dispatch"
+            )),
+        );
+    }
+    *order += 1;
+    already.push((&handler.program, *order));
+    (Verdict::WouldRun(*order), None)
+}
+
+fn disabled_why(group_enabled: bool) -> String {
+    if group_enabled {
+        "\"enabled\": false on the handler".into()
+    } else {
+        "\"enabled\": false on its group".into()
+    }
+}
+
+/// Why nothing runs at all, when hooks are turned off.
+pub fn hooks_off() -> Option<String> {
+    if environment::hooks_disabled() {
+        Some("hooks are turned off (LEVELCODE_HOOKS is off): no handler runs".into())
+    } else if environment::depth() >= environment::MAX_DEPTH {
+        Some(format!(
+            "LEVELCODE_HOOKS_DEPTH is {}: a dispatcher this deep runs no handler",
+            environment::depth()
+        ))
+    } else {
+        None
+    }
+}
+
+/// Refuses a tool event without a tool, as a dispatch does.
+fn check_event_and_tool(event: Option<&str>, tool: Option<&str>) -> anyhow::Result<()> {
+    if let (Some(event), None) = (event, tool) {
+        if EventKind::of(event).is_tool_event() {
+            anyhow::bail!(
+                "{event} is a tool event: pass --tool NAME as well, e.g. --tool write_file"
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
+    check_event_and_tool(args.event.as_deref(), args.tool.as_deref())?;
+    let options = Options {
+        project_dir: args.project_dir.clone(),
+        settings: args.settings.clone(),
+        no_project: args.no_project,
+        team: None,
+    };
+    let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
+    let tool = tool_for(args.event.as_deref(), args.tool.as_deref());
+    let planned = plan(&inspection, args.event.as_deref(), tool);
+    let text = if args.json {
+        let mut line =
+            serde_json::to_string(&to_json(&inspection, args.event.as_deref(), tool, &planned))?;
+        line.push('\n');
+        line
+    } else {
+        table(
+            &inspection,
+            args.event.as_deref(),
+            tool,
+            &planned,
+            Painter::stdout(),
+        )
+    };
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The tool, for tool events only: other events carry none.
+pub fn tool_for<'a>(event: Option<&str>, tool: Option<&'a str>) -> Option<&'a str> {
+    match event {
+        Some(event) if EventKind::of(event).is_tool_event() => tool,
+        _ => None,
+    }
+}
+
+/// Writes to stdout; a reader that went away is no error.
+pub fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+#[derive(Serialize)]
+struct ListJson<'a> {
+    project_root: String,
+    event: Option<&'a str>,
+    tool: Option<&'a str>,
+    layers: Vec<LayerJson>,
+    handlers: Vec<HandlerJson>,
+    warnings: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct LayerJson {
+    layer: &'static str,
+    file: String,
+    state: &'static str,
+}
+
+/// One entry as `list --json` prints it; `test --dry-run --json` prints the same.
+#[derive(Serialize)]
+pub struct HandlerJson {
+    pub layer: &'static str,
+    pub file: String,
+    pub event: String,
+    pub path: String,
+    pub matcher: Option<String>,
+    pub label: String,
+    pub name: Option<String>,
+    pub command: Option<String>,
+    pub argv: Option<Vec<String>>,
+    pub timeout: Option<f64>,
+    pub enabled: bool,
+    pub state: &'static str,
+    pub order: Option<usize>,
+    pub why: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+impl HandlerJson {
+    pub fn new(planned: &Planned<'_>) -> HandlerJson {
+        let entry = &planned.entry;
+        let handler = entry.handler;
+        let (command, argv) = match handler.map(|h| &h.program) {
+            Some(Program::Shell(c)) => (Some(c.clone()), None),
+            Some(Program::Argv(a)) => (None, Some(a.clone())),
+            None => (None, None),
+        };
+        HandlerJson {
+            layer: entry.layer.kind.name(),
+            file: entry.layer.file(),
+            event: entry.event.clone(),
+            path: entry.path.clone(),
+            matcher: entry.matcher.clone(),
+            label: entry.label.clone(),
+            name: handler.and_then(|h| h.name.clone()),
+            command,
+            argv,
+            timeout: handler.map(|h| h.timeout.as_secs_f64()),
+            enabled: entry.enabled(),
+            state: planned.verdict.name(),
+            order: match planned.verdict {
+                Verdict::WouldRun(n) => Some(n),
+                _ => None,
+            },
+            why: planned.why.clone(),
+            warnings: entry.warnings.clone(),
+        }
+    }
+}
+
+fn to_json<'a>(
+    inspection: &Inspection,
+    event: Option<&'a str>,
+    tool: Option<&'a str>,
+    planned: &[Planned<'_>],
+) -> ListJson<'a> {
+    ListJson {
+        project_root: inspection.root.display().to_string(),
+        event,
+        tool,
+        layers: inspection
+            .layers
+            .iter()
+            .map(|l| LayerJson {
+                layer: l.kind.name(),
+                file: l.file(),
+                state: l.state.name(),
+            })
+            .collect(),
+        handlers: planned.iter().map(HandlerJson::new).collect(),
+        warnings: all_warnings(inspection),
+    }
+}
+
+/// Every warning: those about no single file, then each layer's.
+pub fn all_warnings(inspection: &Inspection) -> Vec<String> {
+    let mut warnings = inspection.notes.clone();
+    if let Some(off) = hooks_off() {
+        warnings.push(off);
+    }
+    for layer in &inspection.layers {
+        warnings.extend(layer.warnings.iter().cloned());
+    }
+    warnings
+}
+
+fn table(
+    inspection: &Inspection,
+    event: Option<&str>,
+    tool: Option<&str>,
+    planned: &[Planned<'_>],
+    painter: Painter,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let root = &inspection.root;
+    let _ = writeln!(
+        out,
+        "{} {}",
+        painter.paint(Style::Bold, "project"),
+        root.display()
+    );
+    for layer in &inspection.layers {
+        let state = match layer.state {
+            LayerState::Read => {
+                let handlers: usize = layer.groups.iter().map(|g| g.handlers.len()).sum();
+                format!(
+                    "{} group(s), {handlers} handler(s){}",
+                    layer.groups.len(),
+                    match layer.warnings.len() {
+                        0 => String::new(),
+                        n => format!(", {n} warning(s)"),
+                    }
+                )
+            }
+            LayerState::Missing => "not there".into(),
+            LayerState::Repeated => "same file as an earlier layer, read once".into(),
+            LayerState::Unusable => "unusable, see warnings".into(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<8} {}  ({state})",
+            layer.kind.name(),
+            layer.path.display()
+        );
+    }
+    if let Some(event) = event {
+        let _ = writeln!(
+            out,
+            "{} {event}{}",
+            painter.paint(Style::Bold, "for"),
+            tool.map(|t| format!(" with tool {t}")).unwrap_or_default()
+        );
+    }
+    out.push('\n');
+    if planned.is_empty() {
+        out.push_str("no hooks configured\n");
+    } else {
+        let width = |f: &dyn Fn(&Planned<'_>) -> usize, min: usize| {
+            planned.iter().map(f).max().unwrap_or(0).max(min)
+        };
+        let w_state = width(&|p| p.verdict.short().len(), 5);
+        let w_event = width(&|p| p.entry.event.len(), 5);
+        let w_matcher = width(&|p| matcher_text(p).chars().count(), 7);
+        let w_layer = width(&|p| p.entry.layer.kind.name().len(), 5);
+        let _ = writeln!(
+            out,
+            "{}",
+            painter.paint(
+                Style::Bold,
+                format!(
+                    "{:<w_state$}  {:<w_event$}  {:<w_matcher$}  {:>7}  {:<w_layer$}  HANDLER",
+                    "STATE", "EVENT", "MATCHER", "TIMEOUT", "LAYER"
+                )
+            )
+        );
+        for p in planned {
+            let timeout = p
+                .entry
+                .handler
+                .map(|h| inspect::seconds(h.timeout.as_secs_f64()))
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "{:<w_state$}  {:<w_event$}  {:<w_matcher$}  {:>7}  {:<w_layer$}  {}",
+                painter.paint(p.verdict.style(), p.verdict.short()),
+                p.entry.event,
+                matcher_text(p),
+                timeout,
+                p.entry.layer.kind.name(),
+                p.entry.label,
+            );
+            let file = inspect::short_path(&p.entry.layer.path, root);
+            let _ = writeln!(
+                out,
+                "{}",
+                painter.paint(Style::Dim, format!("    {file}: {}", p.entry.path))
+            );
+            if let Some(why) = &p.why {
+                let style = if p.verdict == Verdict::Invalid {
+                    Style::Bad
+                } else {
+                    Style::Dim
+                };
+                let _ = writeln!(out, "    {}", painter.paint(style, format!("why: {why}")));
+            }
+            for warning in &p.entry.warnings {
+                let _ = writeln!(
+                    out,
+                    "    {}",
+                    painter.paint(Style::Warn, format!("warning: {warning}"))
+                );
+            }
+        }
+    }
+    // Warnings about an entry are shown under it; the others (a whole file, no home) here.
+    let warnings: Vec<String> = all_warnings(inspection)
+        .into_iter()
+        .filter(|w| !planned.iter().any(|p| is_about(w, p)))
+        .collect();
+    if !warnings.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            painter.paint(Style::Warn, format!("{} warning(s):", warnings.len()))
+        );
+        for warning in &warnings {
+            let _ = writeln!(out, "  {warning}");
+        }
+    }
+    if event.is_some() {
+        let runs = planned
+            .iter()
+            .filter(|p| matches!(p.verdict, Verdict::WouldRun(_)))
+            .count();
+        let _ = writeln!(out, "\n{runs} of {} handler(s) would run", planned.len());
+    }
+    out
+}
+
+/// Returns true if and only if `warning` concerns the entry of `p` or its group.
+fn is_about(warning: &str, p: &Planned<'_>) -> bool {
+    let file = p.entry.layer.file();
+    let Some(rest) = warning
+        .strip_prefix(file.as_str())
+        .and_then(|r| r.strip_prefix(": "))
+    else {
+        return false;
+    };
+    let group_path = p.entry.group.map(|g| g.path());
+    [Some(p.entry.path.clone()), group_path]
+        .into_iter()
+        .flatten()
+        .any(|path| {
+            rest.strip_prefix(path.as_str())
+                .is_some_and(|r| r.starts_with(':') || r.starts_with('.'))
+        })
+}
+
+fn matcher_text(p: &Planned<'_>) -> String {
+    match (
+        &p.entry.matcher,
+        EventKind::of(&p.entry.event).is_tool_event(),
+    ) {
+        (Some(m), _) if !m.is_empty() => m.clone(),
+        (_, true) => "*".into(),
+        (_, false) => "-".into(),
+    }
 }

@@ -12,6 +12,8 @@ use crate::cli::OutputMode;
 use crate::exit::Status;
 use crate::outcome::Outcome;
 use crate::settings::Group;
+use crate::signals;
+use crate::style::{self, Painter, Style};
 
 /// The aggregated result of one dispatch.
 #[derive(Debug)]
@@ -96,6 +98,11 @@ impl Report {
 
     /// The JSON line for `mode`, without its newline.
     pub fn to_json(&self, mode: OutputMode) -> String {
+        self.render(mode, self.interrupted)
+    }
+
+    /// The JSON line, saying `"interrupted":true` when `interrupted` holds a signal.
+    fn render(&self, mode: OutputMode, interrupted: Option<i32>) -> String {
         let context = self.additional_context.join("\n");
         let decision = if self.blocked() { "block" } else { "proceed" };
         let result = match mode {
@@ -108,13 +115,13 @@ impl Report {
                 handlers: &self.handlers,
                 warnings: &self.warnings,
                 duration_ms: millis(self.started.elapsed()),
-                interrupted: self.interrupted.map(|_| true),
+                interrupted: interrupted.map(|_| true),
             }),
             OutputMode::Compact => serde_json::to_string(&Compact {
                 decision,
                 reason: self.reason.as_deref(),
                 additional_context: Some(context.as_str()).filter(|c| !c.is_empty()),
-                interrupted: self.interrupted.map(|_| true),
+                interrupted: interrupted.map(|_| true),
             }),
         };
         result.unwrap_or_else(|e| {
@@ -161,13 +168,21 @@ pub fn error_json(message: &str) -> String {
 }
 
 /// Prints a result and returns its exit status. On a block the reason also goes to stderr.
+///
+/// A signal can land where nothing looks for one: while the settings load and no handler is
+/// left to run, or after the last handler. The caller still asked the dispatcher to stop, so
+/// such a signal counts as an interruption too (`"interrupted":true`, exit 128+N).
 pub fn print_report(report: &Report, mode: OutputMode, trace: &Trace) -> anyhow::Result<ExitCode> {
-    let status = report.status();
+    let interrupted = report.interrupted.or_else(signals::received);
+    let status = match interrupted {
+        Some(sig) => Status::Signal(sig),
+        None => report.status(),
+    };
     trace.summary(report);
     if let (Status::Block, Some(reason)) = (status, &report.reason) {
         eprintln!("{reason}");
     }
-    write_line(&report.to_json(mode))?;
+    write_line(&report.render(mode, interrupted))?;
     Ok(status.into())
 }
 
@@ -190,18 +205,24 @@ pub fn write_line(line: &str) -> anyhow::Result<()> {
     }
 }
 
-/// The readable trace of `-v` on stderr; colors only on a terminal and never with `NO_COLOR`.
+/// The readable trace of `-v` on stderr: what was loaded, one line per handler with its outcome,
+/// exit code and time, the reason of a block, the warnings and the decision. Colors only when
+/// stderr is a terminal, and never with `NO_COLOR` ([`crate::style`]).
 pub struct Trace {
     enabled: bool,
-    color: bool,
+    painter: Painter,
 }
+
+/// Lines of a block reason or of stderr shown under a handler.
+const DETAIL_LINES: usize = 5;
 
 impl Trace {
     pub fn new(enabled: bool) -> Trace {
-        let color = enabled
-            && std::io::stderr().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        Trace { enabled, color }
+        let color = enabled && style::colors_wanted(std::io::stderr().is_terminal());
+        Trace {
+            enabled,
+            painter: Painter::new(color),
+        }
     }
 
     pub fn enabled(&self) -> bool {
@@ -214,71 +235,167 @@ impl Trace {
         }
     }
 
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
+    /// One line per handler: outcome, exit code, time, label and layer; below it the reason of
+    /// a block, the message, and the first lines of stderr when the handler failed.
+    pub fn handler(&self, entry: &HandlerReport) {
+        if self.enabled {
+            eprint!("{}", self.handler_text(entry));
         }
     }
 
-    /// One line per handler: outcome, exit code, time, and the reason or message.
-    pub fn handler(&self, entry: &HandlerReport) {
-        if !self.enabled {
-            return;
-        }
-        let (code, word) = match entry.outcome {
-            Outcome::Proceed => ("32", "proceed"),
-            Outcome::Block => ("31;1", "BLOCK"),
-            Outcome::Error => ("33", "error"),
-            Outcome::Timeout => ("33", "timeout"),
-            Outcome::SpawnError => ("33", "spawn_error"),
-            Outcome::Duplicate => ("2", "duplicate"),
-            Outcome::Skipped => ("2", "skipped"),
-            Outcome::Interrupted => ("33", "interrupted"),
-        };
-        let exit = match (entry.exit_code, entry.signal) {
-            (Some(c), _) => format!(" exit {c}"),
-            (None, Some(s)) => format!(" signal {s}"),
+    fn handler_text(&self, entry: &HandlerReport) -> String {
+        use fmt::Write as _;
+        let (style, word) = outcome_word(entry.outcome);
+        let code = match (entry.exit_code, entry.signal) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(s)) => format!("signal {s}"),
             _ => String::new(),
         };
-        let mut line = format!(
-            "  {} {}{exit} {:.1} ms  [{} {}]",
-            self.paint(code, word),
+        let time = match entry.outcome {
+            Outcome::Duplicate | Outcome::Skipped => String::new(),
+            _ => format!("{:.1} ms", entry.duration_ms),
+        };
+        let mut text = format!(
+            "levelcode-hooks:   {:<11} {code:>8} {time:>10}  {}  {}\n",
+            self.painter.paint(style, word),
             entry.label,
-            entry.duration_ms,
-            entry.layer,
-            entry.source
+            self.painter.paint(Style::Dim, format!("[{}]", entry.layer)),
         );
+        let mut detail = |label: &str, body: &str, style: Style| {
+            let mut lines = body.trim().lines();
+            if let Some(first) = lines.next() {
+                let _ = writeln!(
+                    text,
+                    "levelcode-hooks:       {} {first}",
+                    self.painter.paint(style, label)
+                );
+            }
+            let rest: Vec<&str> = lines.collect();
+            for line in rest.iter().take(DETAIL_LINES - 1) {
+                let _ = writeln!(text, "levelcode-hooks:         {line}");
+            }
+            if rest.len() >= DETAIL_LINES {
+                let _ = writeln!(
+                    text,
+                    "levelcode-hooks:         ({} more line(s))",
+                    rest.len() - (DETAIL_LINES - 1)
+                );
+            }
+        };
+        if entry.outcome == Outcome::Block {
+            detail("reason:", &block_reason(entry), Style::Bad);
+        }
         if let Some(message) = &entry.message {
-            line.push_str(&format!("\n      {message}"));
+            detail("note:", message, Style::Dim);
         }
-        if entry.outcome == Outcome::Block && !entry.stderr.trim().is_empty() {
-            line.push_str(&format!("\n      reason: {}", entry.stderr.trim()));
+        if matches!(
+            entry.outcome,
+            Outcome::Error | Outcome::Timeout | Outcome::SpawnError | Outcome::Interrupted
+        ) && !entry.stderr.trim().is_empty()
+        {
+            detail("stderr:", &entry.stderr, Style::Warn);
         }
-        eprintln!("{line}");
-    }
-
-    fn summary(&self, report: &Report) {
-        if !self.enabled {
-            return;
-        }
-        for warning in &report.warnings {
-            eprintln!(
-                "levelcode-hooks: {} {warning}",
-                self.paint("33", "warning:")
+        if entry.stdout_truncated || entry.stderr_truncated {
+            detail(
+                "note:",
+                "output over 64 KiB was cut (stdout_truncated / stderr_truncated)",
+                Style::Dim,
             );
         }
-        let decision = match &report.reason {
-            Some(reason) => format!("{} ({reason})", self.paint("31;1", "block")),
-            None => self.paint("32", "proceed"),
-        };
-        eprintln!(
-            "levelcode-hooks: {} handler(s) matched; decision {decision}; {:.1} ms",
-            report.handlers.len(),
-            millis(report.started.elapsed())
-        );
+        text
     }
+
+    /// The handlers not traced as they ran (those skipped after a block), the warnings, and the
+    /// decision.
+    pub fn summary(&self, report: &Report) {
+        if self.enabled {
+            eprint!("{}", self.summary_text(report));
+        }
+    }
+
+    fn summary_text(&self, report: &Report) -> String {
+        use fmt::Write as _;
+        let mut text = String::new();
+        for entry in report
+            .handlers
+            .iter()
+            .filter(|h| h.outcome == Outcome::Skipped)
+        {
+            text.push_str(&self.handler_text(entry));
+        }
+        for warning in &report.warnings {
+            let _ = writeln!(
+                text,
+                "levelcode-hooks: {} {warning}",
+                self.painter.paint(Style::Warn, "warning:")
+            );
+        }
+        let context = report.additional_context.join("\n");
+        if !context.is_empty() {
+            let _ = writeln!(
+                text,
+                "levelcode-hooks: additionalContext: {}",
+                context.lines().next().unwrap_or("")
+            );
+        }
+        let ran = report
+            .handlers
+            .iter()
+            .filter(|h| !matches!(h.outcome, Outcome::Duplicate | Outcome::Skipped))
+            .count();
+        let decision = match &report.reason {
+            Some(reason) => format!(
+                "{} ({})",
+                self.painter.paint(Style::Bad, "block"),
+                reason.lines().next().unwrap_or("")
+            ),
+            None => self.painter.paint(Style::Good, "proceed").to_string(),
+        };
+        let _ = writeln!(
+            text,
+            "levelcode-hooks: decision {decision}; {} handler(s) matched, {ran} ran; {:.1} ms{}",
+            report.handlers.len(),
+            millis(report.started.elapsed()),
+            if report.interrupted.is_some() {
+                "; interrupted"
+            } else {
+                ""
+            }
+        );
+        text
+    }
+}
+
+fn outcome_word(outcome: Outcome) -> (Style, &'static str) {
+    match outcome {
+        Outcome::Proceed => (Style::Good, "proceed"),
+        Outcome::Block => (Style::Bad, "BLOCK"),
+        Outcome::Error => (Style::Warn, "error"),
+        Outcome::Timeout => (Style::Warn, "timeout"),
+        Outcome::SpawnError => (Style::Warn, "spawn_error"),
+        Outcome::Duplicate => (Style::Dim, "duplicate"),
+        Outcome::Skipped => (Style::Dim, "skipped"),
+        Outcome::Interrupted => (Style::Warn, "interrupted"),
+    }
+}
+
+/// The reason a blocking handler gave, by the rules of contract §6: exit 2 reads stderr first,
+/// a JSON decision on stdout reads its `reason`.
+fn block_reason(entry: &HandlerReport) -> String {
+    let stderr = entry.stderr.trim();
+    let json_reason = || {
+        let stdout = entry.stdout.trim();
+        if !stdout.starts_with('{') {
+            return None;
+        }
+        let value: serde_json::Value = serde_json::from_str(stdout).ok()?;
+        let reason = value.get("reason")?.as_str()?.trim();
+        (!reason.is_empty()).then(|| reason.to_string())
+    };
+    if entry.exit_code == Some(2) && !stderr.is_empty() {
+        return stderr.to_string();
+    }
+    json_reason().unwrap_or_else(|| crate::outcome::default_reason(&entry.label))
 }
 
 #[cfg(test)]
@@ -312,5 +429,78 @@ mod tests {
             r#"{"decision":"block","reason":"no","additionalContext":"a\nb"}"#
         );
         assert_eq!(report.status(), Status::Block);
+    }
+
+    fn entry(
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        stdout: &str,
+        stderr: &str,
+    ) -> HandlerReport {
+        HandlerReport {
+            layer: "project",
+            source: "/p/.levelcode/settings.json".into(),
+            event: "PreToolUse".into(),
+            matcher: None,
+            label: "guard".into(),
+            outcome,
+            exit_code,
+            signal: None,
+            duration_ms: 4.25,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            stdout_truncated: false,
+            stderr_truncated: false,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn trace_gives_the_reason_the_protocol_gives() {
+        let exit2 = entry(
+            Outcome::Block,
+            Some(2),
+            r#"{"reason":"json"}"#,
+            " from stderr \n",
+        );
+        assert_eq!(block_reason(&exit2), "from stderr");
+        let exit2_quiet = entry(Outcome::Block, Some(2), r#"{"reason":"json"}"#, "");
+        assert_eq!(block_reason(&exit2_quiet), "json");
+        // A JSON decision on exit 0 gives its own reason, whatever stderr says.
+        let json = entry(
+            Outcome::Block,
+            Some(0),
+            r#"{"decision":"block","reason":"json"}"#,
+            "noise",
+        );
+        assert_eq!(block_reason(&json), "json");
+        let bare = entry(Outcome::Block, Some(2), "", "");
+        assert_eq!(block_reason(&bare), "blocked by PreToolUse hook: guard");
+    }
+
+    #[test]
+    fn trace_line_has_outcome_exit_time_and_details() {
+        let trace = Trace {
+            enabled: true,
+            painter: Painter::new(false),
+        };
+        let text = trace.handler_text(&entry(Outcome::Error, Some(3), "", "boom\nsecond\n"));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("error") && lines[0].contains("exit 3"),
+            "{text}"
+        );
+        assert!(
+            lines[0].contains("4.2 ms") || lines[0].contains("4.3 ms"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with("stderr: boom"), "{text}");
+        assert!(lines[2].ends_with("second"), "{text}");
+        let colored = Trace {
+            enabled: true,
+            painter: Painter::new(true),
+        };
+        let text = colored.handler_text(&entry(Outcome::Block, Some(2), "", "no"));
+        assert!(text.contains("\x1b[31;1mBLOCK"), "{text}");
     }
 }

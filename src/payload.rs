@@ -146,6 +146,12 @@ impl Payload {
             );
         }
         let fields: Fields = serde_json::from_slice(&raw).map_err(|e| json_error(&e))?;
+        // serde_json skips unknown fields without counting their depth: count it here.
+        if let Some(offset) = too_deep(&raw, MAX_DEPTH) {
+            return Err(format!(
+                "payload: nested deeper than {MAX_DEPTH} levels (at byte {offset}); flatten the payload"
+            ));
+        }
 
         let event = resolve_event(&fields, event_flag)?;
         let kind = EventKind::of(&event);
@@ -272,6 +278,45 @@ fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> 
             KNOWN_EVENTS.join(", ")
         )),
     }
+}
+
+/// The deepest nesting of arrays and objects a payload may have, the top-level object included.
+pub const MAX_DEPTH: usize = 128;
+
+/// The offset where valid JSON `bytes` nests deeper than `limit`, if it does. Strings are skipped
+/// with memchr, so a payload of large strings costs little.
+pub fn too_deep(bytes: &[u8], limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Find the closing quote, stepping over escapes.
+                let mut j = i + 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', bytes.get(j..)?) {
+                        Some(k) if bytes[j + k] == b'\\' => j += k + 2,
+                        Some(k) => {
+                            j += k;
+                            break;
+                        }
+                        None => return None,
+                    }
+                }
+                i = j;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 fn json_error(e: &serde_json::Error) -> String {

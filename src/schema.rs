@@ -1,12 +1,142 @@
-//! `levelcode-hooks schema`: the JSON Schema of settings.json's `hooks` (contract §10).
+//! `levelcode-hooks schema`: the JSON Schema (draft 2020-12) of settings.json's `hooks`
+//! (contract §4 and §10).
+//!
+//! The schema describes a whole settings.json whose `hooks` key is checked and whose other keys
+//! are left alone, so an editor can use it on the file itself. It is stricter than a dispatch,
+//! like `validate`: unknown keys of groups and handlers are flagged. `docs/settings.schema.json`
+//! is this output; a test fails when the two differ.
 
 use std::process::ExitCode;
 
 use clap::Args;
+use serde_json::{json, Value};
+
+use crate::list::write_stdout;
+use crate::payload::KNOWN_EVENTS;
+use crate::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 
 #[derive(Debug, Clone, Args)]
 pub struct SchemaArgs {}
 
 pub fn run(_args: &SchemaArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not available yet")
+    write_stdout(&text())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The schema as printed: pretty JSON and a final newline.
+pub fn text() -> String {
+    let mut text = serde_json::to_string_pretty(&document()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The schema.
+pub fn document() -> Value {
+    let event_descriptions = [
+        "Fired once when a session starts. Matchers are ignored; every enabled group runs.",
+        "Fired before a tool runs. The only event that can block: a handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call.",
+        "Fired after a tool ran, with its result.",
+        "Fired when the agent stops. Matchers are ignored; every enabled group runs.",
+    ];
+    let mut events = serde_json::Map::new();
+    for (event, description) in KNOWN_EVENTS.iter().zip(event_descriptions) {
+        events.insert(
+            (*event).to_string(),
+            json!({ "description": description, "$ref": "#/$defs/groups" }),
+        );
+    }
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "levelcode settings.json (hooks)",
+        "description": "The hooks of a levelcode settings file. Only the \"hooks\" key is read by levelcode-hooks; other keys belong to levelcode and are allowed.",
+        "type": "object",
+        "properties": {
+            "hooks": { "$ref": "#/$defs/hooks" }
+        },
+        "$defs": {
+            "hooks": {
+                "description": "Hook groups by event. Other event names are allowed: their hooks run only when something dispatches that exact name.",
+                "type": ["object", "null"],
+                "properties": events,
+                "additionalProperties": { "$ref": "#/$defs/groups" }
+            },
+            "groups": {
+                "description": "The groups of one event, run in order.",
+                "type": "array",
+                "items": { "$ref": "#/$defs/group" }
+            },
+            "group": {
+                "description": "Handlers that share a matcher.",
+                "type": "object",
+                "properties": {
+                    "matcher": {
+                        "description": "Which tools the group applies to (PreToolUse and PostToolUse only). Missing, \"\" or \"*\": every tool. Only letters, digits, _, -, | and spaces: a |-separated list of exact tool names. Anything else: a regular expression searched anywhere in the tool name.",
+                        "type": ["string", "null"],
+                        "examples": ["write_file|str_replace", "run_terminal_command", "*", "^mcp__"]
+                    },
+                    "enabled": {
+                        "description": "false turns off every handler of the group.",
+                        "type": ["boolean", "null"],
+                        "default": true
+                    },
+                    "hooks": {
+                        "description": "The handlers, run one after another.",
+                        "type": "array",
+                        "minItems": 1,
+                        "items": { "$ref": "#/$defs/handler" }
+                    }
+                },
+                "required": ["hooks"],
+                "additionalProperties": false
+            },
+            "handler": {
+                "description": "One program to run. It reads the event payload (JSON) on stdin; exit 2 on PreToolUse blocks the tool call with stderr as the reason.",
+                "type": "object",
+                "properties": {
+                    "type": {
+                        "description": "The handler kind; only \"command\" exists.",
+                        "const": "command"
+                    },
+                    "command": {
+                        "description": "Run by /bin/sh -c (cmd.exe /d /s /c on Windows) in the project root.",
+                        "type": "string",
+                        "minLength": 1,
+                        "examples": ["bun .levelcode/hooks/guard.ts"]
+                    },
+                    "argv": {
+                        "description": "Run directly, without a shell; the first item is looked up on PATH.",
+                        "type": "array",
+                        "minItems": 1,
+                        "items": { "type": "string" },
+                        "prefixItems": [{ "type": "string", "minLength": 1 }],
+                        "examples": [["bun", ".levelcode/hooks/guard.ts"]]
+                    },
+                    "timeout": {
+                        "description": format!(
+                            "Seconds (not milliseconds), fractions allowed; at most {MAX_TIMEOUT_SECS}. When it expires the handler's process group is stopped and the tool call proceeds."
+                        ),
+                        "type": ["number", "null"],
+                        "exclusiveMinimum": 0,
+                        "maximum": MAX_TIMEOUT_SECS,
+                        "default": DEFAULT_TIMEOUT_SECS
+                    },
+                    "enabled": {
+                        "description": "false turns the handler off.",
+                        "type": ["boolean", "null"],
+                        "default": true
+                    },
+                    "name": {
+                        "description": "A label for output and logs; default: the command.",
+                        "type": ["string", "null"],
+                        "minLength": 1
+                    }
+                },
+                "oneOf": [
+                    { "required": ["command"], "not": { "required": ["argv"] } },
+                    { "required": ["argv"], "not": { "required": ["command"] } }
+                ],
+                "additionalProperties": false
+            }
+        }
+    })
 }

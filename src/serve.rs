@@ -1,12 +1,141 @@
-//! `levelcode-hooks serve`: one dispatcher for many events, one JSON request and answer per line.
+//! `levelcode-hooks serve`: one dispatcher for many events. Each line on stdin is one request (a
+//! payload, plus an optional `id` and `options`); each gets exactly one line on stdout, in order:
+//! what `run` prints for that payload, with the request's `id`.
+//!
+//! A request goes through the same dispatch as `run`; only the settings differ in where they come
+//! from: [`cache`] keeps them between requests and reads them again whenever a layer changed.
+//! [`lines`] cuts stdin into requests without ever keeping more than the payload limit of one,
+//! and [`request`] separates a line's `id` and `options` from the payload handlers receive.
 
+mod cache;
+mod lines;
+mod request;
+
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
+use anyhow::Context;
 use clap::Args;
+use serde_json::value::RawValue;
 
-#[derive(Debug, Clone, Args)]
-pub struct ServeArgs {}
+use crate::cli::OutputMode;
+use crate::dispatch::{self, Options};
+use crate::exit::Status;
+use crate::output::{self, Trace};
+use crate::payload::MAX_BYTES;
+use crate::signals;
 
-pub fn run(_args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not available yet")
+use cache::Cache;
+use lines::{Lines, Next};
+use request::{Rejection, Request};
+
+/// Options of `serve`: the defaults of every request, which a request's `options` override.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// The project root when a request names none [default: the payload's cwd, else the current
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub project_dir: Option<PathBuf>,
+
+    /// Use exactly these settings files, in this order, instead of the three standard layers.
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+
+    /// Skip the project layer in every request; a request cannot turn it back on.
+    #[arg(long)]
+    pub no_project: bool,
+
+    /// The team whose compliance log records PostToolUse events.
+    #[arg(long, value_name = "NAME")]
+    pub team: Option<String>,
+
+    /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
+    #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
+    pub output: OutputMode,
+
+    /// Write a readable trace of every dispatch to stderr.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N, after answering
+/// the request in progress).
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    signals::install();
+    let trace = Trace::new(args.verbose);
+    let mut cache = Cache::default();
+    let mut lines = Lines::new(std::io::stdin().lock(), Some(0));
+    let mut stdout = std::io::stdout().lock();
+    let mut count = 0u64;
+    loop {
+        let answer = match lines.next().context("cannot read requests from stdin")? {
+            Next::Line(line) => {
+                count += 1;
+                trace.line(format_args!("request {count}"));
+                answer(line, args, &mut cache, &trace)
+            }
+            Next::TooLong(start) => {
+                count += 1;
+                let message = format!(
+                    "request: longer than the limit of {} MiB; the line was skipped",
+                    MAX_BYTES >> 20
+                );
+                with_id(output::error_json(&message), request::readable_id(start))
+            }
+            Next::End => return Ok(Status::Proceed.into()),
+            Next::Interrupted(sig) => return Ok(Status::Signal(sig).into()),
+        };
+        stdout
+            .write_all(answer.as_bytes())
+            .and_then(|()| stdout.flush())
+            .context("cannot write to stdout")?;
+        if let Some(sig) = signals::received() {
+            return Ok(Status::Signal(sig).into());
+        }
+    }
+}
+
+/// The answer to one request line, newline included.
+fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> String {
+    let started = Instant::now();
+    let request = match request::parse(line) {
+        Ok(request) => request,
+        Err(Rejection { message, id }) => return with_id(output::error_json(&message), id),
+    };
+    let Request {
+        id,
+        options: asked,
+        payload,
+    } = request;
+    let options = Options {
+        project_dir: asked.project_dir.or_else(|| args.project_dir.clone()),
+        settings: asked.settings.unwrap_or_else(|| args.settings.clone()),
+        no_project: args.no_project || asked.no_project.unwrap_or(false),
+        team: asked.team.or_else(|| args.team.clone()),
+    };
+    let mut report =
+        dispatch::dispatch_with(&payload, &options, trace, started, |paths, warnings| {
+            cache.groups(paths, &payload.event, warnings, trace)
+        });
+    crate::exec_log::append(&mut report);
+    trace.summary(&report);
+    with_id(report.to_json(asked.output.unwrap_or(args.output)), id)
+}
+
+/// A JSON object's text with `"id"` added last when there is one, and a newline.
+fn with_id(mut object: String, id: Option<Box<RawValue>>) -> String {
+    if let Some(id) = id {
+        debug_assert!(object.ends_with('}'));
+        object.pop();
+        if !object.ends_with('{') {
+            object.push(',');
+        }
+        object.push_str("\"id\":");
+        object.push_str(id.get());
+        object.push('}');
+    }
+    object.push('\n');
+    object
 }

@@ -1,12 +1,287 @@
-//! `levelcode-hooks test`: builds a payload from flags and dispatches it as `run` would (contract §10).
+//! `levelcode-hooks test`: builds a payload from flags and dispatches it as `run` would
+//! (contract §10), or with `--dry-run` only shows what would run.
+//!
+//! The payload goes through [`Payload::parse`] and [`dispatch::dispatch`] like one read from
+//! stdin, so the result, the exit status, the execution log and the compliance record are those
+//! of `run`.
 
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::Args;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::cli::OutputMode;
+use crate::dispatch::{self, Options};
+use crate::inspect;
+use crate::list::{self, HandlerJson, Planned, Verdict};
+use crate::output::{self, Trace};
+use crate::payload::Payload;
+use crate::signals;
+use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]
-pub struct TestArgs {}
+pub struct TestArgs {
+    /// The event: SessionStart, PreToolUse, PostToolUse or Stop.
+    #[arg(long, value_name = "NAME")]
+    pub event: String,
 
-pub fn run(_args: &TestArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not available yet")
+    /// The tool's name (required for PreToolUse and PostToolUse), e.g. write_file.
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+
+    /// The tool's input, as JSON, e.g. '{"path":"src/a.ts","content":"..."}'.
+    #[arg(long, value_name = "JSON", conflicts_with = "input_file")]
+    pub input: Option<String>,
+
+    /// Read the tool's input (JSON) from this file; `-` reads stdin.
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+
+    /// The tool's result (PostToolUse): JSON when it is a JSON object or array, else text.
+    #[arg(long, value_name = "TEXT")]
+    pub result: Option<String>,
+
+    /// The payload's cwd [default: none, so the project root is used].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// Show what would run, in order, without running anything.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// With --dry-run: print one JSON object instead of text.
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+
+    /// The project root [default: --cwd, else the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub project_dir: Option<PathBuf>,
+
+    /// Use exactly these settings files, in this order, instead of the three standard layers.
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+
+    /// Skip the project layer (also LEVELCODE_HOOKS_NO_PROJECT=1).
+    #[arg(long)]
+    pub no_project: bool,
+
+    /// The team whose compliance log records PostToolUse events.
+    #[arg(long, value_name = "NAME")]
+    pub team: Option<String>,
+
+    /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
+    #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
+    pub output: OutputMode,
+
+    /// Write a readable trace of the dispatch to stderr [default: on when stderr is a terminal].
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
+    signals::install();
+    let started = Instant::now();
+    let bytes = match build_payload(args) {
+        Ok(bytes) => bytes,
+        Err(message) => return output::print_error(&message),
+    };
+    let payload = match Payload::parse(bytes, None) {
+        Ok(payload) => payload,
+        Err(message) => return output::print_error(&message),
+    };
+    let options = Options {
+        project_dir: args.project_dir.clone(),
+        settings: args.settings.clone(),
+        no_project: args.no_project,
+        team: args.team.clone(),
+    };
+    if args.dry_run {
+        return dry_run(&payload, &options, args.json);
+    }
+    let trace = Trace::new(args.verbose || std::io::stderr().is_terminal());
+    let mut report = dispatch::dispatch(&payload, &options, &trace, started);
+    crate::exec_log::append(&mut report);
+    output::print_report(&report, args.output, &trace)
+}
+
+/// The payload the flags describe: `event`, `tool_name`, `tool_input`, `tool_result` and `cwd`,
+/// each only when given.
+fn build_payload(args: &TestArgs) -> Result<Vec<u8>, String> {
+    let mut object = Map::new();
+    object.insert("event".into(), Value::String(args.event.clone()));
+    if let Some(tool) = &args.tool {
+        object.insert("tool_name".into(), Value::String(tool.clone()));
+    } else if crate::payload::EventKind::of(&args.event).is_tool_event() {
+        return Err(format!(
+            "--tool is required for {}: the tool's name, e.g. --tool write_file",
+            args.event
+        ));
+    }
+    let input = match (&args.input, &args.input_file) {
+        (Some(text), _) => Some(("--input", text.clone())),
+        (None, Some(file)) => Some(("--input-file", read_input_file(file)?)),
+        (None, None) => None,
+    };
+    if let Some((flag, text)) = input {
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{flag}: not valid JSON ({e}); the tool input is JSON, e.g. '{{\"path\":\"a.txt\"}}'"))?;
+        object.insert("tool_input".into(), value);
+    }
+    if let Some(result) = &args.result {
+        let trimmed = result.trim_start();
+        let value = match serde_json::from_str::<Value>(result) {
+            Ok(v @ (Value::Object(_) | Value::Array(_)))
+                if trimmed.starts_with('{') || trimmed.starts_with('[') =>
+            {
+                v
+            }
+            _ => Value::String(result.clone()),
+        };
+        object.insert("tool_result".into(), value);
+    }
+    if let Some(cwd) = &args.cwd {
+        let cwd = if cwd.is_absolute() {
+            cwd.clone()
+        } else {
+            std::env::current_dir()
+                .map_err(|e| format!("--cwd: cannot resolve {}: {e}", cwd.display()))?
+                .join(cwd)
+        };
+        object.insert(
+            "cwd".into(),
+            Value::String(cwd.to_string_lossy().into_owned()),
+        );
+    }
+    serde_json::to_vec(&Value::Object(object)).map_err(|e| format!("payload: {e}"))
+}
+
+fn read_input_file(file: &PathBuf) -> Result<String, String> {
+    if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("--input-file -: cannot read stdin: {e}"))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(file)
+        .map_err(|e| format!("--input-file {}: cannot read: {e}", file.display()))
+}
+
+#[derive(Serialize)]
+struct DryRunJson<'a> {
+    event: &'a str,
+    tool_name: Option<&'a str>,
+    project_root: String,
+    payload: Value,
+    would_run: Vec<HandlerJson>,
+    not_run: Vec<HandlerJson>,
+    warnings: Vec<String>,
+}
+
+/// Prints what a dispatch of `payload` would run, in order; runs nothing.
+fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<ExitCode> {
+    let root = dispatch::project_root(payload, options);
+    let inspection = inspect::inspect(options, root);
+    let tool = payload.tool_name.as_deref();
+    let planned = list::plan(&inspection, Some(&payload.event), tool);
+    let (runs, others): (Vec<&Planned<'_>>, Vec<&Planned<'_>>) = planned
+        .iter()
+        .partition(|p| matches!(p.verdict, Verdict::WouldRun(_)));
+    let handler_input = payload.handler_input(&inspection.root);
+    let mut warnings = payload.warnings.clone();
+    warnings.extend(list::all_warnings(&inspection));
+    if json {
+        let value = DryRunJson {
+            event: &payload.event,
+            tool_name: tool,
+            project_root: inspection.root.display().to_string(),
+            payload: serde_json::from_slice(&handler_input).unwrap_or(Value::Null),
+            would_run: runs.iter().map(|p| HandlerJson::new(p)).collect(),
+            not_run: others
+                .iter()
+                .filter(|p| p.verdict != Verdict::OtherEvent)
+                .map(|p| HandlerJson::new(p))
+                .collect(),
+            warnings,
+        };
+        let mut line = serde_json::to_string(&value)?;
+        line.push('\n');
+        list::write_stdout(&line)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let painter = Painter::stdout();
+    let mut out = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "{} {}{} in {} (dry run: nothing runs)",
+        painter.paint(Style::Bold, "event"),
+        payload.event,
+        tool.map(|t| format!(" with tool {t}")).unwrap_or_default(),
+        inspection.root.display()
+    );
+    let _ = writeln!(
+        out,
+        "{} {}",
+        painter.paint(Style::Bold, "payload"),
+        String::from_utf8_lossy(&handler_input)
+    );
+    if runs.is_empty() {
+        let _ = writeln!(out, "\nno handler would run");
+    } else {
+        let _ = writeln!(
+            out,
+            "\nwould run, in this order (the first block stops the chain):"
+        );
+    }
+    for p in &runs {
+        let Verdict::WouldRun(n) = p.verdict else {
+            continue;
+        };
+        let handler = p.entry.handler.expect("a handler that runs is valid");
+        let _ = writeln!(
+            out,
+            "  {}. {}  (timeout {})",
+            n,
+            painter.paint(Style::Good, &p.entry.label),
+            inspect::seconds(handler.timeout.as_secs_f64())
+        );
+        let file = inspect::short_path(&p.entry.layer.path, &inspection.root);
+        let _ = writeln!(
+            out,
+            "     {}",
+            painter.paint(
+                Style::Dim,
+                format!("{} {file}: {}", p.entry.layer.kind.name(), p.entry.path)
+            )
+        );
+    }
+    let relevant: Vec<&&Planned<'_>> = others
+        .iter()
+        .filter(|p| p.verdict != Verdict::OtherEvent)
+        .collect();
+    if !relevant.is_empty() {
+        let _ = writeln!(out, "\nnot run:");
+        for p in relevant {
+            let _ = writeln!(
+                out,
+                "  {:<9}  {}: {}",
+                painter.paint(Style::Dim, p.verdict.name()),
+                p.entry.label,
+                p.why.as_deref().unwrap_or("")
+            );
+        }
+    }
+    if !warnings.is_empty() {
+        let _ = writeln!(out, "\n{}", painter.paint(Style::Warn, "warnings:"));
+        for warning in &warnings {
+            let _ = writeln!(out, "  {warning}");
+        }
+    }
+    list::write_stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,606 @@
 //! `levelcode-hooks validate`: every problem of every layer, for people and CI (contract §10).
+//!
+//! It reports every warning a dispatch would give about the settings (§3 to §5), then takes a
+//! second, slower look that a dispatch never takes: unknown keys (with a "did you mean"), event
+//! names levelcode does not fire, matchers on events that ignore them, tool names from other
+//! agents, timeouts written in milliseconds, programs missing from `PATH` and script paths
+//! missing from the project. Any problem makes it exit 1.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::command_check::{self, Lookup};
+use crate::dispatch::Options;
+use crate::exit::Status;
+use crate::inspect::{self, Inspection, LayerState, LayerView};
+use crate::layers::LayerKind;
+use crate::list::write_stdout;
+use crate::matcher;
+use crate::payload::{EventKind, KNOWN_EVENTS};
+use crate::settings::Program;
+use crate::style::{Painter, Style};
+use crate::suggest;
 
 #[derive(Debug, Clone, Args)]
-pub struct ValidateArgs {}
+pub struct ValidateArgs {
+    /// Check exactly these settings files instead of the three standard layers.
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
 
-pub fn run(_args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not available yet")
+    /// The project root: where the project layer is, and where relative script paths resolve
+    /// [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub project_dir: Option<PathBuf>,
+
+    /// Skip the project layer (also LEVELCODE_HOOKS_NO_PROJECT=1).
+    #[arg(long)]
+    pub no_project: bool,
+
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One thing wrong with a settings file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    pub layer: &'static str,
+    pub file: String,
+    /// Where in the file, such as `hooks.PreToolUse[0].hooks[1].timeout`; `null` for the file
+    /// as a whole.
+    pub path: Option<String>,
+    /// A stable name for the kind of problem.
+    pub kind: &'static str,
+    pub message: String,
+}
+
+const TOP_KEYS: &[&str] = &["hooks"];
+const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks"];
+const HANDLER_KEYS: &[&str] = &["type", "command", "argv", "timeout", "enabled", "name"];
+
+/// Events of other agents, and the levelcode event they correspond to, if any.
+const FOREIGN_EVENTS: &[(&str, Option<&str>)] = &[
+    ("BeforeTool", Some("PreToolUse")),
+    ("AfterTool", Some("PostToolUse")),
+    ("UserPromptSubmit", None),
+    ("Notification", None),
+    ("SubagentStop", None),
+    ("PreCompact", None),
+    ("SessionEnd", None),
+];
+
+/// Tool names of other agents, and levelcode's name for the same tool, if it has one.
+const FOREIGN_TOOLS: &[(&str, Option<&str>)] = &[
+    ("Write", Some("write_file")),
+    ("Edit", Some("str_replace")),
+    ("MultiEdit", Some("str_replace")),
+    ("Bash", Some("run_terminal_command")),
+    ("Read", Some("read_files")),
+    ("Grep", Some("code_search")),
+    ("Task", Some("spawn_agents")),
+    ("Glob", None),
+    ("LS", None),
+    ("WebFetch", None),
+    ("WebSearch", None),
+    ("NotebookEdit", None),
+    ("TodoWrite", None),
+];
+
+pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+    let options = Options {
+        project_dir: args.project_dir.clone(),
+        settings: args.settings.clone(),
+        no_project: args.no_project,
+        team: None,
+    };
+    let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
+    let problems = validate(&inspection);
+    let text = if args.json {
+        let mut line = serde_json::to_string(&to_json(&inspection, &problems))?;
+        line.push('\n');
+        line
+    } else {
+        report(&inspection, &problems, Painter::stdout())
+    };
+    write_stdout(&text)?;
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        Status::Failure.into()
+    })
+}
+
+/// Every problem of every layer, in file order.
+pub fn validate(inspection: &Inspection) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for layer in &inspection.layers {
+        check_layer(layer, inspection, &mut problems);
+    }
+    problems
+}
+
+fn check_layer(layer: &LayerView, inspection: &Inspection, problems: &mut Vec<Problem>) {
+    let mut found = Found {
+        layer,
+        problems: Vec::new(),
+        millisecond_timeouts: HashMap::new(),
+    };
+    match layer.state {
+        LayerState::Missing if layer.kind == LayerKind::Cli => {
+            found.add(None, "missing_file", "no such file".into());
+        }
+        LayerState::Missing | LayerState::Repeated => {}
+        LayerState::Unusable | LayerState::Read => {
+            if let Some(text) = &layer.text {
+                check_raw(text, &mut found);
+            }
+            check_commands(layer, &inspection.root, &mut found);
+            let parsed = parse_warnings(&mut found);
+            found.problems.extend(parsed);
+        }
+    }
+    let order = event_order(layer);
+    found
+        .problems
+        .sort_by_key(|p| position(p.path.as_deref(), &order));
+    problems.extend(found.problems);
+}
+
+/// Problems found in one layer.
+struct Found<'a> {
+    layer: &'a LayerView,
+    problems: Vec<Problem>,
+    /// Handler paths whose timeout looks like milliseconds, with the seconds it probably means.
+    millisecond_timeouts: HashMap<String, f64>,
+}
+
+impl Found<'_> {
+    fn add(&mut self, path: Option<String>, kind: &'static str, message: String) {
+        self.problems.push(Problem {
+            layer: self.layer.kind.name(),
+            file: self.layer.file(),
+            path,
+            kind,
+            message,
+        });
+    }
+}
+
+/// The warnings of a dispatch (contract §3 to §5), with the part of the entry they concern.
+fn parse_warnings(found: &mut Found<'_>) -> Vec<Problem> {
+    let file = found.layer.file();
+    let mut out = Vec::new();
+    for warning in &found.layer.warnings {
+        let rest = warning
+            .strip_prefix(&file)
+            .and_then(|r| r.strip_prefix(": "))
+            .unwrap_or(warning);
+        let (path, message) = match rest.split_once(": ") {
+            Some((path, message)) if path.starts_with("hooks") && !path.contains(' ') => {
+                (Some(path.to_string()), message.to_string())
+            }
+            _ => (None, rest.to_string()),
+        };
+        let field = path.as_deref().and_then(|p| p.rsplit('.').next());
+        let (kind, message) = match (path.as_deref(), field) {
+            (None, _) => ("invalid_file", message),
+            (Some(p), Some("timeout")) => {
+                let handler = p.trim_end_matches(".timeout");
+                match found.millisecond_timeouts.get(handler) {
+                    Some(secs) => (
+                        "timeout_milliseconds",
+                        format!("{message}; did you mean \"timeout\": {secs}?"),
+                    ),
+                    None => ("timeout", message),
+                }
+            }
+            (Some(_), Some("matcher")) => ("invalid_matcher", message),
+            (Some(_), _) => ("invalid_entry", message),
+        };
+        out.push(Problem {
+            layer: found.layer.kind.name(),
+            file: file.clone(),
+            path,
+            kind,
+            message,
+        });
+    }
+    out
+}
+
+/// The second look at the JSON, which a dispatch never takes.
+fn check_raw(text: &str, found: &mut Found<'_>) {
+    let Ok(Value::Object(top)) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    if !top.contains_key("hooks") {
+        for key in top.keys() {
+            if let Some(hint) = suggest::nearest(key, TOP_KEYS) {
+                found.add(
+                    Some(key.clone()),
+                    "unknown_key",
+                    format!("unknown key {key:?}; did you mean {hint:?}? Only \"hooks\" is read, so this file has no hooks"),
+                );
+            }
+        }
+    }
+    let Some(events) = inspect::raw_hooks(text) else {
+        return;
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (event, value) in &events {
+        let path = format!("hooks.{event}");
+        if seen.contains(&event.as_str()) {
+            found.add(
+                Some(path.clone()),
+                "duplicate_event",
+                format!("{event:?} appears twice in \"hooks\"; both are read here, but most JSON tools keep only the last: merge their groups into one array"),
+            );
+        }
+        seen.push(event);
+        check_event_name(event, &path, found);
+        let Value::Array(groups) = value else {
+            continue;
+        };
+        for (i, group) in groups.iter().enumerate() {
+            if let Value::Object(fields) = group {
+                check_group(event, &format!("{path}[{i}]"), fields, found);
+            }
+        }
+    }
+}
+
+fn check_event_name(event: &str, path: &str, found: &mut Found<'_>) {
+    if KNOWN_EVENTS.contains(&event) {
+        return;
+    }
+    let known = KNOWN_EVENTS.join(", ");
+    let message = match FOREIGN_EVENTS.iter().find(|(name, _)| *name == event) {
+        Some((_, Some(ours))) => format!(
+            "{event:?} is another agent's event; levelcode calls it {ours:?}"
+        ),
+        Some((_, None)) => format!(
+            "levelcode does not fire {event:?} (it fires {known}); these hooks never run"
+        ),
+        None => match suggest::nearest(event, &KNOWN_EVENTS) {
+            Some(hint) => format!(
+                "{event:?} is not an event levelcode fires; did you mean {hint:?}? Event names are case-sensitive"
+            ),
+            None => format!(
+                "{event:?} is not an event levelcode fires ({known}); its hooks run only when something dispatches that exact name"
+            ),
+        },
+    };
+    found.add(Some(path.to_string()), "unknown_event", message);
+}
+
+fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut Found<'_>) {
+    let has_hooks = fields.get("hooks").is_some_and(|h| !h.is_null());
+    let handler_written_as_group = !has_hooks
+        && ["command", "argv", "type"]
+            .iter()
+            .any(|k| fields.contains_key(*k));
+    let tool_event = EventKind::of(event).is_tool_event();
+    if !handler_written_as_group {
+        for key in fields.keys() {
+            if GROUP_KEYS.contains(&key.as_str()) {
+                continue;
+            }
+            let message = if HANDLER_KEYS.contains(&key.as_str()) {
+                format!("{key:?} belongs on each handler inside \"hooks\", not on the group; here it is ignored")
+            } else {
+                unknown_key_message(key, GROUP_KEYS, fields, tool_event)
+            };
+            found.add(Some(format!("{path}.{key}")), "unknown_key", message);
+        }
+    }
+    match fields.get("matcher") {
+        Some(Value::String(m)) if !tool_event && !m.is_empty() && m != "*" => found.add(
+            Some(format!("{path}.matcher")),
+            "matcher_ignored",
+            format!("{event} ignores matchers (only PreToolUse and PostToolUse have a tool to match); this group runs for every {event}: remove the matcher"),
+        ),
+        Some(Value::String(m)) if tool_event && matcher::is_name_list(m) => {
+            check_tool_names(m, &format!("{path}.matcher"), found);
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(handlers)) = fields.get("hooks") {
+        for (j, handler) in handlers.iter().enumerate() {
+            if let Value::Object(hfields) = handler {
+                check_handler(&format!("{path}.hooks[{j}]"), hfields, found);
+            }
+        }
+    }
+}
+
+fn check_tool_names(matcher: &str, path: &str, found: &mut Found<'_>) {
+    for name in matcher.split('|').map(str::trim) {
+        let Some((_, ours)) = FOREIGN_TOOLS.iter().find(|(theirs, _)| *theirs == name) else {
+            continue;
+        };
+        let message = match ours {
+            Some(ours) => format!(
+                "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?}"
+            ),
+            None => format!(
+                "{name:?} is another agent's tool name and never matches here; levelcode's tool names are snake_case, such as write_file, str_replace, run_terminal_command"
+            ),
+        };
+        found.add(Some(path.to_string()), "tool_name", message);
+    }
+}
+
+fn check_handler(path: &str, fields: &Map<String, Value>, found: &mut Found<'_>) {
+    for key in fields.keys() {
+        if HANDLER_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let message = if key == "matcher" || key == "hooks" {
+            format!("{key:?} belongs on the group, next to its \"hooks\" array, not on a handler; here it is ignored")
+        } else {
+            unknown_key_message(key, HANDLER_KEYS, fields, false)
+        };
+        found.add(Some(format!("{path}.{key}")), "unknown_key", message);
+    }
+    if let Some(secs) = fields.get("timeout").and_then(Value::as_f64) {
+        if secs >= 1000.0 {
+            found
+                .millisecond_timeouts
+                .insert(path.to_string(), secs / 1000.0);
+        }
+    }
+}
+
+/// The message for an unknown key: what it was probably meant to be, and what ignoring it means.
+fn unknown_key_message(
+    key: &str,
+    known: &[&str],
+    fields: &Map<String, Value>,
+    tool_event: bool,
+) -> String {
+    let alias = match key {
+        "disabled" | "disable" => {
+            return format!(
+                "unknown key {key:?}, ignored; to turn this off write \"enabled\": false"
+            )
+        }
+        "cmd" | "run" | "script" | "exec" | "shell" => Some("command"),
+        "args" | "arguments" => Some("argv"),
+        "timeout_ms" | "timeoutMs" | "timeoutSeconds" | "timeout_secs" => Some("timeout"),
+        "label" | "title" => Some("name"),
+        "matches" | "match" | "tools" | "tool" => Some("matcher"),
+        _ => None,
+    };
+    let hint = alias
+        .filter(|a| known.contains(a))
+        .or_else(|| suggest::nearest(key, known));
+    let Some(hint) = hint else {
+        return format!(
+            "unknown key {key:?}, ignored when hooks run (known keys: {})",
+            known.join(", ")
+        );
+    };
+    let effect = if fields.contains_key(hint) {
+        String::new()
+    } else {
+        match hint {
+            "matcher" if tool_event => {
+                " As written, the group has no matcher and runs for every tool".into()
+            }
+            "command" | "argv" => " As written, the handler has no command and is skipped".into(),
+            "timeout" => {
+                " As written, the default of 10 seconds applies (the unit is seconds)".into()
+            }
+            "enabled" => " As written, it stays enabled".into(),
+            "hooks" => " As written, the group has no handlers and is skipped".into(),
+            _ => String::new(),
+        }
+    };
+    format!("unknown key {key:?}; did you mean {hint:?}?{effect}")
+}
+
+/// Programs not on `PATH`, scripts not in the project: only for handlers that can run.
+fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'_>) {
+    let lookup = Lookup::from_env(root);
+    for group in &layer.groups {
+        if !group.enabled {
+            continue;
+        }
+        for handler in group.handlers.iter().filter(|h| h.enabled) {
+            let field = match handler.program {
+                Program::Shell(_) => "command",
+                Program::Argv(_) => "argv",
+            };
+            for problem in command_check::check(&handler.program, &lookup) {
+                found.add(
+                    Some(format!("{}.hooks[{}].{field}", group.path(), handler.index)),
+                    problem.kind,
+                    problem.message,
+                );
+            }
+        }
+    }
+}
+
+/// Each event's first position in the file, for sorting problems in file order.
+fn event_order(layer: &LayerView) -> Vec<String> {
+    layer
+        .text
+        .as_deref()
+        .and_then(inspect::raw_hooks)
+        .map(|events| events.into_iter().map(|(e, _)| e).collect())
+        .unwrap_or_default()
+}
+
+/// Where a path sits in its file: (event, group, handler); the file itself first.
+fn position(path: Option<&str>, order: &[String]) -> (usize, usize, usize) {
+    let Some(rest) = path.and_then(|p| p.strip_prefix("hooks.")) else {
+        return (0, 0, 0);
+    };
+    let event_end = rest.find(['[', '.']).unwrap_or(rest.len());
+    let event = &rest[..event_end];
+    let event_pos = order
+        .iter()
+        .position(|e| e == event)
+        .map_or(usize::MAX, |p| p + 1);
+    let mut numbers = rest[event_end..]
+        .split('[')
+        .skip(1)
+        .filter_map(|s| s.split(']').next()?.parse::<usize>().ok())
+        .map(|n| n + 1);
+    (
+        event_pos,
+        numbers.next().unwrap_or(0),
+        numbers.next().unwrap_or(0),
+    )
+}
+
+#[derive(Serialize)]
+struct ValidateJson<'a> {
+    ok: bool,
+    project_root: String,
+    files: Vec<FileJson>,
+    problems: &'a [Problem],
+    notes: &'a [String],
+}
+
+#[derive(Serialize)]
+struct FileJson {
+    layer: &'static str,
+    file: String,
+    state: &'static str,
+    handlers: usize,
+    problems: usize,
+}
+
+fn to_json<'a>(inspection: &'a Inspection, problems: &'a [Problem]) -> ValidateJson<'a> {
+    ValidateJson {
+        ok: problems.is_empty(),
+        project_root: inspection.root.display().to_string(),
+        files: inspection
+            .layers
+            .iter()
+            .map(|l| FileJson {
+                layer: l.kind.name(),
+                file: l.file(),
+                state: l.state.name(),
+                handlers: l.groups.iter().map(|g| g.handlers.len()).sum(),
+                problems: problems.iter().filter(|p| p.file == l.file()).count(),
+            })
+            .collect(),
+        problems,
+        notes: &inspection.notes,
+    }
+}
+
+fn report(inspection: &Inspection, problems: &[Problem], painter: Painter) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let mut files_with_problems = 0;
+    for layer in &inspection.layers {
+        let file = layer.file();
+        let own: Vec<&Problem> = problems.iter().filter(|p| p.file == file).collect();
+        let handlers: usize = layer.groups.iter().map(|g| g.handlers.len()).sum();
+        let state = match layer.state {
+            LayerState::Missing => "not there".to_string(),
+            LayerState::Repeated => "same file as an earlier layer, checked once".to_string(),
+            LayerState::Unusable => "unusable".to_string(),
+            LayerState::Read => format!("{handlers} handler(s)"),
+        };
+        let mark = if own.is_empty() {
+            painter.paint(Style::Good, "ok  ")
+        } else {
+            files_with_problems += 1;
+            painter.paint(Style::Bad, "FAIL")
+        };
+        let _ = writeln!(
+            out,
+            "{mark} {:<8} {}  ({state})",
+            layer.kind.name(),
+            layer.path.display()
+        );
+        for problem in own {
+            let at = problem.path.as_deref().unwrap_or("(file)");
+            let _ = writeln!(
+                out,
+                "     {}: {}  {}",
+                painter.paint(Style::Bold, at),
+                problem.message,
+                painter.paint(Style::Dim, format!("[{}]", problem.kind))
+            );
+        }
+    }
+    for note in &inspection.notes {
+        let _ = writeln!(out, "{} {note}", painter.paint(Style::Warn, "note:"));
+    }
+    if inspection
+        .layers
+        .iter()
+        .all(|l| l.state == LayerState::Missing)
+        && problems.is_empty()
+    {
+        let _ = writeln!(out, "no settings file found; nothing to check");
+    }
+    if problems.is_empty() {
+        let _ = writeln!(out, "{}", painter.paint(Style::Good, "no problems found"));
+    } else {
+        let _ = writeln!(
+            out,
+            "{}",
+            painter.paint(
+                Style::Bad,
+                format!(
+                    "{} problem(s) in {files_with_problems} file(s)",
+                    problems.len()
+                )
+            )
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_follow_the_file() {
+        let order = vec!["Stop".to_string(), "PreToolUse".to_string()];
+        assert!(
+            position(Some("hooks.Stop[2].hooks[0]"), &order)
+                < position(Some("hooks.Stop[10]"), &order)
+        );
+        assert!(
+            position(Some("hooks.Stop[10]"), &order)
+                < position(Some("hooks.PreToolUse[0].matcher"), &order)
+        );
+        assert_eq!(position(None, &order), (0, 0, 0));
+    }
+
+    #[test]
+    fn unknown_keys_say_what_was_meant() {
+        let fields = Map::new();
+        let m = unknown_key_message("matchers", GROUP_KEYS, &fields, true);
+        assert!(
+            m.contains("did you mean \"matcher\"") && m.contains("every tool"),
+            "{m}"
+        );
+        let m = unknown_key_message("timout", HANDLER_KEYS, &fields, false);
+        assert!(
+            m.contains("did you mean \"timeout\"") && m.contains("10 seconds"),
+            "{m}"
+        );
+        let m = unknown_key_message("cmd", HANDLER_KEYS, &fields, false);
+        assert!(m.contains("did you mean \"command\""), "{m}");
+        let m = unknown_key_message("disabled", HANDLER_KEYS, &fields, false);
+        assert!(m.contains("\"enabled\": false"), "{m}");
+        let m = unknown_key_message("description", HANDLER_KEYS, &fields, false);
+        assert!(m.contains("known keys"), "{m}");
+    }
 }

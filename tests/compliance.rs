@@ -1,1 +1,476 @@
-//! The compliance log, black-box.
+//! The compliance log of team runs (contract §9), black-box: the real binary on a temporary HOME
+//! and data dir, never the real ones.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Variables the dispatcher reads, removed from every child's environment so the machine running
+/// the tests cannot change their outcome.
+const CLEARED: [&str; 6] = [
+    "LEVELCODE_HOOKS",
+    "LEVELCODE_HOOKS_NO_PROJECT",
+    "LEVELCODE_HOOKS_DEPTH",
+    "LEVELCODE_TEAM",
+    "NEXT_PUBLIC_CB_ENVIRONMENT",
+    "LEVELCODE_PROJECT_DIR",
+];
+
+/// A temporary HOME, data dir (`LEVELCODE_DIR`), project, and an empty settings file.
+struct Sandbox {
+    root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let sandbox = Sandbox {
+            root: tempfile::tempdir().expect("temp dir"),
+        };
+        for dir in ["home", "project"] {
+            fs::create_dir_all(sandbox.root.path().join(dir)).expect("dir");
+        }
+        fs::write(sandbox.settings(), "{}").expect("settings");
+        sandbox
+    }
+
+    fn data(&self) -> PathBuf {
+        self.root.path().join("data")
+    }
+
+    fn settings(&self) -> PathBuf {
+        self.root.path().join("settings.json")
+    }
+
+    fn log_dir(&self, team: &str) -> PathBuf {
+        self.data().join("swarm").join(team).join("compliance")
+    }
+
+    fn log(&self, team: &str) -> PathBuf {
+        self.log_dir(team).join("events.jsonl")
+    }
+
+    fn lines(&self, team: &str) -> Vec<String> {
+        fs::read_to_string(self.log(team))
+            .expect("log")
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_levelcode-hooks"));
+        for name in CLEARED {
+            command.env_remove(name);
+        }
+        command
+            .env("HOME", self.root.path().join("home"))
+            .env("LEVELCODE_DIR", self.data())
+            .current_dir(self.root.path().join("project"));
+        command
+    }
+
+    /// `levelcode-hooks run --settings <empty> [args]` with `payload` on stdin.
+    fn run(&self, args: &[&str], payload: &Value) -> Dispatch {
+        self.run_with(self.command(), args, payload)
+    }
+
+    fn run_with(&self, mut command: Command, args: &[&str], payload: &Value) -> Dispatch {
+        command
+            .arg("run")
+            .arg("--settings")
+            .arg(self.settings())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = command.spawn().expect("spawned");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(payload.to_string().as_bytes())
+            .expect("payload written");
+        drop(stdin);
+        let output = child.wait_with_output().expect("finished");
+        let elapsed = started.elapsed();
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON object ({e}): {}\nstderr: {}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        Dispatch {
+            status: output.status.code(),
+            json,
+            elapsed,
+        }
+    }
+
+    /// `levelcode-hooks compliance <args>`.
+    fn compliance(&self, args: &[&str]) -> Output {
+        self.command()
+            .arg("compliance")
+            .args(args)
+            .output()
+            .expect("ran")
+    }
+
+    /// Every path under the sandbox, to prove that nothing was written.
+    fn tree(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in fs::read_dir(dir).expect("listing").flatten() {
+                let path = entry.path();
+                out.push(path.clone());
+                if path.is_dir() {
+                    walk(&path, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.root.path(), &mut out);
+        out.sort();
+        out
+    }
+}
+
+struct Dispatch {
+    status: Option<i32>,
+    json: Value,
+    elapsed: Duration,
+}
+
+impl Dispatch {
+    fn warnings(&self) -> Vec<String> {
+        self.json["warnings"]
+            .as_array()
+            .expect("warnings array")
+            .iter()
+            .map(|w| w.as_str().expect("a string").to_string())
+            .collect()
+    }
+
+    fn assert_proceeds(&self) {
+        assert_eq!(self.status, Some(0), "{}", self.json);
+        assert_eq!(self.json["decision"], "proceed", "{}", self.json);
+    }
+}
+
+fn post_tool_use(n: usize) -> Value {
+    json!({
+        "event": "PostToolUse",
+        "tool_name": "write_file",
+        "tool_call_id": format!("toolu_{n}"),
+        "agent_id": "agent-1",
+        "tool_input": { "path": format!("src/f{n}.ts"), "content": "export {}\n" },
+        "tool_result": [{ "type": "json", "value": { "file": format!("src/f{n}.ts") } }],
+    })
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn post_tool_use_in_a_team_appends_a_signed_line() {
+    let sandbox = Sandbox::new();
+    for n in 0..3 {
+        let out = sandbox.run(&["--team", "alpha"], &post_tool_use(n));
+        out.assert_proceeds();
+        assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    }
+    let lines = sandbox.lines("alpha");
+    assert_eq!(lines.len(), 3);
+    let first: Value = serde_json::from_str(&lines[0]).expect("JSON line");
+    let keys: Vec<&str> = first
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "traceId",
+            "timestamp",
+            "eventType",
+            "agentId",
+            "payload",
+            "signature",
+            "seq",
+            "prev",
+            "kid",
+            "sig"
+        ]
+    );
+    assert_eq!(first["traceId"], "toolu_0");
+    assert_eq!(first["eventType"], "tool-call");
+    assert_eq!(first["payload"]["tool"], "write_file");
+    assert_eq!(first["payload"]["args"]["path"], "src/f0.ts");
+    assert_eq!(first["payload"]["result"], "success");
+    assert_eq!(first["seq"], 0);
+    assert_eq!(first["prev"], "0".repeat(64));
+
+    let dir = sandbox.log_dir("alpha");
+    for name in ["events.head", "signing.key", "signing.pub"] {
+        assert!(dir.join(name).is_file(), "{name}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = fs::metadata(dir.join("signing.key"))
+            .expect("key")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    let verify = sandbox.compliance(&["verify", "--team", "alpha"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    let show = sandbox.compliance(&["show", "--team", "alpha"]);
+    assert_eq!(show.status.code(), Some(0));
+    let table = stdout(&show);
+    assert!(
+        table.contains("write_file") && table.contains("toolu_2"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_failed_tool_call_is_recorded_as_failure() {
+    let sandbox = Sandbox::new();
+    let mut payload = post_tool_use(0);
+    payload["tool_result"] =
+        json!([{ "type": "json", "value": { "errorMessage": "no such file" } }]);
+    sandbox
+        .run(&["--team", "alpha"], &payload)
+        .assert_proceeds();
+    let line: Value = serde_json::from_str(&sandbox.lines("alpha")[0]).expect("JSON line");
+    assert_eq!(line["payload"]["result"], "failure");
+}
+
+#[test]
+fn the_team_comes_from_the_flag_then_the_payload_then_the_environment() {
+    let sandbox = Sandbox::new();
+    let mut payload = post_tool_use(0);
+    payload["team"] = json!("from-payload");
+    sandbox
+        .run(&["--team", "from-flag"], &payload)
+        .assert_proceeds();
+    sandbox.run(&[], &payload).assert_proceeds();
+    let mut command = sandbox.command();
+    command.env("LEVELCODE_TEAM", "from-env");
+    sandbox
+        .run_with(command, &[], &post_tool_use(1))
+        .assert_proceeds();
+    for team in ["from-flag", "from-payload", "from-env"] {
+        assert_eq!(sandbox.lines(team).len(), 1, "{team}");
+    }
+}
+
+#[test]
+fn without_a_team_or_on_other_events_nothing_is_written() {
+    let sandbox = Sandbox::new();
+    let before = sandbox.tree();
+    sandbox.run(&[], &post_tool_use(0)).assert_proceeds();
+    for event in ["PreToolUse", "SessionStart", "Stop"] {
+        let mut payload = post_tool_use(0);
+        payload["event"] = json!(event);
+        sandbox
+            .run(&["--team", "alpha"], &payload)
+            .assert_proceeds();
+    }
+    assert_eq!(sandbox.tree(), before);
+}
+
+#[test]
+fn a_bad_team_name_writes_nothing_anywhere_and_warns() {
+    let sandbox = Sandbox::new();
+    let before = sandbox.tree();
+    let long = "x".repeat(51);
+    for team in ["../x", "", long.as_str(), "a/b", ".."] {
+        let out = sandbox.run(&["--team", team], &post_tool_use(0));
+        out.assert_proceeds();
+        let warnings = out.warnings();
+        assert_eq!(warnings.len(), 1, "{team:?}: {warnings:?}");
+        assert!(warnings[0].contains("team"), "{}", warnings[0]);
+        // The same names from the payload and the environment.
+        let mut payload = post_tool_use(0);
+        payload["team"] = json!(team);
+        let out = sandbox.run(&[], &payload);
+        out.assert_proceeds();
+        assert_eq!(out.warnings().len(), 1, "{team:?}: {:?}", out.warnings());
+        let mut command = sandbox.command();
+        command.env("LEVELCODE_TEAM", team);
+        let out = sandbox.run_with(command, &[], &post_tool_use(0));
+        out.assert_proceeds();
+    }
+    assert_eq!(sandbox.tree(), before);
+}
+
+#[test]
+fn an_unwritable_log_dir_warns_and_the_dispatch_still_proceeds() {
+    let sandbox = Sandbox::new();
+    // A regular file where the log's folder should be: no write can succeed, even as root.
+    let blocked = sandbox.log_dir("alpha");
+    fs::create_dir_all(blocked.parent().expect("parent")).expect("dirs");
+    fs::write(&blocked, "not a folder").expect("file");
+    let out = sandbox.run(&["--team", "alpha"], &post_tool_use(0));
+    out.assert_proceeds();
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("compliance"), "{}", warnings[0]);
+    assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
+}
+
+#[test]
+fn a_log_that_is_a_folder_warns_and_the_dispatch_still_proceeds() {
+    let sandbox = Sandbox::new();
+    fs::create_dir_all(sandbox.log("alpha")).expect("a folder in the log's place");
+    let out = sandbox.run(&["--team", "alpha"], &post_tool_use(0));
+    out.assert_proceeds();
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("events.jsonl"), "{}", warnings[0]);
+}
+
+#[test]
+fn a_lock_that_never_frees_costs_a_bounded_wait_and_a_warning() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .run(&["--team", "alpha"], &post_tool_use(0))
+        .assert_proceeds();
+    let holder = fs::File::open(sandbox.log("alpha")).expect("log");
+    holder.lock().expect("locked");
+    let out = sandbox.run(&["--team", "alpha"], &post_tool_use(1));
+    out.assert_proceeds();
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("locked"), "{}", warnings[0]);
+    assert!(out.elapsed < Duration::from_secs(6), "{:?}", out.elapsed);
+    drop(holder);
+    assert_eq!(sandbox.lines("alpha").len(), 1);
+}
+
+#[test]
+fn eight_concurrent_dispatchers_make_one_unbroken_chain() {
+    const WRITERS: usize = 8;
+    const EACH: usize = 200;
+    let sandbox = Sandbox::new();
+    thread::scope(|scope| {
+        for writer in 0..WRITERS {
+            let sandbox = &sandbox;
+            scope.spawn(move || {
+                for n in 0..EACH {
+                    let out = sandbox.run(&["--team", "swarm"], &post_tool_use(writer * EACH + n));
+                    out.assert_proceeds();
+                    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+                }
+            });
+        }
+    });
+    let lines = sandbox.lines("swarm");
+    assert_eq!(lines.len(), WRITERS * EACH);
+    let verify = sandbox.compliance(&["verify", "--team", "swarm", "--strict", "--json"]);
+    let report: Value = serde_json::from_slice(&verify.stdout).expect("JSON report");
+    assert_eq!(verify.status.code(), Some(0), "{report}");
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["signed"], WRITERS * EACH);
+    assert_eq!(report["last_seq"], WRITERS * EACH - 1);
+    assert_eq!(report["head_seq"], WRITERS * EACH - 1);
+    // Every call is there exactly once.
+    let mut ids: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let line: Value = serde_json::from_str(l).expect("JSON line");
+            line["traceId"].as_str().expect("traceId").to_string()
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), WRITERS * EACH);
+}
+
+#[test]
+fn verify_names_the_first_tampered_line() {
+    let sandbox = Sandbox::new();
+    for n in 0..4 {
+        sandbox
+            .run(&["--team", "alpha"], &post_tool_use(n))
+            .assert_proceeds();
+    }
+    let log = sandbox.log("alpha");
+    let original = fs::read_to_string(&log).expect("log");
+    let lines: Vec<&str> = original.lines().collect();
+    let rewrite = |lines: &[String]| fs::write(&log, lines.join("\n") + "\n").expect("written");
+
+    // Edited.
+    let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    edited[1] = edited[1].replace("src/f1.ts", "src/evil.ts");
+    rewrite(&edited);
+    let out = sandbox.compliance(&["verify", "--team", "alpha"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("line 2 (seq 1): edited"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Removed.
+    let removed: Vec<String> = [lines[0], lines[2], lines[3]].map(str::to_string).to_vec();
+    rewrite(&removed);
+    let out = sandbox.compliance(&["verify", "--team", "alpha", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["first_bad"]["line"], 2);
+    assert_eq!(report["first_bad"]["seq"], 1);
+    assert_eq!(report["first_bad"]["kind"], "removed");
+
+    // Cut off the end.
+    rewrite(&lines[..2].iter().map(|l| l.to_string()).collect::<Vec<_>>());
+    let out = sandbox.compliance(&["verify", "--team", "alpha"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("line 3 (seq 2): truncated"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Unsigned lines from another writer pass unless --strict.
+    let mut foreign: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    foreign.push(
+        r#"{"traceId":"t","timestamp":1,"eventType":"decision","payload":{},"signature":"x"}"#
+            .to_string(),
+    );
+    rewrite(&foreign);
+    let out = sandbox.compliance(&["verify", "--team", "alpha"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("line 5: unsigned"),
+        "{}",
+        stdout(&out)
+    );
+    let out = sandbox.compliance(&["verify", "--team", "alpha", "--strict"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // The same file by path.
+    let out = sandbox.compliance(&["verify", "--file", log.to_str().expect("UTF-8 path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn verify_without_a_log_or_with_a_bad_team_is_an_error() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.compliance(&["verify", "--team", "nobody"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("events.jsonl"));
+    let out = sandbox.compliance(&["verify", "--team", "../x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("team"));
+    let out = sandbox.compliance(&["verify"]);
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+}

@@ -2,3 +2,24 @@
 
 mod common;
 mod compliance;
+
+mod debugging;
+#[cfg(unix)]
+mod faults;
+#[cfg(unix)]
+mod handlers;
+#[cfg(unix)]
+mod io;
+#[cfg(unix)]
+mod layers;
+#[cfg(unix)]
+mod matching;
+#[cfg(unix)]
+mod payload;
+mod properties;
+#[cfg(unix)]
+mod serve;
+#[cfg(unix)]
+mod signals;
+#[cfg(unix)]
+mod timeouts;

@@ -14,7 +14,6 @@
 //! The head file beside the log (`events.head` for `events.jsonl`) holds the last `seq` and line
 //! hash, signed the same way, so cutting lines off the end of the log is caught.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -156,7 +155,7 @@ pub fn parse_head(text: &str) -> Option<HeadRecord> {
 /// Reads a head file: `Ok(None)` when it does not exist, `Err` with a reason when it cannot be
 /// read or is not a head.
 pub fn read_head(path: &Path) -> Result<Option<HeadRecord>, String> {
-    match fs::read_to_string(path) {
+    match super::read_regular(path) {
         Ok(text) => parse_head(&text)
             .map(Some)
             .ok_or_else(|| format!("{} is not a signed head line", path.display())),
@@ -175,7 +174,10 @@ mod tests {
         let key = keys::load_or_create(dir.path()).expect("key");
         let mut line = Object::new();
         line.set("traceId", Value::string("t"));
-        line.set("payload", js_json::parse(r#"{"sig":"x","n":1.0}"#).expect("json"));
+        line.set(
+            "payload",
+            js_json::parse(r#"{"sig":"x","n":1.0}"#).expect("json"),
+        );
         let sealed = seal(line, 7, GENESIS, &key);
         let unsigned = format!(
             r#"{{"traceId":"t","payload":{{"sig":"x","n":1}},"seq":7,"prev":"{GENESIS}","kid":"{}"}}"#,
@@ -190,7 +192,10 @@ mod tests {
         let parsed = parsed.as_object().expect("object");
         assert_eq!(seq_field(parsed, "seq"), Some(7));
         assert_eq!(hex_field(parsed, "kid", 16).as_deref(), Some(key.kid()));
-        assert_eq!(parsed.ordered().last().map(|(k, _)| js_json::lossy(k)), Some("sig".to_string()));
+        assert_eq!(
+            parsed.ordered().last().map(|(k, _)| js_json::lossy(k)),
+            Some("sig".to_string())
+        );
     }
 
     #[test]
@@ -213,7 +218,9 @@ mod tests {
         let record = read_head(&path).expect("readable").expect("present");
         assert_eq!(record.head, head);
         assert_eq!(record.kid, key.kid());
-        assert!(read_head(&dir.path().join("none.head")).expect("no error").is_none());
+        assert!(read_head(&dir.path().join("none.head"))
+            .expect("no error")
+            .is_none());
     }
 
     #[test]

@@ -42,7 +42,9 @@ impl ToolCallEvent {
 
         let tool = hook.get("tool_name").cloned().unwrap_or(Value::Null);
         let args = hook.get("tool_input").cloned().unwrap_or(Value::Null);
-        let result = hook.get("tool_result").or_else(|| hook.get("tool_response"));
+        let result = hook
+            .get("tool_result")
+            .or_else(|| hook.get("tool_response"));
         let outcome = if result.is_some_and(carries_error) {
             "failure"
         } else {
@@ -199,9 +201,13 @@ mod tests {
     fn a_missing_call_id_gets_a_fresh_trace_id() {
         let e = event(r#"{"tool_name":"x","tool_call_id":""}"#);
         let id = String::from_utf16(&e.trace_id).expect("ASCII");
-        let rest = id.strip_prefix("trace-loyw3v28-").expect("levelcode's form");
+        let rest = id
+            .strip_prefix("trace-loyw3v28-")
+            .expect("levelcode's form");
         assert_eq!(rest.len(), 6);
-        assert!(rest.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()));
+        assert!(rest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()));
         assert_eq!(e.agent_id, None);
         let line = js_json::stringify(&Value::Object(e.to_object()));
         assert!(!line.contains("agentId"));
@@ -236,7 +242,10 @@ mod tests {
             "42",
         ];
         for text in fine {
-            assert!(!carries_error(&value(text)), "{text} should not carry an error");
+            assert!(
+                !carries_error(&value(text)),
+                "{text} should not carry an error"
+            );
         }
     }
 

@@ -106,14 +106,6 @@ impl Object {
         self.get(key).is_some()
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The properties in the order `JSON.stringify` and `Object.keys` visit them.
     pub fn ordered(&self) -> Vec<(&[u16], &Value)> {
         let mut indices: Vec<(u32, usize)> = Vec::new();
@@ -448,7 +440,8 @@ pub fn write_string(out: &mut String, units: &[u16]) {
             }
             0xd800..=0xdbff => match units.get(i + 1) {
                 Some(&low @ 0xdc00..=0xdfff) => {
-                    let code = 0x10000 + ((u32::from(unit) - 0xd800) << 10) + (u32::from(low) - 0xdc00);
+                    let code =
+                        0x10000 + ((u32::from(unit) - 0xd800) << 10) + (u32::from(low) - 0xdc00);
                     out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
                     i += 1;
                 }
@@ -495,7 +488,10 @@ pub fn number_to_string(x: f64) -> String {
     let mut out = String::new();
     if k <= n && n <= 21 {
         out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', usize::try_from(n - k).unwrap_or(0)));
+        out.extend(std::iter::repeat_n(
+            '0',
+            usize::try_from(n - k).unwrap_or(0),
+        ));
     } else if 0 < n && n <= 21 {
         let split = usize::try_from(n).unwrap_or(0);
         out.push_str(&digits[..split]);
@@ -583,8 +579,14 @@ mod tests {
 
     #[test]
     fn numbers_in_json_are_normalized() {
-        assert_eq!(roundtrip("[1.0,1e2,1E+2,-0,0.5e1,1e400,-1e400]"), "[1,100,100,0,5,null,null]");
-        assert_eq!(roundtrip("[12345678901234567890]"), "[12345678901234567000]");
+        assert_eq!(
+            roundtrip("[1.0,1e2,1E+2,-0,0.5e1,1e400,-1e400]"),
+            "[1,100,100,0,5,null,null]"
+        );
+        assert_eq!(
+            roundtrip("[12345678901234567890]"),
+            "[12345678901234567000]"
+        );
         assert_eq!(roundtrip("[9007199254740993]"), "[9007199254740992]");
         assert_eq!(roundtrip("[0.000001, 0.0000001]"), "[0.000001,1e-7]");
     }
@@ -592,9 +594,15 @@ mod tests {
     #[test]
     fn strings_are_escaped_as_javascript_escapes_them() {
         assert_eq!(roundtrip(r#""a\"b\\c\/d""#), r#""a\"b\\c/d""#);
-        assert_eq!(roundtrip(r#""\b\f\n\r\t\u0001\u001f""#), r#""\b\f\n\r\t\u0001\u001f""#);
+        assert_eq!(
+            roundtrip(r#""\b\f\n\r\t\u0001\u001f""#),
+            r#""\b\f\n\r\t\u0001\u001f""#
+        );
         // DEL, U+2028 and non-ASCII are written as themselves.
-        assert_eq!(roundtrip("\"\u{7f}\u{2028}é日本\""), "\"\u{7f}\u{2028}é日本\"");
+        assert_eq!(
+            roundtrip("\"\u{7f}\u{2028}é日本\""),
+            "\"\u{7f}\u{2028}é日本\""
+        );
         // An escaped pair becomes the character; lone halves stay escaped, in lowercase hex.
         assert_eq!(roundtrip(r#""\uD83D\uDE00""#), "\"😀\"");
         assert_eq!(roundtrip(r#""\uD800x\uDFFF""#), r#""\ud800x\udfff""#);
@@ -605,7 +613,9 @@ mod tests {
     #[test]
     fn object_keys_follow_javascript_order() {
         assert_eq!(
-            roundtrip(r#"{"b":1,"a":2,"2":3,"10":4,"1":5,"01":6,"-1":7,"4294967294":8,"4294967295":9}"#),
+            roundtrip(
+                r#"{"b":1,"a":2,"2":3,"10":4,"1":5,"01":6,"-1":7,"4294967294":8,"4294967295":9}"#
+            ),
             r#"{"1":5,"2":3,"10":4,"4294967294":8,"b":1,"a":2,"01":6,"-1":7,"4294967295":9}"#
         );
         // A repeated key keeps its first position and its last value.
@@ -615,14 +625,36 @@ mod tests {
 
     #[test]
     fn whitespace_is_dropped() {
-        assert_eq!(roundtrip(" { \"a\" : [ 1 , true , null , { } , [ ] ] } \n"), r#"{"a":[1,true,null,{},[]]}"#);
+        assert_eq!(
+            roundtrip(" { \"a\" : [ 1 , true , null , { } , [ ] ] } \n"),
+            r#"{"a":[1,true,null,{},[]]}"#
+        );
     }
 
     #[test]
     fn invalid_json_is_refused() {
         for text in [
-            "", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "+1", "-", "1e", "tru", "nul", "\"abc",
-            "\"\\x\"", "\"\\u12\"", "\"a\nb\"", "{} x", "NaN", "Infinity", "'a'", "{a:1}",
+            "",
+            "{",
+            "[1,]",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "-",
+            "1e",
+            "tru",
+            "nul",
+            "\"abc",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"a\nb\"",
+            "{} x",
+            "NaN",
+            "Infinity",
+            "'a'",
+            "{a:1}",
         ] {
             assert!(parse(text).is_err(), "{text:?} should not parse");
         }

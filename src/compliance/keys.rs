@@ -10,8 +10,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
 use sha2::{Digest as _, Sha256};
 
@@ -22,6 +22,15 @@ pub const PUBLIC_FILE: &str = "signing.pub";
 pub struct KeyPair {
     signing: SigningKey,
     kid: String,
+}
+
+/// Shows the key id only: the seed never reaches a log or a panic message.
+impl std::fmt::Debug for KeyPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyPair")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
 }
 
 impl KeyPair {
@@ -44,10 +53,12 @@ pub fn kid_of(key: &VerifyingKey) -> String {
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
 }
 
 /// Loads the key pair in `dir`, creating it on first use. The caller holds the log's lock, so two
@@ -55,7 +66,7 @@ pub fn hex(bytes: &[u8]) -> String {
 pub fn load_or_create(dir: &Path) -> Result<KeyPair, String> {
     let secret_path = dir.join(SECRET_FILE);
     let public_path = dir.join(PUBLIC_FILE);
-    match fs::read_to_string(&secret_path) {
+    match super::read_regular(&secret_path) {
         Ok(text) => {
             let signing = decode_seed(&text).ok_or_else(|| {
                 format!(
@@ -68,8 +79,12 @@ pub fn load_or_create(dir: &Path) -> Result<KeyPair, String> {
             // A missing public key is recreated from the seed; a different one is left alone,
             // so `verify` reports the mismatch instead of us hiding it.
             if !public_path.exists() {
-                super::write_atomically(&public_path, BASE64.encode(verifying.as_bytes()).as_bytes(), 0o644)
-                    .map_err(|e| format!("cannot write {}: {e}", public_path.display()))?;
+                super::write_atomically(
+                    &public_path,
+                    BASE64.encode(verifying.as_bytes()).as_bytes(),
+                    0o644,
+                )
+                .map_err(|e| format!("cannot write {}: {e}", public_path.display()))?;
             }
             Ok(KeyPair {
                 kid: kid_of(&verifying),
@@ -88,7 +103,7 @@ fn create(dir: &Path) -> Result<KeyPair, String> {
     let public_path = dir.join(PUBLIC_FILE);
     // A public key without its seed belongs to a retired pair: keep it under its kid so the
     // lines it signed still verify.
-    if let Ok(text) = fs::read_to_string(&public_path) {
+    if let Ok(text) = super::read_regular(&public_path) {
         let retired = match decode_public(&text) {
             Some(key) => dir.join(format!("signing-{}.pub", kid_of(&key))),
             None => dir.join(format!("signing-unreadable-{}.pub", super::event::now_ms())),
@@ -102,15 +117,23 @@ fn create(dir: &Path) -> Result<KeyPair, String> {
         })?;
     }
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed)
-        .map_err(|e| format!("cannot create a signing key in {}: no randomness: {e}", dir.display()))?;
+    getrandom::fill(&mut seed).map_err(|e| {
+        format!(
+            "cannot create a signing key in {}: no randomness: {e}",
+            dir.display()
+        )
+    })?;
     let signing = SigningKey::from_bytes(&seed);
     let secret_path = dir.join(SECRET_FILE);
     super::write_atomically(&secret_path, BASE64.encode(seed).as_bytes(), 0o600)
         .map_err(|e| format!("cannot write {}: {e}", secret_path.display()))?;
     let verifying = signing.verifying_key();
-    super::write_atomically(&public_path, BASE64.encode(verifying.as_bytes()).as_bytes(), 0o644)
-        .map_err(|e| format!("cannot write {}: {e}", public_path.display()))?;
+    super::write_atomically(
+        &public_path,
+        BASE64.encode(verifying.as_bytes()).as_bytes(),
+        0o644,
+    )
+    .map_err(|e| format!("cannot write {}: {e}", public_path.display()))?;
     Ok(KeyPair {
         kid: kid_of(&verifying),
         signing,
@@ -150,7 +173,7 @@ pub fn public_keys(
     let mut keys = BTreeMap::new();
     let mut problems = Vec::new();
     for path in paths {
-        match fs::read_to_string(&path) {
+        match super::read_regular(&path) {
             Ok(text) => match decode_public(&text) {
                 Some(key) => {
                     keys.insert(kid_of(&key), key);
@@ -186,7 +209,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;
-            let mode = fs::metadata(dir.path().join(SECRET_FILE)).expect("metadata").permissions().mode();
+            let mode = fs::metadata(dir.path().join(SECRET_FILE))
+                .expect("metadata")
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
     }
@@ -201,14 +227,17 @@ mod tests {
         let (keys, problems) = public_keys(Some(dir.path()), &[]);
         assert!(problems.is_empty(), "{problems:?}");
         assert!(keys.contains_key(old.kid()) && keys.contains_key(new.kid()));
-        assert!(dir.path().join(format!("signing-{}.pub", old.kid())).exists());
+        assert!(dir
+            .path()
+            .join(format!("signing-{}.pub", old.kid()))
+            .exists());
     }
 
     #[test]
     fn a_damaged_seed_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         fs::write(dir.path().join(SECRET_FILE), "not base64!").expect("written");
-        let err = load_or_create(dir.path()).err().expect("refused");
+        let err = load_or_create(dir.path()).expect_err("refused");
         assert!(err.contains(SECRET_FILE), "{err}");
     }
 }

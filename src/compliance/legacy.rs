@@ -19,9 +19,9 @@ use super::js_json::{self, Value};
 /// `(hash << 5) - hash` is `31 * hash` modulo 2^32 and `|= 0` wraps to a signed 32-bit integer,
 /// so wrapping `i32` arithmetic gives exactly JavaScript's result.
 pub fn hash(units: impl IntoIterator<Item = u16>) -> i32 {
-    units
-        .into_iter()
-        .fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    units.into_iter().fold(0i32, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// `hash.toString(36)` for a signed 32-bit integer.

@@ -32,17 +32,16 @@ pub fn append(dir: &Path, event: &ToolCallEvent) -> Result<(), String> {
         )
     })?;
     let log_path = dir.join(LOG_FILE);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(&log_path)
-        .map_err(|e| {
-            format!(
-                "cannot open {}: {e}; check that it is a writable file",
-                log_path.display()
-            )
-        })?;
+    let mut file = super::open_regular(
+        &log_path,
+        OpenOptions::new().read(true).append(true).create(true),
+    )
+    .map_err(|e| {
+        format!(
+            "cannot open {}: {e}; check that it is a writable file",
+            log_path.display()
+        )
+    })?;
     lock(&file, &log_path)?;
     let result = append_locked(dir, &log_path, &mut file, event);
     // Closing the file releases the lock too; unlocking first only makes it prompt.
@@ -98,7 +97,10 @@ fn append_locked(
     let head_path = chain::head_path(log_path);
     // An unreadable head is ignored: the log's own tail still says where the chain stands, and
     // refusing to write would lose every later tool call.
-    let head = chain::read_head(&head_path).ok().flatten().map(|record| record.head);
+    let head = chain::read_head(&head_path)
+        .ok()
+        .flatten()
+        .map(|record| record.head);
     let (seq, prev) = match next_link(tail.last, head) {
         Some(last) => (last.seq.saturating_add(1), last.hash),
         None => (0, chain::GENESIS.to_string()),
@@ -289,7 +291,8 @@ mod tests {
             .append(true)
             .open(dir.path().join(LOG_FILE))
             .expect("open");
-        log.write_all(b"{\"traceId\":\"from-levelcode\"}\n{\"cut sh").expect("write");
+        log.write_all(b"{\"traceId\":\"from-levelcode\"}\n{\"cut sh")
+            .expect("write");
         append(dir.path(), &event(1)).expect("appended");
         let lines = lines(dir.path());
         assert_eq!(lines.len(), 4);
@@ -314,7 +317,10 @@ mod tests {
         append(dir.path(), &event(3)).expect("appended");
         let last = lines(dir.path()).pop().expect("a line");
         let last = js_json::parse(&last).expect("json");
-        assert_eq!(chain::seq_field(last.as_object().expect("object"), "seq"), Some(3));
+        assert_eq!(
+            chain::seq_field(last.as_object().expect("object"), "seq"),
+            Some(3)
+        );
     }
 
     #[test]
@@ -322,8 +328,28 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let blocked = dir.path().join("compliance");
         fs::write(&blocked, "").expect("file");
-        let err = append(&blocked, &event(0)).err().expect("refused");
+        let err = append(&blocked, &event(0)).expect_err("refused");
         assert!(err.contains(&blocked.display().to_string()), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_a_file_is_refused_without_hanging() {
+        for name in [LOG_FILE, keys::SECRET_FILE, "events.head"] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let made = std::process::Command::new("mkfifo")
+                .arg(dir.path().join(name))
+                .status()
+                .is_ok_and(|status| status.success());
+            if !made {
+                continue;
+            }
+            let started = Instant::now();
+            let result = append(dir.path(), &event(0));
+            assert!(started.elapsed() < Duration::from_secs(5), "{name}");
+            // An unreadable head is ignored and replaced; the log and the key are not.
+            assert_eq!(result.is_ok(), name == "events.head", "{name}: {result:?}");
+        }
     }
 
     #[test]
@@ -333,7 +359,7 @@ mod tests {
         let holder = File::open(dir.path().join(LOG_FILE)).expect("open");
         holder.lock().expect("locked");
         let started = Instant::now();
-        let err = append(dir.path(), &event(1)).err().expect("gave up");
+        let err = append(dir.path(), &event(1)).expect_err("gave up");
         assert!(started.elapsed() < LOCK_WAIT + Duration::from_secs(1));
         assert!(err.contains("locked"), "{err}");
         assert_eq!(lines(dir.path()).len(), 1);

@@ -1,25 +1,300 @@
 //! The signed compliance log of team runs (contract §9).
+//!
+//! Every `PostToolUse` dispatched in a team context becomes one line of
+//! `<data dir>/swarm/<team>/compliance/events.jsonl`: levelcode's own `ComplianceEvent` fields
+//! ([`event`]), including its legacy keyless `signature` ([`legacy`], which needs JavaScript's
+//! exact JSON text: [`js_json`]), followed by a chain of `seq`, `prev`, `kid` and an Ed25519 `sig`
+//! ([`chain`], [`keys`]). [`log`] appends under an exclusive lock; [`verify`] checks a log and
+//! names the first line that was tampered with; [`show`] prints it for people.
 
-use std::path::Path;
+mod chain;
+mod event;
+mod js_json;
+mod keys;
+mod legacy;
+mod log;
+mod show;
+mod verify;
+
+use std::fs;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{bail, Context as _};
+
+/// Returns true if and only if `name` matches `^[A-Za-z0-9_-]{1,50}$`.
 pub fn is_valid_team(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 50
+    (1..=50).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-pub fn append(_data_dir: &Path, _team: &str, _payload: &[u8]) -> Result<(), String> {
-    Ok(())
+/// The folder of a team's log, key pair and head file.
+fn team_dir(data_dir: &Path, team: &str) -> PathBuf {
+    data_dir.join("swarm").join(team).join("compliance")
 }
 
+/// Appends one signed line for a `PostToolUse` payload.
+///
+/// `data_dir` is `$LEVELCODE_DIR` or `$HOME/.levelcode`; `team` has passed [`is_valid_team`];
+/// `payload` is the raw hook payload, a UTF-8 JSON object. Waiting for another writer is bounded
+/// (about 2 s). `Err` is a warning for the dispatcher's output: it names the file and what to do,
+/// and never stops the tool call.
+pub fn append(data_dir: &Path, team: &str, payload: &[u8]) -> Result<(), String> {
+    // Checked again here because a path is about to be built from it.
+    if !is_valid_team(team) {
+        return Err(format!(
+            "team name {team:?} refused: a team name is 1 to 50 letters, digits, '_' or '-'; \
+             this tool call is not in the compliance log"
+        ));
+    }
+    let dir = team_dir(data_dir, team);
+    let not_logged =
+        |reason: String| format!("compliance log: {reason} (this tool call is not in the log)");
+    let text = std::str::from_utf8(payload)
+        .map_err(|_| not_logged("the payload is not UTF-8".to_string()))?;
+    let hook = match js_json::parse(text) {
+        Ok(js_json::Value::Object(hook)) => hook,
+        Ok(_) => return Err(not_logged("the payload is not a JSON object".to_string())),
+        Err(e) => return Err(not_logged(format!("the payload is not JSON: {e}"))),
+    };
+    let event = event::ToolCallEvent::from_hook_payload(&hook, event::now_ms());
+    log::append(&dir, &event).map_err(not_logged)
+}
+
+/// Opens an existing regular file with `options`, never blocking: a FIFO or device put where
+/// a log, key or head file should be is refused instead of hanging the dispatcher.
+fn open_regular(path: &Path, options: &mut fs::OpenOptions) -> io::Result<fs::File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(io::Error::other("not a regular file"))
+    }
+}
+
+/// Reads a whole regular file as text (see [`open_regular`]).
+fn read_regular(path: &Path) -> io::Result<String> {
+    let mut text = String::new();
+    io::Read::read_to_string(
+        &mut open_regular(path, fs::OpenOptions::new().read(true))?,
+        &mut text,
+    )?;
+    Ok(text)
+}
+
+/// Writes `contents` and a newline to `path` through a temporary file and a rename, so a crash
+/// never leaves a half-written file, and the file never exists with looser permissions than
+/// `mode` (on Unix).
+fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!("{name}.tmp"));
+    let _ = fs::remove_file(&tmp);
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = options.open(&tmp)?;
+    file.write_all(contents)?;
+    file.write_all(b"\n")?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(&tmp, path)
+}
+
+/// `levelcode-hooks compliance …`: check or print a team's log.
 #[derive(Debug, clap::Subcommand)]
 pub enum ComplianceCommand {
-    Verify,
+    /// Check every line: signatures, the chain, and the tail against the head file.
+    ///
+    /// Exits 1 naming the first line (1-based, and its seq) that was edited, removed, inserted,
+    /// reordered, forged or cut off the end. Lines without sig, from another writer, are
+    /// reported as unsigned and fail only with --strict.
+    Verify(VerifyArgs),
+    /// Print the log as a table, with each line's verification status.
+    Show(ShowArgs),
 }
 
-pub fn run_command(_cmd: &ComplianceCommand) -> anyhow::Result<ExitCode> {
-    Ok(ExitCode::SUCCESS)
+/// Which log: a team's, or a file.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct LogArgs {
+    /// The team whose log to read: <data dir>/swarm/NAME/compliance/events.jsonl.
+    #[arg(long, value_name = "NAME")]
+    pub team: Option<String>,
+
+    /// A log file (its head file and public keys are read from beside it).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub log: LogArgs,
+
+    /// Fail on unsigned lines too.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Check the tail against this head file (a copy kept elsewhere) instead of the one beside
+    /// the log.
+    #[arg(long, value_name = "FILE")]
+    pub head: Option<PathBuf>,
+
+    /// Trust only this public key file (repeatable) instead of the signing*.pub files beside
+    /// the log.
+    #[arg(long = "pub", value_name = "FILE")]
+    pub public_keys: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub log: LogArgs,
+
+    /// Print the lines as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a `compliance` subcommand. `verify` exits 0 when the log passes, else 1; `show` exits 0.
+pub fn run_command(cmd: &ComplianceCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ComplianceCommand::Verify(args) => {
+            let log = log_path(&args.log)?;
+            let sources = verify::Sources {
+                head: args.head.clone().unwrap_or_else(|| chain::head_path(&log)),
+                public_keys: args.public_keys.clone(),
+                log,
+            };
+            let report = read_report(&sources)?;
+            let mut out = io::stdout().lock();
+            if args.json {
+                serde_json::to_writer(&mut out, &verify::to_json(&report, args.strict))?;
+                writeln!(out)?;
+            } else {
+                verify::write_text(&report, args.strict, &mut out)?;
+            }
+            out.flush()?;
+            Ok(if report.passes(args.strict) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        ComplianceCommand::Show(args) => {
+            let log = log_path(&args.log)?;
+            let sources = verify::Sources {
+                head: chain::head_path(&log),
+                public_keys: Vec::new(),
+                log,
+            };
+            let report = read_report(&sources)?;
+            let mut out = io::stdout().lock();
+            if args.json {
+                show::write_json(&report, &mut out)?;
+            } else {
+                show::write_table(&report, &mut out)?;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn read_report(sources: &verify::Sources) -> anyhow::Result<verify::Report> {
+    match verify::verify(sources) {
+        Ok(report) => Ok(report),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
+            "no compliance log at {}: nothing has been recorded there yet",
+            sources.log.display()
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", sources.log.display())),
+    }
+}
+
+/// The log file named by `--file`, or the log of `--team` in the data dir.
+fn log_path(args: &LogArgs) -> anyhow::Result<PathBuf> {
+    if let Some(file) = &args.file {
+        return Ok(file.clone());
+    }
+    let Some(team) = &args.team else {
+        bail!("give --team NAME or --file PATH");
+    };
+    if !is_valid_team(team) {
+        bail!("invalid team name {team:?}: a team name is 1 to 50 letters, digits, '_' or '-'");
+    }
+    let data_dir =
+        crate::layers::data_dir().context("cannot find the data dir: set LEVELCODE_DIR or HOME")?;
+    Ok(team_dir(&data_dir, team).join(log::LOG_FILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_names_are_checked() {
+        for good in ["a", "team-1", "Team_2", &"x".repeat(50)] {
+            assert!(is_valid_team(good), "{good}");
+        }
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            "a b",
+            ".",
+            "..",
+            "é",
+            "a\0",
+            "a\n",
+            &"x".repeat(51),
+        ] {
+            assert!(!is_valid_team(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn append_writes_under_the_team_folder() {
+        let data = tempfile::tempdir().expect("temp dir");
+        append(
+            data.path(),
+            "t1",
+            br#"{"event":"PostToolUse","tool_name":"read_files","tool_input":{"paths":["a"]}}"#,
+        )
+        .expect("appended");
+        let dir = data.path().join("swarm/t1/compliance");
+        for name in ["events.jsonl", "events.head", "signing.key", "signing.pub"] {
+            assert!(dir.join(name).is_file(), "{name}");
+        }
+    }
+
+    #[test]
+    fn append_refuses_bad_teams_and_payloads_without_writing() {
+        let data = tempfile::tempdir().expect("temp dir");
+        assert!(append(data.path(), "../x", b"{}").is_err());
+        assert!(append(data.path(), "t", b"[1]").is_err());
+        assert!(append(data.path(), "t", b"{").is_err());
+        assert!(append(data.path(), "t", b"\xff").is_err());
+        assert_eq!(fs::read_dir(data.path()).expect("listing").count(), 0);
+    }
 }

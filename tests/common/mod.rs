@@ -72,7 +72,7 @@ enum Input {
     Bytes(Vec<u8>),
     /// Written by this function on its own thread; the pipe closes when it returns.
     Stream(Box<dyn FnOnce(&mut ChildStdin) + Send>),
-    /// Nothing is written and stdin stays open until [`Running::close_stdin`] or the end.
+    /// Stdin stays open, for [`Running::write_stdin`], until the dispatcher exits.
     Open,
 }
 
@@ -233,7 +233,7 @@ impl Test {
         self
     }
 
-    /// Leaves stdin open and empty until [`Running::close_stdin`].
+    /// Leaves stdin open until the dispatcher exits; see [`Running::write_stdin`].
     pub fn stdin_open(mut self) -> Test {
         self.input = Input::Open;
         self
@@ -315,9 +315,7 @@ impl Test {
     }
 }
 
-fn read_in_background<R: Read + Send + 'static>(
-    stream: Option<R>,
-) -> Option<JoinHandle<Vec<u8>>> {
+fn read_in_background<R: Read + Send + 'static>(stream: Option<R>) -> Option<JoinHandle<Vec<u8>>> {
     let mut stream = stream?;
     Some(std::thread::spawn(move || {
         let mut bytes = Vec::new();
@@ -371,9 +369,11 @@ impl Running {
         panic!("the dispatcher never went to sleep");
     }
 
-    /// Closes the dispatcher's stdin.
-    pub fn close_stdin(&mut self) {
-        self.stdin = None;
+    /// Writes to a stdin left open by [`Test::stdin_open`].
+    pub fn write_stdin(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin was left open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
     }
 
     /// Waits for the dispatcher to exit; kills it and fails the test after [`HANG_LIMIT`].
@@ -463,10 +463,7 @@ impl Output {
             self.stderr()
         );
         let line = &stdout[..stdout.len() - 1];
-        assert!(
-            !line.contains('\n'),
-            "stdout must be one line: {stdout:?}"
-        );
+        assert!(!line.contains('\n'), "stdout must be one line: {stdout:?}");
         let value: Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout:?}"));
         assert!(value.is_object(), "stdout must be an object: {stdout:?}");
@@ -614,7 +611,11 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
     };
     let mut members = Vec::new();
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -634,16 +635,21 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
 
 /// Waits until `path` exists and holds a complete line, at most `limit`; returns its text.
 pub fn wait_for_line(path: &Path, limit: Duration) -> String {
+    wait_for_lines(path, 1, limit)
+}
+
+/// Waits until `path` holds at least `count` complete lines, at most `limit`; returns its text.
+pub fn wait_for_lines(path: &Path, count: usize, limit: Duration) -> String {
     let deadline = Instant::now() + limit;
     loop {
         if let Ok(text) = std::fs::read_to_string(path) {
-            if text.ends_with('\n') {
+            if text.ends_with('\n') && text.lines().count() >= count {
                 return text;
             }
         }
         assert!(
             Instant::now() < deadline,
-            "{} never appeared within {limit:?}",
+            "{} did not get {count} line(s) within {limit:?}",
             path.display()
         );
         std::thread::sleep(Duration::from_millis(10));
@@ -671,6 +677,19 @@ pub fn wait_gone(pids: &[i32], limit: Duration) -> Vec<i32> {
     }
 }
 
+/// A process sent SIGKILL is gone for good, but on a loaded machine it may take a moment to
+/// vanish from /proc: allow for that, no more.
+pub const VANISH: Duration = Duration::from_secs(2);
+
+/// Checks that none of `pids` and no other member of the group `pgid` is alive.
+pub fn assert_gone(pids: &[i32], pgid: i32) {
+    let left = wait_gone(pids, VANISH);
+    assert!(left.is_empty(), "still alive: {left:?} of {pids:?}");
+    let members = group_members(pgid);
+    let left = wait_gone(&members, VANISH);
+    assert!(left.is_empty(), "process group {pgid} still has {left:?}");
+}
+
 /// Owns the test's directory; first kills the processes listed in its pid files.
 struct Guard {
     reap: Vec<PathBuf>,
@@ -683,7 +702,10 @@ impl Drop for Guard {
             let Ok(text) = std::fs::read_to_string(file) else {
                 continue;
             };
-            for pid in text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+            for pid in text
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
                 if pid > 1 && alive(pid) {
                     signal(pid, libc::SIGKILL);
                 }

@@ -1,0 +1,265 @@
+//! The client of the `serve` benchmark: keeps one `levelcode-hooks serve` running and sends it
+//! one event at a time, as an agent does, timing each from the first byte written to the answer's
+//! newline read. Beside it, the floor: the scenario's handlers spawned by this program directly,
+//! the way the dispatcher spawns them (own process group, payload on a piped stdin, stdout and
+//! stderr piped and read to their end), which is what no dispatcher can avoid.
+//!
+//! Both are measured in interleaved rounds, so a slow moment of the machine lands on both alike.
+//! Prints one JSON object: medians and 95th percentiles per event, in microseconds.
+//!
+//! Built by `benches/serve.sh` with plain `rustc`; only the standard library.
+//!
+//! ```text
+//! client --bin PATH --home DIR --project DIR --payload FILE --handlers N
+//!        [--handler 'sh -c true'] [--events 10000] [--floor-events 2000] [--rounds 10]
+//!        [--warmup 500]
+//! ```
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Variables that change what the dispatcher does; the benchmark controls all of them.
+const DISPATCHER_ENV: [&str; 7] = [
+    "LEVELCODE_DIR",
+    "LEVELCODE_HOOKS",
+    "LEVELCODE_HOOKS_NO_PROJECT",
+    "LEVELCODE_HOOKS_DEPTH",
+    "LEVELCODE_HOOKS_LOG",
+    "LEVELCODE_TEAM",
+    "NEXT_PUBLIC_CB_ENVIRONMENT",
+];
+
+struct Args {
+    bin: String,
+    home: String,
+    project: String,
+    payload: String,
+    handlers: usize,
+    handler: Vec<String>,
+    events: usize,
+    floor_events: usize,
+    rounds: usize,
+    warmup: usize,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        bin: String::new(),
+        home: String::new(),
+        project: String::new(),
+        payload: String::new(),
+        handlers: 0,
+        handler: vec!["/bin/sh".into(), "-c".into(), "true".into()],
+        events: 10_000,
+        floor_events: 2_000,
+        rounds: 10,
+        warmup: 500,
+    };
+    let mut given = std::env::args().skip(1);
+    while let Some(flag) = given.next() {
+        let value = given
+            .next()
+            .unwrap_or_else(|| fail(&format!("{flag} needs a value")));
+        let number = || {
+            value
+                .parse::<usize>()
+                .unwrap_or_else(|_| fail(&format!("{flag}: not a number: {value}")))
+        };
+        match flag.as_str() {
+            "--bin" => args.bin = value,
+            "--home" => args.home = value,
+            "--project" => args.project = value,
+            "--payload" => args.payload = value,
+            "--handlers" => args.handlers = number(),
+            "--handler" => args.handler = value.split_whitespace().map(String::from).collect(),
+            "--events" => args.events = number(),
+            "--floor-events" => args.floor_events = number(),
+            "--rounds" => args.rounds = number().max(1),
+            "--warmup" => args.warmup = number(),
+            _ => fail(&format!("unknown flag {flag}")),
+        }
+    }
+    if args.bin.is_empty() || args.home.is_empty() || args.project.is_empty() {
+        fail("--bin, --home, --project and --payload are needed");
+    }
+    args
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("serve client: {message}");
+    std::process::exit(2);
+}
+
+/// A running server and the request it is sent again and again.
+struct Server {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    request: Vec<u8>,
+    answer: String,
+}
+
+impl Server {
+    fn start(args: &Args, payload: &[u8]) -> Server {
+        let mut command = Command::new(&args.bin);
+        command
+            .arg("serve")
+            .current_dir(&args.project)
+            .env("HOME", &args.home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for key in DISPATCHER_ENV {
+            command.env_remove(key);
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| fail(&format!("cannot start {}: {e}", args.bin)));
+        let mut request = payload.trim_ascii().to_vec();
+        if request.contains(&b'\n') {
+            fail("the payload must be JSON on one line");
+        }
+        request.push(b'\n');
+        Server {
+            stdin: child.stdin.take().unwrap(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            child,
+            request,
+            answer: String::with_capacity(64 * 1024),
+        }
+    }
+
+    /// One event, answered; returns the time it took.
+    fn event(&mut self) -> Duration {
+        self.answer.clear();
+        let start = Instant::now();
+        self.stdin.write_all(&self.request).unwrap();
+        self.stdin.flush().unwrap();
+        self.stdout.read_line(&mut self.answer).unwrap();
+        let took = start.elapsed();
+        if !self.answer.ends_with('\n') {
+            fail("the server closed its stdout");
+        }
+        took
+    }
+
+    /// Returns "ok" when the last answer ran exactly `handlers` handlers, all proceeding; else
+    /// what is wrong.
+    fn check(&self, handlers: usize) -> Result<(), String> {
+        let ran = self.answer.matches("\"outcome\":\"proceed\"").count();
+        let matched = self.answer.matches("\"outcome\":").count();
+        if self.answer.contains("\"error\":") || ran != handlers || matched != handlers {
+            return Err(format!(
+                "expected {handlers} handler(s) proceeding, got: {}",
+                self.answer.trim_end()
+            ));
+        }
+        Ok(())
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let status = self.child.wait().unwrap();
+        if !status.success() {
+            fail(&format!("serve exited with {status}"));
+        }
+    }
+}
+
+/// The scenario's handlers spawned directly, once each, as the dispatcher spawns them.
+fn floor_event(args: &Args, payload: &[u8]) -> Duration {
+    let start = Instant::now();
+    for _ in 0..args.handlers {
+        let mut child = Command::new(&args.handler[0])
+            .args(&args.handler[1..])
+            .current_dir(&args.project)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| fail(&format!("cannot start {:?}: {e}", args.handler)));
+        let mut stdin = child.stdin.take().unwrap();
+        // A handler that exits without reading leaves a closed pipe: not an error.
+        let _ = stdin.write_all(payload);
+        drop(stdin);
+        let mut sink = Vec::new();
+        child.stdout.take().unwrap().read_to_end(&mut sink).unwrap();
+        child.stderr.take().unwrap().read_to_end(&mut sink).unwrap();
+        child.wait().unwrap();
+    }
+    start.elapsed()
+}
+
+/// The `q` quantile (0..=1) of sorted values, interpolated.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let at = q * (sorted.len() - 1) as f64;
+    let (low, high) = (at.floor() as usize, at.ceil() as usize);
+    sorted[low] + (sorted[high] - sorted[low]) * (at - low as f64)
+}
+
+/// `"name":{"median":…,"p95":…}` in microseconds.
+fn stats(name: &str, mut micros: Vec<f64>) -> String {
+    micros.sort_by(f64::total_cmp);
+    format!(
+        "\"{name}\":{{\"count\":{},\"median_us\":{:.2},\"p95_us\":{:.2},\"min_us\":{:.2},\"max_us\":{:.2}}}",
+        micros.len(),
+        quantile(&micros, 0.5),
+        quantile(&micros, 0.95),
+        micros.first().copied().unwrap_or(f64::NAN),
+        micros.last().copied().unwrap_or(f64::NAN),
+    )
+}
+
+fn main() {
+    let args = parse_args();
+    let payload = std::fs::read(&args.payload)
+        .unwrap_or_else(|e| fail(&format!("{}: {e}", args.payload)));
+    let mut server = Server::start(&args, &payload);
+    server.event();
+    if let Err(problem) = server.check(args.handlers) {
+        fail(&problem);
+    }
+    for _ in 0..args.warmup {
+        server.event();
+    }
+    if args.handlers > 0 {
+        for _ in 0..args.warmup.min(args.floor_events) / 5 + 1 {
+            floor_event(&args, &payload);
+        }
+    }
+
+    let micros = |d: Duration| d.as_secs_f64() * 1e6;
+    let mut served = Vec::with_capacity(args.events);
+    let mut floor = Vec::with_capacity(args.floor_events);
+    for round in 0..args.rounds {
+        let share = |total: usize| total / args.rounds + usize::from(round < total % args.rounds);
+        for _ in 0..share(args.events) {
+            served.push(micros(server.event()));
+        }
+        if args.handlers > 0 {
+            for _ in 0..share(args.floor_events) {
+                floor.push(micros(floor_event(&args, &payload)));
+            }
+        }
+    }
+    if let Err(problem) = server.check(args.handlers) {
+        fail(&problem);
+    }
+    server.stop();
+
+    let mut parts = vec![
+        format!("\"handlers\":{}", args.handlers),
+        format!("\"payload_bytes\":{}", payload.trim_ascii().len()),
+        stats("serve", served),
+    ];
+    if args.handlers > 0 {
+        parts.push(stats("floor", floor));
+    }
+    println!("{{{}}}", parts.join(","));
+}

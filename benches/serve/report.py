@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Runs the `serve` benchmark client on each scenario and reports the per-event cost.
+
+Invoked by `benches/serve.sh`, which builds the dispatcher and the client and writes the
+scenarios; this file runs the client once per scenario, checks the goals, and writes
+`serve.md` and `serve.json`. It exits non-zero only when a scenario could not be measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+# Scenario of benches/bench.py, its title here, and the handler its floor spawns.
+SCENARIOS = (
+    ("no_match", "no match (3 layers, 15 groups)", None),
+    ("one_command", "one handler (`command`: sh -c true)", "/bin/sh -c true"),
+    ("five_command", "five handlers (`command`: sh -c true ...)", "/bin/sh -c true"),
+)
+
+# Goals of the serve mode, per event.
+NO_MATCH_LIMIT_US = 30.0
+OVER_FLOOR_LIMIT = 0.05
+# levelcode's in-process TypeScript engine, as measured on the reference machine.
+IN_PROCESS_US = {"no_match": "1–30", "one_command": "700", "five_command": "3800"}
+
+
+def measure(args: argparse.Namespace, name: str, scenario: dict, handler: str | None) -> dict:
+    command = [
+        str(args.client), "--bin", str(args.bin),
+        "--home", scenario["home"], "--project", scenario["project"],
+        "--payload", scenario["payload"],
+        "--handlers", str(scenario["expected_handlers"]),
+        "--events", str(args.events), "--floor-events", str(args.floor_events),
+        "--rounds", str(args.rounds), "--warmup", str(args.warmup),
+    ]
+    if handler:
+        command += ["--handler", handler]
+    print(f"serve bench: {name}: {args.events} events", file=sys.stderr)
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name}: the client failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--client", type=Path, required=True)
+    parser.add_argument("--bin", type=Path, required=True)
+    parser.add_argument("--scenarios", type=Path, required=True, help="written by bench.py --setup-only")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--floor-events", type=int, default=2_000)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=500)
+    args = parser.parse_args()
+
+    scenarios = json.loads(args.scenarios.read_text())
+    results: dict[str, dict] = {}
+    failed = []
+    for name, _, handler in SCENARIOS:
+        if name not in scenarios:
+            failed.append(f"{name}: not among the scenarios of benches/bench.py")
+            continue
+        try:
+            results[name] = measure(args, name, scenarios[name], handler)
+        except (RuntimeError, json.JSONDecodeError) as e:
+            failed.append(str(e))
+
+    goals = []
+    rows = []
+    for name, title, _ in SCENARIOS:
+        result = results.get(name)
+        if not result:
+            continue
+        serve = result["serve"]
+        floor = result.get("floor")
+        if floor:
+            over = serve["median_us"] / floor["median_us"] - 1
+            goal = f"median ≤ floor + {OVER_FLOOR_LIMIT:.0%}"
+            met = over <= OVER_FLOOR_LIMIT
+            versus = f"{over:+.1%}"
+        else:
+            goal = f"median ≤ {NO_MATCH_LIMIT_US:.0f} µs"
+            met = serve["median_us"] <= NO_MATCH_LIMIT_US
+            versus = "–"
+        goals.append({"scenario": name, "goal": goal, "met": met})
+        rows.append(
+            f"| {title} | {serve['median_us']:.1f} | {serve['p95_us']:.1f} | "
+            + (f"{floor['median_us']:.1f} | {floor['p95_us']:.1f} | " if floor else "– | – | ")
+            + f"{versus} | {IN_PROCESS_US[name]} | {goal}: {'met' if met else 'MISSED'} |"
+        )
+
+    lines = [
+        "# `levelcode-hooks serve`: cost per event",
+        "",
+        f"One server, {args.events} events per scenario sent one at a time; each timed from the "
+        "request's first byte written to the answer's newline read. Floor: the same handlers "
+        "spawned directly by the client as the dispatcher spawns them "
+        f"({args.floor_events} times), in {args.rounds} rounds interleaved with the events.",
+        "",
+        "| scenario | serve median µs | serve p95 µs | floor median µs | floor p95 µs "
+        "| serve / floor | in-process engine µs | goal |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        *rows,
+    ]
+    if failed:
+        lines += ["", "Not measured:", *(f"- {f}" for f in failed)]
+    report = "\n".join(lines) + "\n"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "serve.md").write_text(report)
+    (args.out / "serve.json").write_text(json.dumps(
+        {"events": args.events, "floor_events": args.floor_events, "rounds": args.rounds,
+         "results": results, "goals": goals, "failed": failed}, indent=2) + "\n")
+    print(report)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

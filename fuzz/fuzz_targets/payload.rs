@@ -1,0 +1,29 @@
+//! Payload parsing (contract §2, §8) on arbitrary bytes: an error or a payload, never a panic;
+//! and an accepted payload always gives handlers one JSON object with `event` and `cwd`.
+
+#![no_main]
+
+use std::path::Path;
+
+use levelcode_hooks::payload::Payload;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    // The first byte picks whether `--event` is given, so both paths are explored.
+    let (flag, bytes) = match data.split_first() {
+        Some((b, rest)) if b % 3 == 0 => (Some("PreToolUse"), rest),
+        Some((b, rest)) if b % 3 == 1 => (Some("Stop"), rest),
+        _ => (None, data),
+    };
+    let Ok(payload) = Payload::parse(bytes.to_vec(), flag) else {
+        return;
+    };
+    let input = payload.handler_input(Path::new("/project"));
+    let value: serde_json::Value =
+        serde_json::from_slice(&input).expect("handler input is JSON");
+    let object = value.as_object().expect("handler input is an object");
+    assert!(object.contains_key("event") && object.contains_key("cwd"));
+    if payload.kind.is_tool_event() {
+        assert!(payload.tool_name.is_some());
+    }
+});

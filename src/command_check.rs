@@ -1,0 +1,464 @@
+//! Would a handler's program start: its programs found on `PATH`, and the scripts it names
+//! present under the project root, read from the command the way `sh` would split it.
+//!
+//! This is a static look for `validate`, deliberately cautious: a word it cannot resolve without
+//! running a shell (a variable, a glob, a substitution) is left alone rather than reported.
+
+use std::path::{Path, PathBuf};
+
+use crate::settings::Program;
+
+/// One problem with a handler's command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandProblem {
+    /// `program_not_found`, `not_executable`, `script_not_found` or `unparsable_command`.
+    pub kind: &'static str,
+    pub message: String,
+}
+
+/// Where to look things up.
+pub struct Lookup<'a> {
+    /// The project root: handlers run there, so relative paths resolve against it.
+    pub root: &'a Path,
+    /// The `PATH` to search.
+    pub path_var: Option<std::ffi::OsString>,
+    pub home: Option<PathBuf>,
+}
+
+impl Lookup<'_> {
+    pub fn from_env(root: &Path) -> Lookup<'_> {
+        Lookup {
+            root,
+            path_var: std::env::var_os("PATH"),
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+        }
+    }
+}
+
+/// Shell builtins and keywords: never looked up on `PATH`.
+const BUILTINS: &[&str] = &[
+    ":", ".", "[", "[[", "alias", "bg", "break", "builtin", "case", "cd", "continue", "declare",
+    "do", "done", "echo", "elif", "else", "esac", "eval", "exit", "export", "false", "fg", "fi",
+    "for", "function", "getopts", "hash", "if", "jobs", "kill", "let", "local", "printf", "pwd",
+    "read", "readonly", "return", "select", "set", "shift", "source", "test", "then", "times",
+    "trap", "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "until", "wait",
+    "while", "{", "}", "!",
+];
+
+/// Words that run the word after them: the program is the next word.
+const WRAPPERS: &[&str] = &["exec", "command", "env", "nohup", "time"];
+
+/// Programs whose first argument is the script they run.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "fish", "node", "nodejs", "bun", "deno", "tsx", "ts-node",
+    "python", "python3", "ruby", "perl", "php", "lua", "pwsh", "uv",
+];
+
+/// Words that end one simple command and start another.
+const OPERATORS: &[&str] = &["&&", "||", ";", "|", "&", "|&", ";;"];
+
+/// File name endings of scripts, for telling a script path from any other argument.
+const SCRIPT_ENDINGS: &[&str] = &[
+    ".sh", ".bash", ".zsh", ".fish", ".py", ".rb", ".pl", ".php", ".js", ".mjs", ".cjs", ".ts",
+    ".mts", ".cts", ".tsx", ".jsx", ".lua", ".ps1", ".cmd", ".bat", ".go", ".exs", ".jar",
+];
+
+/// Checks one handler's program.
+pub fn check(program: &Program, lookup: &Lookup<'_>) -> Vec<CommandProblem> {
+    let mut problems = Vec::new();
+    match program {
+        Program::Shell(command) => {
+            let words = match shell_words::split(command) {
+                Ok(words) => words,
+                Err(_) => {
+                    problems.push(CommandProblem {
+                        kind: "unparsable_command",
+                        message: "has an unbalanced quote; the shell will fail to run it".into(),
+                    });
+                    return problems;
+                }
+            };
+            let mut paths_reliable = true;
+            for simple in simple_commands(&words) {
+                let Some((index, word)) = program_word(&simple) else {
+                    continue;
+                };
+                if word == "cd" || word == "pushd" {
+                    // Relative paths after this resolve elsewhere.
+                    paths_reliable = false;
+                    continue;
+                }
+                if BUILTINS.contains(&word) {
+                    continue;
+                }
+                check_program(word, lookup, paths_reliable, &mut problems);
+                if paths_reliable {
+                    check_args(word, &simple[index + 1..], lookup, &mut problems);
+                }
+            }
+        }
+        Program::Argv(argv) => {
+            if let Some((first, args)) = argv.split_first() {
+                check_program(first, lookup, true, &mut problems);
+                check_args(first, args, lookup, &mut problems);
+            }
+        }
+    }
+    problems
+}
+
+/// Splits words at `&&`, `||`, `;`, `|`, `&` (also a `;` ending a word, as in `a; b`), dropping a
+/// trailing comment.
+fn simple_commands(words: &[String]) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = vec![Vec::new()];
+    for word in words {
+        if word.starts_with('#') {
+            break;
+        }
+        if OPERATORS.contains(&word.as_str()) {
+            out.push(Vec::new());
+            continue;
+        }
+        let (word, ends) = match word.strip_suffix(';') {
+            Some(rest) if !rest.is_empty() && !rest.ends_with(';') => (rest, true),
+            _ => (word.as_str(), false),
+        };
+        if let Some(current) = out.last_mut() {
+            current.push(word.to_string());
+        }
+        if ends {
+            out.push(Vec::new());
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// The program of a simple command: the first word that is not a variable assignment, a
+/// redirection, or a wrapper such as `exec` or `env`; `None` when it cannot be known without a
+/// shell.
+fn program_word(words: &[String]) -> Option<(usize, &str)> {
+    let mut i = 0;
+    let mut after_env = false;
+    while i < words.len() {
+        let word = words[i].as_str();
+        if is_assignment(word) || (after_env && word.starts_with('-')) {
+            i += 1;
+            continue;
+        }
+        if let Some(takes_next) = redirection(word) {
+            i += if takes_next { 2 } else { 1 };
+            continue;
+        }
+        if WRAPPERS.contains(&word) {
+            after_env = word == "env";
+            i += 1;
+            continue;
+        }
+        let rest = strip_project_dir(word).unwrap_or(word);
+        if rest.chars().any(|c| "$`*?[]()<>|&;{}\\\"'~".contains(c)) && !rest.starts_with("~/") {
+            return None;
+        }
+        return Some((i, word));
+    }
+    None
+}
+
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// `Some(true)` for a redirection operator whose target is the next word (`>`, `2>>`), `Some(false)`
+/// for one that carries its target (`>/dev/null`, `2>&1`), `None` for any other word.
+fn redirection(word: &str) -> Option<bool> {
+    let rest = word.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
+    let op_len = rest
+        .find(|c: char| c != '>' && c != '<')
+        .unwrap_or(rest.len());
+    if op_len == 0 {
+        return None;
+    }
+    Some(op_len == rest.len())
+}
+
+/// Expands `~/` and `$LEVELCODE_PROJECT_DIR` (set for every handler) at the start of a word;
+/// `None` when the word still needs a shell to be known.
+fn expand(word: &str, lookup: &Lookup<'_>) -> Option<PathBuf> {
+    if let Some(rest) = strip_project_dir(word) {
+        let rest = rest.trim_start_matches('/');
+        return plain(rest).then(|| lookup.root.join(rest));
+    }
+    if let Some(rest) = word.strip_prefix("~/") {
+        return match (&lookup.home, plain(rest)) {
+            (Some(home), true) => Some(home.join(rest)),
+            _ => None,
+        };
+    }
+    plain(word).then(|| PathBuf::from(word))
+}
+
+/// The rest of a word that starts with `$LEVELCODE_PROJECT_DIR` or `${LEVELCODE_PROJECT_DIR}`.
+fn strip_project_dir(word: &str) -> Option<&str> {
+    ["$LEVELCODE_PROJECT_DIR", "${LEVELCODE_PROJECT_DIR}"]
+        .iter()
+        .find_map(|var| word.strip_prefix(var))
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+fn plain(word: &str) -> bool {
+    !word.chars().any(|c| "$`*?[]{}~".contains(c))
+}
+
+fn check_program(
+    word: &str,
+    lookup: &Lookup<'_>,
+    paths_reliable: bool,
+    problems: &mut Vec<CommandProblem>,
+) {
+    let Some(path) = expand(word, lookup) else {
+        return;
+    };
+    if word.contains('/') || word.contains('\\') {
+        if path.is_relative() && !paths_reliable {
+            return;
+        }
+        let full = lookup.root.join(&path);
+        if !full.exists() {
+            let where_ = if path.is_relative() {
+                format!(" under the project root {}", lookup.root.display())
+            } else {
+                String::new()
+            };
+            problems.push(CommandProblem {
+                kind: "program_not_found",
+                message: format!(
+                    "program {word:?} does not exist{where_}; handlers run in the project root, so relative paths resolve there"
+                ),
+            });
+        } else if !is_executable(&full) {
+            problems.push(CommandProblem {
+                kind: "not_executable",
+                message: format!(
+                    "program {word:?} is not executable; run chmod +x on it, or start it with its interpreter (sh, bun, python3, ...)"
+                ),
+            });
+        }
+        return;
+    }
+    if find_on_path(word, lookup.path_var.as_deref()).is_none() {
+        problems.push(CommandProblem {
+            kind: "program_not_found",
+            message: format!(
+                "program {word:?} is not found on PATH; install it, fix the name, or give its full path"
+            ),
+        });
+    }
+}
+
+/// The script an interpreter runs: the word right after it (after `run` for `deno run`,
+/// `bun run`, `uv run`), unless that is a flag.
+fn interpreter_script<'w>(program: &str, args: &'w [String]) -> Option<&'w str> {
+    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    if !INTERPRETERS.contains(&name) {
+        return None;
+    }
+    let mut args = args.iter().map(String::as_str);
+    let mut first = args.next()?;
+    if first == "run" && matches!(name, "deno" | "bun" | "uv") {
+        first = args.next()?;
+    }
+    (!first.starts_with('-') && redirection(first).is_none()).then_some(first)
+}
+
+/// Checks a handler's arguments: the script an interpreter runs, and any argument that is a path
+/// to a script (a path with a script's file name ending).
+fn check_args(
+    program: &str,
+    args: &[String],
+    lookup: &Lookup<'_>,
+    problems: &mut Vec<CommandProblem>,
+) {
+    let script = interpreter_script(program, args);
+    for word in args {
+        let is_interpreter_script = script.is_some_and(|s| std::ptr::eq(s, word.as_str()));
+        if !is_interpreter_script
+            && (word.starts_with('-') || redirection(word).is_some() || is_assignment(word))
+        {
+            continue;
+        }
+        let Some(path) = expand(word, lookup) else {
+            continue;
+        };
+        let text = path.to_string_lossy();
+        let script_path = SCRIPT_ENDINGS.iter().any(|e| text.ends_with(e))
+            && (word.contains('/') || word.contains('\\'));
+        if !(is_interpreter_script || script_path) {
+            continue;
+        }
+        let full = lookup.root.join(&path);
+        if full.exists() {
+            continue;
+        }
+        let message = if path.is_relative() {
+            format!(
+                "{word:?} does not exist under the project root {}; handlers run there, so relative script paths resolve against it",
+                lookup.root.display()
+            )
+        } else {
+            format!("{word:?} does not exist ({})", full.display())
+        };
+        problems.push(CommandProblem {
+            kind: "script_not_found",
+            message,
+        });
+    }
+}
+
+/// The first executable called `name` in the directories of `path_var`.
+pub fn find_on_path(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    let path_var = path_var?;
+    for dir in std::env::split_paths(path_var) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        for candidate in candidates(&dir, name) {
+            if candidate.is_file() && is_executable(&candidate) {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(unix)]
+fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
+    vec![dir.join(name)]
+}
+
+#[cfg(windows)]
+fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let exts = std::env::var("PATHEXT").unwrap_or_else(|_| ".COM;.EXE;.BAT;.CMD".into());
+    let mut out = vec![dir.join(name)];
+    out.extend(
+        exts.split(';')
+            .filter(|e| !e.is_empty())
+            .map(|e| dir.join(format!("{name}{e}"))),
+    );
+    out
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_dir() || m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(windows)]
+fn is_executable(path: &Path) -> bool {
+    path.exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(command: &str) -> Vec<String> {
+        shell_words::split(command).unwrap()
+    }
+
+    fn programs(command: &str) -> Vec<String> {
+        let words = words(command);
+        simple_commands(&words)
+            .into_iter()
+            .filter_map(|s| program_word(&s).map(|(_, w)| w.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn finds_the_program_of_each_simple_command() {
+        assert_eq!(programs("bun .levelcode/hooks/guard.ts"), ["bun"]);
+        assert_eq!(programs("FOO=1 BAR=x python3 x.py"), ["python3"]);
+        assert_eq!(programs("exec node a.js"), ["node"]);
+        assert_eq!(programs("env -i A=1 deno run x.ts"), ["deno"]);
+        assert_eq!(
+            programs("jq .x && prettier --check . || true"),
+            ["jq", "prettier", "true"]
+        );
+        assert_eq!(
+            programs("2>/dev/null cat x ; echo done # a comment"),
+            ["cat", "echo"]
+        );
+        assert_eq!(programs("> out.txt grep x"), ["grep"]);
+        assert_eq!(programs("cat a; wc -l"), ["cat", "wc"]);
+        assert!(programs("$HOME/bin/x").is_empty());
+        assert_eq!(
+            programs("\"$LEVELCODE_PROJECT_DIR\"/x.sh"),
+            ["$LEVELCODE_PROJECT_DIR/x.sh"]
+        );
+    }
+
+    #[test]
+    fn redirections() {
+        assert_eq!(redirection(">"), Some(true));
+        assert_eq!(redirection("2>>"), Some(true));
+        assert_eq!(redirection(">/dev/null"), Some(false));
+        assert_eq!(redirection("2>&1"), Some(false));
+        assert_eq!(redirection("&>log"), Some(false));
+        assert_eq!(redirection("x>y"), None);
+        assert_eq!(redirection("12"), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn reports_missing_programs_and_scripts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("hooks")).unwrap();
+        std::fs::write(dir.path().join("hooks/ok.sh"), "exit 0").unwrap();
+        let lookup = Lookup {
+            root: dir.path(),
+            path_var: Some("/bin:/usr/bin".into()),
+            home: None,
+        };
+        let kinds = |command: &str| -> Vec<&'static str> {
+            check(&Program::Shell(command.into()), &lookup)
+                .into_iter()
+                .map(|p| p.kind)
+                .collect()
+        };
+        assert!(kinds("sh hooks/ok.sh").is_empty());
+        assert_eq!(kinds("sh hooks/missing.sh"), ["script_not_found"]);
+        assert_eq!(kinds("no-such-program-xyz --flag"), ["program_not_found"]);
+        assert_eq!(kinds("./hooks/ok.sh"), ["not_executable"]);
+        assert_eq!(
+            kinds("sh $LEVELCODE_PROJECT_DIR/hooks/gone.sh"),
+            ["script_not_found"]
+        );
+        assert!(kinds("cd sub && sh hooks/missing.sh").is_empty());
+        assert!(kinds("echo 'unbalanced").contains(&"unparsable_command"));
+        assert!(kinds("grep -q foo/bar x").is_empty());
+        assert!(kinds("sh -c 'exit 0'").is_empty());
+        assert_eq!(kinds("sh check.sh"), ["script_not_found"]);
+        assert_eq!(
+            kinds("$LEVELCODE_PROJECT_DIR/hooks/nope.sh"),
+            ["program_not_found"]
+        );
+        assert_eq!(
+            kinds("sh \"${LEVELCODE_PROJECT_DIR}/hooks/ok.sh\""),
+            [] as [&str; 0]
+        );
+        let argv = Program::Argv(vec!["no-such-program-xyz".into(), "a/b.py".into()]);
+        let kinds: Vec<_> = check(&argv, &lookup).into_iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, ["program_not_found", "script_not_found"]);
+    }
+}

@@ -1,0 +1,333 @@
+//! The settings `serve` keeps between requests, and what keeps them from ever being stale.
+//!
+//! Before each dispatch every layer path is looked at again: its device, inode, type and mode,
+//! size, and modification and change times to the nanosecond, or the fact that it is absent. Any
+//! difference and the layers are read again. One case is left that no such check can see: a file
+//! rewritten with the same size within one tick of the file system's clock, right after it was
+//! read. So while a layer's times are recent (within [`RECENT`] of the check), its contents are
+//! also compared with what was read; once they are older, any later write must move them.
+
+use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime};
+
+use crate::dispatch;
+use crate::layers::{self, LayerPath, Loaded};
+use crate::output::Trace;
+use crate::settings::{Events, Group};
+
+/// Timestamps closer than this to the check are not trusted alone. Coarse file-system clocks tick
+/// every few milliseconds (every second or two on some file systems); this is well past both.
+const RECENT: Duration = Duration::from_secs(2);
+
+/// Entries kept: one per event and set of layer paths (that is, per project).
+const CAPACITY: usize = 64;
+
+/// Groups read for one event from one set of layers, with what they were read from.
+struct Entry {
+    event: String,
+    paths: Vec<LayerPath>,
+    stamps: Vec<Stamp>,
+    /// What reading each layer gave; compared again while `recent`.
+    seen: Vec<Seen>,
+    recent: bool,
+    groups: Rc<[Group]>,
+    /// The warnings reading gave, repeated in every answer that uses these groups.
+    warnings: Vec<String>,
+}
+
+/// The cache; the most recently used entry first.
+#[derive(Default)]
+pub struct Cache {
+    entries: Vec<Entry>,
+}
+
+impl Cache {
+    /// The groups of `event` in the layers at `paths`, read again if anything changed, and their
+    /// warnings appended to `warnings`, exactly as reading them afresh would give.
+    pub fn groups(
+        &mut self,
+        paths: &[LayerPath],
+        event: &str,
+        warnings: &mut Vec<String>,
+        trace: &Trace,
+    ) -> Rc<[Group]> {
+        let checked_at = SystemTime::now();
+        let stamps: Vec<Stamp> = paths.iter().map(|layer| Stamp::of(&layer.path)).collect();
+        let found = self
+            .entries
+            .iter()
+            .position(|e| e.event == event && same_paths(&e.paths, paths));
+        if let Some(i) = found {
+            let mut entry = self.entries.remove(i);
+            if entry.stamps == stamps && entry.still_current(checked_at) {
+                trace.line(format_args!(
+                    "settings unchanged since they were read: {} group(s) for {event}",
+                    entry.groups.len()
+                ));
+                warnings.extend(entry.warnings.iter().cloned());
+                let groups = Rc::clone(&entry.groups);
+                self.entries.insert(0, entry);
+                return groups;
+            }
+            trace.line(format_args!("settings changed: reading them again"));
+        }
+
+        let mut reader = layers::Reader::default();
+        let mut seen = Vec::with_capacity(paths.len());
+        let mut read_warnings = Vec::new();
+        let groups = dispatch::load_groups_from(
+            paths,
+            Events::Only(event),
+            &mut read_warnings,
+            trace,
+            |layer| {
+                let loaded = reader.read(&layer.path);
+                seen.push(Seen::of(&loaded));
+                loaded
+            },
+        );
+        warnings.extend(read_warnings.iter().cloned());
+        let groups: Rc<[Group]> = groups.into();
+        self.entries.insert(
+            0,
+            Entry {
+                event: event.to_string(),
+                paths: paths.to_vec(),
+                recent: stamps.iter().any(|s| s.is_recent(checked_at)),
+                stamps,
+                seen,
+                groups: Rc::clone(&groups),
+                warnings: read_warnings,
+            },
+        );
+        self.entries.truncate(CAPACITY);
+        groups
+    }
+}
+
+impl Entry {
+    /// Returns true if and only if the layers still read as they did; only compares contents
+    /// while the stamps are recent, and stops once they no longer are.
+    fn still_current(&mut self, checked_at: SystemTime) -> bool {
+        if !self.recent {
+            return true;
+        }
+        let mut reader = layers::Reader::default();
+        let same = self
+            .paths
+            .iter()
+            .zip(&self.seen)
+            .all(|(layer, seen)| Seen::of(&reader.read(&layer.path)) == *seen);
+        if same {
+            self.recent = self.stamps.iter().any(|s| s.is_recent(checked_at));
+        }
+        same
+    }
+}
+
+fn same_paths(a: &[LayerPath], b: &[LayerPath]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(a, b)| a.kind == b.kind && a.path == b.path)
+}
+
+/// What reading one layer gave, to compare with a later reading.
+#[derive(PartialEq, Eq)]
+enum Seen {
+    Missing,
+    Repeated,
+    Contents(Vec<u8>),
+    Unusable(String),
+}
+
+impl Seen {
+    fn of(loaded: &Loaded) -> Seen {
+        match loaded {
+            Loaded::Missing => Seen::Missing,
+            Loaded::Repeated => Seen::Repeated,
+            Loaded::Contents(bytes) => Seen::Contents(bytes.clone()),
+            Loaded::Unusable(warning) => Seen::Unusable(warning.clone()),
+        }
+    }
+}
+
+/// What a layer path leads to, as far as one `stat` can tell.
+#[derive(Debug, PartialEq, Eq)]
+enum Stamp {
+    Absent,
+    /// `stat` failed for another reason; the error code.
+    Unreachable(Option<i32>),
+    Present(Meta),
+}
+
+#[cfg(unix)]
+#[derive(Debug, PartialEq, Eq)]
+struct Meta {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+#[cfg(not(unix))]
+#[derive(Debug, PartialEq, Eq)]
+struct Meta {
+    is_file: bool,
+    size: u64,
+    modified: Option<SystemTime>,
+    created: Option<SystemTime>,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Stamp {
+        match std::fs::metadata(path) {
+            Ok(meta) => Stamp::Present(Meta::of(&meta)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Stamp::Absent,
+            Err(e) => Stamp::Unreachable(e.raw_os_error()),
+        }
+    }
+
+    /// Returns true if and only if the file's times are too close to `now` (or after it) for a
+    /// write within the same clock tick to be ruled out.
+    fn is_recent(&self, now: SystemTime) -> bool {
+        match self {
+            Stamp::Present(meta) => meta
+                .times()
+                .into_iter()
+                .any(|t| now.duration_since(t).map_or(true, |age| age < RECENT)),
+            Stamp::Absent | Stamp::Unreachable(_) => false,
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Meta {
+    fn of(meta: &std::fs::Metadata) -> Meta {
+        use std::os::unix::fs::MetadataExt;
+        Meta {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    fn times(&self) -> [SystemTime; 2] {
+        [self.mtime, self.ctime].map(|(secs, nanos)| {
+            let since = |s: i64| {
+                Duration::from_secs(s.unsigned_abs()) + Duration::from_nanos(nanos.unsigned_abs())
+            };
+            if secs >= 0 {
+                SystemTime::UNIX_EPOCH + since(secs)
+            } else {
+                SystemTime::UNIX_EPOCH - since(secs)
+            }
+        })
+    }
+}
+
+#[cfg(not(unix))]
+impl Meta {
+    fn of(meta: &std::fs::Metadata) -> Meta {
+        Meta {
+            is_file: meta.is_file(),
+            size: meta.len(),
+            modified: meta.modified().ok(),
+            created: meta.created().ok(),
+        }
+    }
+
+    fn times(&self) -> Vec<SystemTime> {
+        self.modified.into_iter().chain(self.created).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::LayerKind;
+
+    fn layer(path: &Path) -> Vec<LayerPath> {
+        vec![LayerPath {
+            kind: LayerKind::Cli,
+            path: path.to_path_buf(),
+        }]
+    }
+
+    fn handlers(cache: &mut Cache, paths: &[LayerPath]) -> usize {
+        let mut warnings = Vec::new();
+        let groups = cache.groups(paths, "Stop", &mut warnings, &Trace::new(false));
+        groups.iter().map(|g| g.handlers.len()).sum()
+    }
+
+    const ONE: &str = r#"{"hooks":{"Stop":[{"hooks":[{"command":"a"},{"command":"b"}]}]}}"#;
+    const TWO: &str = r#"{"hooks":{"Stop":[{"hooks":[{"command":"x"},{"command":"y"}]}]}}"#;
+
+    fn first_label(cache: &mut Cache, paths: &[LayerPath]) -> String {
+        let mut warnings = Vec::new();
+        let groups = cache.groups(paths, "Stop", &mut warnings, &Trace::new(false));
+        groups[0].handlers[0].label()
+    }
+
+    #[test]
+    fn a_rewrite_the_stamps_cannot_show_is_caught_while_they_are_recent() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(&file, ONE).unwrap();
+        let paths = layer(&file);
+        let mut cache = Cache::default();
+        assert_eq!(first_label(&mut cache, &paths), "a");
+        assert!(cache.entries[0].recent);
+        // The same size within the same clock tick: the stamps are as they were.
+        std::fs::write(&file, TWO).unwrap();
+        cache.entries[0].stamps = vec![Stamp::of(&file)];
+        assert_eq!(first_label(&mut cache, &paths), "x");
+    }
+
+    #[test]
+    fn contents_stop_being_compared_once_the_stamps_are_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(&file, ONE).unwrap();
+        let paths = layer(&file);
+        let mut cache = Cache::default();
+        first_label(&mut cache, &paths);
+        let entry = &mut cache.entries[0];
+        assert!(entry.still_current(SystemTime::now()));
+        assert!(entry.recent);
+        assert!(entry.still_current(SystemTime::now() + RECENT * 2));
+        assert!(!entry.recent);
+    }
+
+    #[test]
+    fn times_after_the_check_count_as_recent() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let stamp = Stamp::of(&file);
+        let now = SystemTime::now();
+        assert!(stamp.is_recent(now));
+        assert!(stamp.is_recent(now - Duration::from_secs(60)));
+        assert!(!stamp.is_recent(now + Duration::from_secs(60)));
+        assert!(!Stamp::Absent.is_recent(now));
+    }
+
+    #[test]
+    fn a_file_appearing_and_disappearing_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        let paths = layer(&file);
+        let mut cache = Cache::default();
+        assert_eq!(handlers(&mut cache, &paths), 0);
+        std::fs::write(&file, ONE).unwrap();
+        assert_eq!(handlers(&mut cache, &paths), 2);
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(handlers(&mut cache, &paths), 0);
+    }
+}

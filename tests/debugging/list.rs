@@ -1,0 +1,236 @@
+//! `list`: every handler of the merged layers, and what would run for an event and tool.
+
+use serde_json::Value;
+
+use super::{strings, Env};
+
+/// Settings where each PreToolUse handler has a different fate for `write_file`.
+const FATES: &str = r#"{"hooks":{
+  "PreToolUse":[
+    {"matcher":"write_file|str_replace","hooks":[
+      {"name":"guard","command":"echo guard"},
+      {"command":"echo off","enabled":false}]},
+    {"matcher":"code_search","hooks":[{"command":"echo search"}]},
+    {"enabled":false,"hooks":[{"command":"echo group-off"}]},
+    {"matcher":"write.*","hooks":[{"command":"echo guard"},{"command":"echo regex"}]},
+    {"hooks":[{"command":"a","argv":["b"]}]},
+    {"matcher":"(unclosed","hooks":[{"command":"echo bad-regex"}]}
+  ],
+  "Stop":[{"hooks":[{"command":"echo stop"}]}]
+}}"#;
+
+#[test]
+fn marks_what_would_run_and_why_the_others_would_not() {
+    let env = Env::new();
+    env.project_settings(FATES);
+    let out = env.run(&[
+        "list",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "write_file",
+        "--json",
+    ]);
+    out.status(0);
+    let json = out.json();
+    let handlers = &json["handlers"];
+    let rows: Vec<(&str, &str)> = strings(handlers, "label")
+        .into_iter()
+        .zip(strings(handlers, "state"))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("guard", "would_run"),
+            ("echo off", "disabled"),
+            ("echo search", "no_match"),
+            ("echo group-off", "disabled"),
+            ("echo guard", "duplicate"),
+            ("echo regex", "would_run"),
+            ("a", "invalid"),
+            ("echo bad-regex", "invalid"),
+            ("echo stop", "other_event"),
+        ]
+    );
+    let order: Vec<&Value> = handlers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["order"])
+        .collect();
+    assert_eq!(order[0], 1);
+    assert_eq!(order[5], 2);
+    assert!(order[4].is_null());
+    let why = strings(handlers, "why");
+    assert!(why[2].contains("does not match write_file"), "{}", why[2]);
+    assert!(why[3].contains("on its group"), "{}", why[3]);
+    assert!(why[4].contains("#1"), "{}", why[4]);
+    assert!(why[6].contains("both command and argv"), "{}", why[6]);
+    assert!(why[7].contains("invalid regular expression"), "{}", why[7]);
+}
+
+#[test]
+fn without_an_event_shows_every_handler_with_its_settings() {
+    let env = Env::new();
+    env.user_settings(
+        r#"{"hooks":{"SessionStart":[{"hooks":[{"argv":["echo","hi"],"timeout":2.5}]}]}}"#,
+    );
+    env.project_settings(FATES);
+    let out = env.run(&["list", "--json"]);
+    out.status(0);
+    let json = out.json();
+    assert_eq!(
+        strings(&json["layers"], "layer"),
+        ["user", "data", "project"]
+    );
+    assert_eq!(
+        strings(&json["layers"], "state"),
+        ["read", "missing", "read"]
+    );
+    let first = &json["handlers"][0];
+    assert_eq!(first["layer"], "user");
+    assert_eq!(first["event"], "SessionStart");
+    assert_eq!(first["path"], "hooks.SessionStart[0].hooks[0]");
+    assert_eq!(first["argv"], serde_json::json!(["echo", "hi"]));
+    assert_eq!(first["timeout"], 2.5);
+    assert_eq!(first["state"], "enabled");
+    let states = strings(&json["handlers"], "state");
+    assert_eq!(states.iter().filter(|s| **s == "disabled").count(), 2);
+    assert_eq!(states.iter().filter(|s| **s == "invalid").count(), 2);
+    assert!(!states.contains(&"would_run"), "{states:?}");
+    let warnings = json["warnings"].as_array().unwrap();
+    assert!(warnings
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("hooks.PreToolUse[4].hooks[0]")));
+}
+
+#[test]
+fn table_names_the_files_and_explains_each_handler() {
+    let env = Env::new();
+    env.project_settings(FATES);
+    let out = env.run(&["list", "--event", "PreToolUse", "--tool", "write_file"]);
+    out.status(0);
+    let text = &out.stdout;
+    assert!(text.contains("STATE"), "{text}");
+    assert!(text.contains("run #1"), "{text}");
+    assert!(text.contains("run #2"), "{text}");
+    assert!(
+        text.contains("why: matcher \"code_search\" does not match write_file"),
+        "{text}"
+    );
+    assert!(
+        text.contains(".levelcode/settings.json: hooks.PreToolUse[1].hooks[0]"),
+        "{text}"
+    );
+    assert!(text.contains("2 of 9 handler(s) would run"), "{text}");
+    assert!(
+        !text.contains('\x1b'),
+        "colors when stdout is not a terminal"
+    );
+}
+
+#[test]
+fn settings_flag_replaces_the_layers() {
+    let env = Env::new();
+    env.project_settings(FATES);
+    let file = env.scratch("only.json");
+    env.write(
+        &file,
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"echo only"}]}]}}"#,
+    );
+    let out = env.run(&["list", "--json", "--settings", file.to_str().unwrap()]);
+    out.status(0);
+    let json = out.json();
+    assert_eq!(strings(&json["layers"], "layer"), ["cli"]);
+    assert_eq!(strings(&json["handlers"], "label"), ["echo only"]);
+}
+
+#[test]
+fn no_project_skips_the_project_layer() {
+    let env = Env::new();
+    env.project_settings(FATES);
+    for (args, vars) in [
+        (vec!["list", "--json", "--no-project"], vec![]),
+        (
+            vec!["list", "--json"],
+            vec![("LEVELCODE_HOOKS_NO_PROJECT", "1")],
+        ),
+    ] {
+        let json = env.run_env(&args, &vars).status(0).json();
+        assert_eq!(strings(&json["layers"], "layer"), ["user", "data"]);
+        assert!(json["handlers"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn project_dir_is_found_as_run_finds_it() {
+    let env = Env::new();
+    let other = env.scratch("elsewhere");
+    env.write(
+        &other.join(".levelcode/settings.json"),
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"echo elsewhere"}]}]}}"#,
+    );
+    let json = env
+        .run(&["list", "--json", "--project-dir", other.to_str().unwrap()])
+        .status(0)
+        .json();
+    assert_eq!(strings(&json["handlers"], "label"), ["echo elsewhere"]);
+    assert_eq!(json["project_root"], other.to_str().unwrap());
+}
+
+#[test]
+fn hooks_turned_off_run_nothing() {
+    let env = Env::new();
+    env.project_settings(FATES);
+    let out = env.run_env(
+        &["list", "--json", "--event", "Stop"],
+        &[("LEVELCODE_HOOKS", "off")],
+    );
+    let json = out.status(0).json();
+    let stop = json["handlers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["label"] == "echo stop")
+        .unwrap();
+    assert_eq!(stop["state"], "off");
+    assert!(json["warnings"][0].as_str().unwrap().contains("turned off"));
+}
+
+#[test]
+fn a_tool_event_needs_a_tool() {
+    let env = Env::new();
+    let out = env.run(&["list", "--event", "PreToolUse"]);
+    out.status(1);
+    assert!(out.stderr.contains("--tool"), "{}", out.stderr);
+}
+
+#[test]
+fn broken_files_are_warnings_not_failures() {
+    let env = Env::new();
+    env.project_settings("{\"hooks\": {");
+    std::fs::create_dir_all(env.home().join(".levelcode/settings.json")).unwrap();
+    let out = env.run(&["list", "--json"]);
+    let json = out.status(0).json();
+    assert_eq!(
+        strings(&json["layers"], "state"),
+        ["missing", "unusable", "read"]
+    );
+    let warnings: Vec<&str> = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains("is a directory")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("invalid JSON")),
+        "{warnings:?}"
+    );
+    let text = env.run(&["list"]).status(0).stdout.clone();
+    assert!(text.contains("no hooks configured"), "{text}");
+    assert!(text.contains("2 warning(s):"), "{text}");
+}

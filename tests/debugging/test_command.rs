@@ -1,0 +1,322 @@
+//! `test`: a payload from flags, dispatched exactly as `run` would; `--dry-run`; and the readable
+//! trace of `-v`.
+
+use serde_json::{json, Value};
+
+use super::{strings, Env};
+
+/// A guard that blocks writes under src/generated/, then a handler that records its stdin.
+const GUARD: &str = r#"{"hooks":{"PreToolUse":[
+  {"matcher":"write_file|str_replace","hooks":[
+    {"name":"guard","command":"grep -q '\"path\":\"src/generated/' && { echo 'src/generated/ is produced by codegen' >&2; exit 2; }; exit 0"},
+    {"name":"recorder","command":"cat > payload.json"}]}
+]}}"#;
+
+#[test]
+fn blocks_as_run_would() {
+    let env = Env::new();
+    env.project_settings(GUARD);
+    let out = env.run(&[
+        "test",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "write_file",
+        "--input",
+        r#"{"path":"src/generated/api.ts","content":"x"}"#,
+    ]);
+    out.status(2);
+    let json = out.json();
+    assert_eq!(json["decision"], "block");
+    assert_eq!(json["reason"], "src/generated/ is produced by codegen");
+    assert_eq!(strings(&json["handlers"], "outcome"), ["block", "skipped"]);
+    assert!(out.stderr.contains("src/generated/ is produced by codegen"));
+    assert!(!env.project().join("payload.json").exists());
+
+    // The same payload through `run` gives the same decision and handlers.
+    let payload = json!({
+        "event": "PreToolUse",
+        "tool_name": "write_file",
+        "tool_input": {"path": "src/generated/api.ts", "content": "x"}
+    });
+    let run = env.run_stdin(&["run"], &[], &payload.to_string());
+    run.status(2);
+    let run_json = run.json();
+    assert_eq!(run_json["reason"], json["reason"]);
+    assert_eq!(
+        strings(&run_json["handlers"], "outcome"),
+        strings(&json["handlers"], "outcome")
+    );
+}
+
+#[test]
+fn handlers_receive_the_payload_the_flags_describe() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"PostToolUse":[{"hooks":[{"command":"cat > payload.json"}]}]}}"#,
+    );
+    let input = env.scratch("input.json");
+    env.write(&input, r#"{"path":"README.md"}"#);
+    let out = env.run(&[
+        "test",
+        "--event",
+        "PostToolUse",
+        "--tool",
+        "write_file",
+        "--input-file",
+        input.to_str().unwrap(),
+        "--result",
+        r#"{"error":"disk full"}"#,
+        "--cwd",
+        ".",
+    ]);
+    out.status(0);
+    let text = std::fs::read_to_string(env.project().join("payload.json")).unwrap();
+    let payload: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&str> = payload
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["event", "tool_name", "tool_input", "tool_result", "cwd"]
+    );
+    assert_eq!(payload["tool_input"], json!({"path": "README.md"}));
+    assert_eq!(payload["tool_result"], json!({"error": "disk full"}));
+    let cwd = std::path::PathBuf::from(payload["cwd"].as_str().unwrap());
+    assert!(cwd.is_absolute());
+    assert_eq!(
+        cwd.canonicalize().unwrap(),
+        env.project().canonicalize().unwrap()
+    );
+
+    // Text that is not a JSON object or array stays text.
+    env.run(&[
+        "test",
+        "--event",
+        "PostToolUse",
+        "--tool",
+        "read_files",
+        "--result",
+        "42 lines",
+    ])
+    .status(0);
+    let text = std::fs::read_to_string(env.project().join("payload.json")).unwrap();
+    let payload: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(payload["tool_result"], "42 lines");
+    assert!(payload.get("tool_input").is_none());
+    assert_eq!(payload["cwd"], env.project().to_str().unwrap());
+}
+
+#[test]
+fn input_file_dash_reads_stdin() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"PreToolUse":[{"hooks":[{"command":"cat > payload.json"}]}]}}"#,
+    );
+    env.run_stdin(
+        &[
+            "test",
+            "--event",
+            "PreToolUse",
+            "--tool",
+            "str_replace",
+            "--input-file",
+            "-",
+        ],
+        &[],
+        r#"{"path":"a.rs"}"#,
+    )
+    .status(0);
+    let text = std::fs::read_to_string(env.project().join("payload.json")).unwrap();
+    assert!(text.contains(r#""tool_input":{"path":"a.rs"}"#), "{text}");
+}
+
+#[test]
+fn bad_flags_are_errors_in_run_form() {
+    let env = Env::new();
+    let out = env.run(&["test", "--event", "PreToolUse"]);
+    out.status(1);
+    assert!(out.json()["error"].as_str().unwrap().contains("--tool"));
+
+    let out = env.run(&[
+        "test",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "write_file",
+        "--input",
+        "{not json",
+    ]);
+    out.status(1);
+    assert!(out.json()["error"].as_str().unwrap().starts_with("--input"));
+
+    let out = env.run(&[
+        "test",
+        "--event",
+        "Stop",
+        "--input-file",
+        "/nonexistent/input.json",
+    ]);
+    out.status(1);
+    assert!(out.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("--input-file"));
+}
+
+#[test]
+fn compact_output_and_settings_flag_work_as_in_run() {
+    let env = Env::new();
+    let file = env.scratch("s.json");
+    env.write(
+        &file,
+        r#"{"hooks":{"SessionStart":[{"hooks":[{"command":"echo '{\"additionalContext\":\"hello\"}'"}]}]}}"#,
+    );
+    let out = env.run(&[
+        "test",
+        "--event",
+        "SessionStart",
+        "--settings",
+        file.to_str().unwrap(),
+        "--output",
+        "compact",
+    ]);
+    out.status(0);
+    assert_eq!(
+        out.stdout,
+        "{\"decision\":\"proceed\",\"additionalContext\":\"hello\"}\n"
+    );
+}
+
+#[test]
+fn dry_run_runs_nothing_and_agrees_with_a_real_run() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"PreToolUse":[
+            {"matcher":"write_file","hooks":[{"command":"touch ran-1"},{"command":"touch ran-2","enabled":false}]},
+            {"matcher":"code_search","hooks":[{"command":"touch ran-3"}]},
+            {"matcher":"write.*","hooks":[{"command":"touch ran-1"},{"argv":["touch","ran-4"]}]}]}}"#,
+    );
+    let args = [
+        "test",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "write_file",
+        "--dry-run",
+        "--json",
+    ];
+    let out = env.run(&args);
+    out.status(0);
+    let dry = out.json();
+    assert!(std::fs::read_dir(env.project()).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("ran-")));
+    let planned = strings(&dry["would_run"], "label");
+    assert_eq!(planned, ["touch ran-1", "touch ran-4"]);
+    assert_eq!(
+        strings(&dry["not_run"], "state"),
+        ["disabled", "no_match", "duplicate"]
+    );
+    assert_eq!(dry["payload"]["cwd"], env.project().to_str().unwrap());
+
+    let real = env.run(&args[..5]).status(0).json();
+    let ran: Vec<&str> = real["handlers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["outcome"] == "proceed")
+        .map(|h| h["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(ran, planned);
+    assert!(env.project().join("ran-4").exists());
+
+    let text = env.run(&args[..6]).status(0).stdout.clone();
+    assert!(text.contains("1. touch ran-1"), "{text}");
+    assert!(text.contains("2. touch ran-4"), "{text}");
+    assert!(text.contains("dry run"), "{text}");
+}
+
+#[test]
+fn trace_shows_each_handler_the_reason_and_the_decision() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"PreToolUse":[{"hooks":[
+            {"name":"fails","command":"echo 'lint crashed' >&2; exit 3"},
+            {"name":"blocks","command":"echo 'no writes on Fridays' >&2; exit 2"},
+            {"name":"never","command":"true"}]}]}}"#,
+    );
+    let out = env.run(&[
+        "test",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "write_file",
+        "-v",
+    ]);
+    out.status(2);
+    let trace = &out.stderr;
+    let line = |needle: &str| {
+        trace
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{trace}"))
+    };
+    let fails = line(" fails ");
+    assert!(
+        fails.contains("error") && fails.contains("exit 3") && fails.contains(" ms"),
+        "{fails}"
+    );
+    assert!(line("stderr:").contains("lint crashed"));
+    let blocks = line(" blocks ");
+    assert!(
+        blocks.contains("BLOCK") && blocks.contains("exit 2"),
+        "{blocks}"
+    );
+    assert!(line("reason:").contains("no writes on Fridays"));
+    assert!(line(" never ").contains("skipped"));
+    assert!(line("levelcode-hooks: decision").contains("block (no writes on Fridays)"));
+    assert!(!trace.contains('\x1b'), "colors on a pipe:\n{trace}");
+}
+
+#[test]
+fn run_verbose_uses_the_same_trace() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"Stop":[{"hooks":[{"name":"hello","command":"echo hi"}]}]}}"#,
+    );
+    let out = env.run_stdin(&["run", "-v"], &[], r#"{"event":"Stop"}"#);
+    out.status(0);
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.contains("proceed") && l.contains(" hello ")),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("decision proceed"), "{}", out.stderr);
+    let quiet = env.run_stdin(&["run"], &[], r#"{"event":"Stop"}"#);
+    assert_eq!(quiet.stderr, "");
+}
+
+#[test]
+fn colors_only_when_asked_and_never_with_no_color() {
+    let env = Env::new();
+    env.project_settings(r#"{"hooks":{"Stop":[{"hooks":[{"command":"echo hi"}]}]}}"#);
+    let args = ["test", "--event", "Stop", "-v"];
+    let forced = env.run_env(&args, &[("CLICOLOR_FORCE", "1")]);
+    assert!(forced.stderr.contains("\x1b[32m"), "{}", forced.stderr);
+    // The JSON on stdout is never colored.
+    assert!(!forced.stdout.contains('\x1b'));
+    let refused = env.run_env(&args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!refused.stderr.contains('\x1b'), "{}", refused.stderr);
+    let list = env.run_env(&["list"], &[("CLICOLOR_FORCE", "1")]);
+    assert!(list.stdout.contains("\x1b["), "{}", list.stdout);
+    let list = env.run_env(&["list"], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!list.stdout.contains('\x1b'), "{}", list.stdout);
+}

@@ -1,0 +1,277 @@
+//! `validate`: every problem of every layer, exit 1 when anything is wrong.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::Env;
+
+fn mistakes_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mistakes")
+}
+
+/// (path, kind) of every problem in a `validate --json` result.
+fn problems(json: &Value) -> Vec<(String, String)> {
+    json["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap_or("").to_string(),
+                p["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn message<'a>(json: &'a Value, path: &str, kind: &str) -> &'a str {
+    json["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == path && p["kind"] == kind)
+        .and_then(|p| p["message"].as_str())
+        .unwrap_or_else(|| panic!("no {kind} problem at {path}: {json:#}"))
+}
+
+#[cfg(unix)]
+#[test]
+fn catches_every_mistake_of_the_fixture() {
+    let env = Env::new();
+    let dir = mistakes_dir();
+    let out = env.run(&["validate", "--json", "--project-dir", dir.to_str().unwrap()]);
+    out.status(1);
+    let json = out.json();
+    assert_eq!(json["ok"], false);
+    let expected = [
+        ("hooks.PreToolUse[0].matchers", "unknown_key"),
+        ("hooks.PreToolUse[0].hooks[0].timout", "unknown_key"),
+        ("hooks.PreToolUse[1].hooks[0].comand", "unknown_key"),
+        ("hooks.PreToolUse[1].hooks[0]", "invalid_entry"),
+        ("hooks.PreToolUse[2].matcher", "tool_name"),
+        ("hooks.PreToolUse[2].matcher", "tool_name"),
+        ("hooks.PreToolUse[3].matcher", "invalid_matcher"),
+        ("hooks.PreToolUse[4].hooks[0].command", "program_not_found"),
+        (
+            "hooks.PreToolUse[4].hooks[0].timeout",
+            "timeout_milliseconds",
+        ),
+        ("hooks.PreToolUse[5].hooks[0].command", "script_not_found"),
+        ("hooks.PreToolUse[6]", "invalid_entry"),
+        ("hooks.PreToolUse[7].hooks[0]", "invalid_entry"),
+        ("hooks.PreToolUse[8].hooks", "invalid_entry"),
+        ("hooks.PreToolUse[9].hooks[0].argv", "not_executable"),
+        ("hooks.PreToolUse[10].hooks[0].type", "invalid_entry"),
+        ("hooks.PreToolUse[11].hooks[0].timeout", "timeout"),
+        ("hooks.PreToolUse[12].enabled", "invalid_entry"),
+        ("hooks.PreToolUse[12].hooks[0].matcher", "unknown_key"),
+        (
+            "hooks.PreToolUse[13].hooks[0].command",
+            "unparsable_command",
+        ),
+        ("hooks.PostToolUse", "invalid_entry"),
+        ("hooks.SessionStart[0].matcher", "matcher_ignored"),
+        ("hooks.Stop[0].matcher", "matcher_ignored"),
+        ("hooks.Stop[0].hooks[0].disabled", "unknown_key"),
+        ("hooks.PreToolUSe", "unknown_event"),
+        ("hooks.UserPromptSubmit", "unknown_event"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(p, k)| (p.to_string(), k.to_string()))
+        .collect();
+    // Exactly these, in file order: nothing missed, nothing extra.
+    assert_eq!(problems(&json), expected);
+
+    assert!(
+        message(&json, "hooks.PreToolUse[0].matchers", "unknown_key")
+            .contains("did you mean \"matcher\"")
+    );
+    assert!(
+        message(&json, "hooks.PreToolUse[0].hooks[0].timout", "unknown_key")
+            .contains("did you mean \"timeout\"")
+    );
+    assert!(
+        message(&json, "hooks.PreToolUse[1].hooks[0].comand", "unknown_key")
+            .contains("did you mean \"command\"")
+    );
+    assert!(message(
+        &json,
+        "hooks.PreToolUse[4].hooks[0].command",
+        "program_not_found"
+    )
+    .contains("levelcode-no-such-program"));
+    assert!(message(
+        &json,
+        "hooks.PreToolUse[4].hooks[0].timeout",
+        "timeout_milliseconds"
+    )
+    .contains("\"timeout\": 5?"));
+    assert!(message(
+        &json,
+        "hooks.PreToolUse[5].hooks[0].command",
+        "script_not_found"
+    )
+    .contains(".levelcode/hooks/missing-guard.sh"));
+    assert!(
+        message(&json, "hooks.PreToolUSe", "unknown_event").contains("did you mean \"PreToolUse\"")
+    );
+    assert!(
+        message(&json, "hooks.Stop[0].hooks[0].disabled", "unknown_key")
+            .contains("\"enabled\": false")
+    );
+
+    let project = &json["files"][2];
+    assert_eq!(project["layer"], "project");
+    assert_eq!(project["problems"], expected.len());
+}
+
+#[cfg(unix)]
+#[test]
+fn text_output_groups_problems_by_file() {
+    let env = Env::new();
+    let dir = mistakes_dir();
+    let out = env.run(&["validate", "--project-dir", dir.to_str().unwrap()]);
+    out.status(1);
+    let text = &out.stdout;
+    assert!(text.contains("FAIL project"), "{text}");
+    assert!(text.contains("ok   user"), "{text}");
+    assert!(
+        text.contains(
+            "hooks.PreToolUse[0].matchers: unknown key \"matchers\"; did you mean \"matcher\"?"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("25 problem(s) in 1 file(s)"), "{text}");
+    assert!(!text.contains('\x1b'), "{text}");
+}
+
+#[test]
+fn clean_settings_pass() {
+    let env = Env::new();
+    env.write(&env.project().join("hooks/guard.sh"), "exit 0\n");
+    env.project_settings(
+        r#"{"theme":"dark","hooks":{
+            "PreToolUse":[{"matcher":"write_file|str_replace","hooks":[
+                {"name":"guard","command":"sh hooks/guard.sh","timeout":5},
+                {"argv":["sh","-c","exit 0"]},
+                {"command":"FOO=1 sh \"$LEVELCODE_PROJECT_DIR/hooks/guard.sh\" 2>/dev/null && echo ok; true"}]}],
+            "Stop":[{"matcher":"*","hooks":[{"command":"cd hooks && sh guard.sh"}]}]}}"#,
+    );
+    let out = env.run(&["validate"]);
+    out.status(0);
+    assert!(out.stdout.contains("no problems found"), "{}", out.stdout);
+    let json = env.run(&["validate", "--json"]).status(0).json();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["problems"], serde_json::json!([]));
+    assert_eq!(json["files"][2]["handlers"], 4);
+}
+
+#[test]
+fn no_settings_at_all_is_fine() {
+    let env = Env::new();
+    let out = env.run(&["validate"]);
+    out.status(0);
+    assert!(out.stdout.contains("nothing to check"), "{}", out.stdout);
+}
+
+#[test]
+fn checks_every_standard_layer() {
+    let env = Env::new();
+    env.user_settings(r#"{"hooks":{"Stop":[{"hooks":[{"command":"true","timout":3}]}]}}"#);
+    env.write(
+        &env.home().join(".levelcode/settings.json"),
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"true"}]}]}}"#,
+    );
+    env.project_settings(r#"{"hooks":{"Stop":{"hooks":[]}}}"#);
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    let layers: Vec<&str> = json["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["layer"].as_str().unwrap())
+        .collect();
+    assert_eq!(layers, ["user", "project"]);
+    assert_eq!(json["files"][1]["problems"], 0);
+}
+
+#[test]
+fn settings_flag_checks_exactly_those_files() {
+    let env = Env::new();
+    env.project_settings(r#"{"hooks":{"Stop":[{"hooks":[{"comand":"x"}]}]}}"#);
+    let good = env.scratch("good.json");
+    env.write(
+        &good,
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"true"}]}]}}"#,
+    );
+    let missing = env.scratch("missing.json");
+    let out = env.run(&["validate", "--json", "--settings", good.to_str().unwrap()]);
+    assert_eq!(out.status(0).json()["files"].as_array().unwrap().len(), 1);
+
+    let out = env.run(&[
+        "validate",
+        "--json",
+        "--settings",
+        good.to_str().unwrap(),
+        "--settings",
+        missing.to_str().unwrap(),
+    ]);
+    let json = out.status(1).json();
+    assert_eq!(json["problems"][0]["kind"], "missing_file");
+    assert_eq!(json["problems"][0]["file"], missing.to_str().unwrap());
+}
+
+#[test]
+fn unusable_files_fail() {
+    let env = Env::new();
+    for (contents, needle) in [
+        ("{\"hooks\": [1]}", "must be an object"),
+        ("{\"hooks\": {\"Stop\": [}", "invalid JSON"),
+        ("[]", "not a JSON object"),
+    ] {
+        env.project_settings(contents);
+        let json = env.run(&["validate", "--json"]).status(1).json();
+        let problem = &json["problems"][0];
+        assert_eq!(problem["kind"], "invalid_file", "{contents}");
+        assert!(problem["path"].is_null());
+        assert!(
+            problem["message"].as_str().unwrap().contains(needle),
+            "{contents}: {problem}"
+        );
+    }
+}
+
+#[test]
+fn program_lookup_follows_path() {
+    let env = Env::new();
+    let bin = env.scratch("bin");
+    env.write(&bin.join("my-linter"), "#!/bin/sh\nexit 0\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            bin.join("my-linter"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    env.project_settings(r#"{"hooks":{"Stop":[{"hooks":[{"command":"my-linter --fix"}]}]}}"#);
+    let out = env.run_env(&["validate", "--json"], &[("PATH", "/nonexistent")]);
+    let json = out.status(1).json();
+    assert_eq!(json["problems"][0]["kind"], "program_not_found");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    env.run_env(&["validate", "--json"], &[("PATH", path.as_str())])
+        .status(0);
+}
+
+#[test]
+fn disabled_handlers_are_not_looked_up() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"Stop":[
+            {"enabled":false,"hooks":[{"command":"levelcode-no-such-program"}]},
+            {"hooks":[{"command":"levelcode-no-such-program-either","enabled":false}]}]}}"#,
+    );
+    env.run(&["validate"]).status(0);
+}

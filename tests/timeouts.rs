@@ -1,0 +1,223 @@
+//! The timeout guarantee (contract §6 "Timeout" and "Leftover descendants"): a handler and
+//! everything it started cost at most its timeout plus about 1.5 s, and nothing of its process
+//! group survives a timeout; background work left after a normal exit is neither waited on nor
+//! killed.
+//!
+//! Bounds are generous (a loaded two-core machine): what matters is that 30-second sleeps never
+//! hold the dispatch.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::{alive, assert_gone, group, read_pids, Test};
+
+/// A timeout of `secs` seconds costs less than this, however the handler behaves.
+fn bound(secs: u64) -> Duration {
+    Duration::from_secs(secs + 6)
+}
+
+/// One `Stop` handler with `command` and `timeout`.
+fn stop_handler(command: &str, timeout: f64) -> Test {
+    Test::new()
+        .project_settings(group(
+            "Stop",
+            None,
+            json!([{"command": command, "timeout": timeout}]),
+        ))
+        .event("Stop")
+}
+
+#[test]
+fn a_plain_sleep_times_out() {
+    let out = stop_handler("echo $$ > pids; exec sleep 30", 1.0)
+        .reap("pids")
+        .run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert_eq!(out.status(), 0, "fail-open");
+    assert_eq!(out.decision(), "proceed");
+    let handler = out.handler(0);
+    assert_eq!(handler["outcome"], "timeout");
+    let message = handler["message"].as_str().unwrap();
+    assert!(message.contains("timed out"), "{message}");
+    let pids = read_pids(&out.project().join("pids"));
+    assert_gone(&pids, pids[0]);
+}
+
+#[test]
+fn a_fractional_timeout_is_honoured() {
+    // Well under the default of 10 s.
+    let out = stop_handler("exec sleep 30", 0.5).run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert_eq!(out.handler(0)["outcome"], "timeout");
+}
+
+#[test]
+fn a_handler_that_ignores_sigterm_is_killed() {
+    let out = stop_handler(
+        "trap '' TERM; echo $$ > pids; sleep 30 & echo $! >> pids; wait; sleep 30",
+        1.0,
+    )
+    .reap("pids")
+    .run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert!(
+        out.elapsed() >= Duration::from_millis(1900),
+        "SIGKILL comes 1 s after SIGTERM: {:?}",
+        out.elapsed()
+    );
+    let handler = out.handler(0);
+    assert_eq!(handler["outcome"], "timeout");
+    assert_eq!(handler["signal"], 9);
+    let pids = read_pids(&out.project().join("pids"));
+    assert_eq!(pids.len(), 2);
+    assert_gone(&pids, pids[0]);
+}
+
+#[test]
+fn a_grandchild_that_keeps_stdout_open_and_ignores_sigterm_is_killed() {
+    let out = stop_handler(
+        "echo $$ > pids; sh -c 'trap \"\" TERM; echo $$ >> pids; exec sleep 30' & exec sleep 30",
+        1.0,
+    )
+    .reap("pids")
+    .run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert_eq!(out.handler(0)["outcome"], "timeout");
+    let pids = read_pids(&out.project().join("pids"));
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    assert_gone(&pids, pids[0]);
+}
+
+#[test]
+fn a_grandchild_that_leaves_the_group_with_stdout_open_does_not_hold_the_dispatch() {
+    let out = stop_handler(
+        "echo $$ > pids; setsid sleep 30 & echo $! > escaped; exec sleep 30",
+        1.0,
+    )
+    .reap("pids")
+    .reap("escaped")
+    .run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert_eq!(out.handler(0)["outcome"], "timeout");
+    let pids = read_pids(&out.project().join("pids"));
+    assert_gone(&pids, pids[0]);
+}
+
+#[test]
+fn a_handler_that_closes_its_output_still_times_out() {
+    let out = stop_handler(
+        "echo $$ > pids; exec >/dev/null 2>&1 </dev/null; exec sleep 30",
+        1.0,
+    )
+    .reap("pids")
+    .run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert_eq!(out.handler(0)["outcome"], "timeout");
+    let pids = read_pids(&out.project().join("pids"));
+    assert_gone(&pids, pids[0]);
+}
+
+#[test]
+fn a_timeout_is_no_block_and_the_chain_goes_on() {
+    let out = Test::new()
+        .project_settings(group(
+            "PreToolUse",
+            None,
+            json!([
+                {"command": "echo '{\"decision\":\"block\"}'; echo no >&2; exec sleep 30", "timeout": 1},
+                {"command": "echo after"},
+            ]),
+        ))
+        .tool_event("PreToolUse", "write_file")
+        .run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert_eq!(out.status(), 0);
+    assert_eq!(out.decision(), "proceed");
+    assert_eq!(out.outcomes(), ["timeout", "proceed"]);
+    assert_eq!(out.stdouts()[1], "after");
+}
+
+#[test]
+fn a_background_process_holding_output_is_neither_waited_on_nor_killed() {
+    let out = stop_handler("sleep 3 & echo $! > bg; echo started; exit 0", 10.0)
+        .reap("bg")
+        .run();
+    let pid = read_pids(&out.project().join("bg"))[0];
+    assert!(alive(pid), "the background process was killed");
+    assert!(
+        out.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        out.elapsed()
+    );
+    assert_eq!(out.status(), 0);
+    let handler = out.handler(0);
+    assert_eq!(handler["outcome"], "proceed");
+    assert_eq!(handler["exit_code"], 0);
+    assert_eq!(handler["stdout"], "started\n");
+    assert!(
+        handler["message"].is_string(),
+        "the message notes the leftover process: {handler}"
+    );
+}
+
+#[test]
+fn a_background_process_with_its_output_redirected_is_neither_waited_on_nor_killed() {
+    let out = stop_handler(
+        "sleep 3 >/dev/null 2>&1 & echo $! > bg; echo started; exit 0",
+        10.0,
+    )
+    .reap("bg")
+    .run();
+    let pid = read_pids(&out.project().join("bg"))[0];
+    assert!(alive(pid), "the background process was killed");
+    assert!(
+        out.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        out.elapsed()
+    );
+    let handler = out.handler(0);
+    assert_eq!(handler["outcome"], "proceed");
+    assert_eq!(handler["stdout"], "started\n");
+    assert_eq!(handler["message"], Value::Null, "nothing held its output");
+}
+
+#[test]
+fn a_blocking_handler_with_a_background_process_still_blocks() {
+    let out = Test::new()
+        .project_settings(group(
+            "PreToolUse",
+            None,
+            json!([{"command": "sleep 3 & echo $! > bg; echo no >&2; exit 2"}]),
+        ))
+        .tool_event("PreToolUse", "write_file")
+        .reap("bg")
+        .run();
+    assert!(
+        out.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        out.elapsed()
+    );
+    assert_eq!(out.status(), 2);
+    assert_eq!(out.json()["reason"], "no");
+}
+
+#[test]
+fn a_handler_that_never_reads_a_large_payload_still_times_out() {
+    let test = Test::new();
+    let filler = "x".repeat(8 << 20);
+    let payload = json!({"event": "Stop", "filler": filler}).to_string();
+    let out = test
+        .project_settings(group(
+            "Stop",
+            None,
+            json!([{"command": "echo $$ > pids; exec sleep 30", "timeout": 1}]),
+        ))
+        .stdin(payload)
+        .reap("pids")
+        .run();
+    assert!(out.elapsed() < bound(1), "{:?}", out.elapsed());
+    assert_eq!(out.handler(0)["outcome"], "timeout");
+    let pids = read_pids(&out.project().join("pids"));
+    assert_gone(&pids, pids[0]);
+}
