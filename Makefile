@@ -1,4 +1,4 @@
-# levelcode-hooks: build, test, lint, install, bench.
+# levelcode-hooks: build, test, lint, install, bench, fuzz, soak.
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.local
 
@@ -23,3 +23,22 @@ example: build
 
 bench:
 	bash benches/run.sh
+
+# Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS; crashes land in fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = payload settings
+
+.PHONY: fuzz soak
+
+fuzz:
+	cargo +nightly fuzz build
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$t; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		cargo +nightly fuzz run $$t fuzz/corpus/$$t fuzz/seeds/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=10 -dict=fuzz/json.dict || exit 1; \
+	done
+
+# 2,000 random dispatches (SOAK_RUNS, SOAK_WORKERS, SOAK_SEED): no process left, no growth.
+soak:
+	$(CARGO) test --test soak -- --ignored --nocapture

@@ -92,8 +92,28 @@ pub enum OutputMode {
     Compact,
 }
 
+/// Parses the command line. Help and version print as usual; any other mistake prints
+/// `{"error": ...}` on stdout (callers read one JSON object on every path) and its explanation on
+/// stderr, and exits 1, never clap's 2, which callers would read as a block.
 pub fn parse() -> Cli {
-    Cli::parse()
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => err.exit(),
+        Err(err) => {
+            let rendered = err.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ")
+                .to_string();
+            let _ = crate::output::write_line(&crate::output::error_json(&format!(
+                "arguments: {first}; see levelcode-hooks --help"
+            )));
+            eprint!("{rendered}");
+            std::process::exit(i32::from(crate::exit::Status::Failure.code()));
+        }
+    }
 }
 
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {

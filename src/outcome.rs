@@ -156,10 +156,10 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
     if !trimmed.starts_with('{') {
         return judgement;
     }
-    let object = match serde_json::from_str::<Value>(trimmed) {
+    let object = match parse_json(trimmed) {
         Ok(Value::Object(object)) => object,
-        Ok(_) | Err(_) => {
-            let why = match serde_json::from_str::<Value>(trimmed) {
+        other => {
+            let why = match other {
                 Err(e) => e.to_string(),
                 Ok(_) => "not an object".into(),
             };
@@ -189,10 +189,82 @@ fn stdout_object(stdout: &str) -> Option<serde_json::Map<String, Value>> {
     if !trimmed.starts_with('{') {
         return None;
     }
-    match serde_json::from_str(trimmed) {
+    match parse_json(trimmed) {
         Ok(Value::Object(object)) => Some(object),
         _ => None,
     }
+}
+
+/// Parses a handler's stdout as JSON.
+///
+/// JavaScript's `JSON.stringify` writes a lone UTF-16 surrogate (a string cut in the middle of
+/// an emoji, say) as an escape such as `\ud83d`, which a Rust string cannot hold. Rather than
+/// lose the whole object (and with it a block), such escapes are read as U+FFFD.
+fn parse_json(text: &str) -> serde_json::Result<Value> {
+    let strict = serde_json::from_str(text);
+    if strict.is_ok() || !text.contains("\\u") {
+        return strict;
+    }
+    match replace_lone_surrogates(text) {
+        Some(repaired) => serde_json::from_str(&repaired).or(strict),
+        None => strict,
+    }
+}
+
+/// `text` with every `\uXXXX` escape of a surrogate that is not half of a pair replaced by
+/// `\ufffd`; `None` when there is none.
+fn replace_lone_surrogates(text: &str) -> Option<String> {
+    fn unit_at(bytes: &[u8], at: usize) -> Option<u16> {
+        if bytes.get(at..at + 2)? != b"\\u" {
+            return None;
+        }
+        let hex = bytes.get(at + 2..at + 6)?;
+        if !hex.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut replaced = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        // Outside strings there are no backslashes, so this starts an escape: `\` and one
+        // character, or `\uXXXX`.
+        let Some(unit) = unit_at(bytes, i) else {
+            i += 2;
+            continue;
+        };
+        let lone = match unit {
+            0xD800..=0xDBFF => match unit_at(bytes, i + 6) {
+                Some(0xDC00..=0xDFFF) => {
+                    i += 12;
+                    continue;
+                }
+                _ => true,
+            },
+            0xDC00..=0xDFFF => true,
+            _ => false,
+        };
+        if lone {
+            // Backslashes are ASCII, so `i` is a character boundary.
+            out.push_str(&text[copied..i]);
+            out.push_str("\\ufffd");
+            copied = i + 6;
+            replaced = true;
+        }
+        i += 6;
+    }
+    if !replaced {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
 }
 
 /// A non-empty string field, trimmed.
@@ -203,4 +275,34 @@ fn string_field(object: &serde_json::Map<String, Value>, key: &str) -> Option<St
 
 pub fn default_reason(label: &str) -> String {
     format!("blocked by PreToolUse hook: {label}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let cases = [
+            (r#"{"r":"a\ud83d"}"#, Some(r#"{"r":"a\ufffd"}"#)),
+            (r#"{"r":"\udc00b"}"#, Some(r#"{"r":"\ufffdb"}"#)),
+            (r#"{"r":"\ud83d\ude00"}"#, None),
+            (r#"{"r":"\ud83d\u0041"}"#, Some(r#"{"r":"\ufffd\u0041"}"#)),
+            (r#"{"r":"\\ud800"}"#, None),
+            (r#"{"r":"\\\ud800"}"#, Some(r#"{"r":"\\\ufffd"}"#)),
+            (r#"{"r":"é\ud800é"}"#, Some(r#"{"r":"é\ufffdé"}"#)),
+            (r#"{"r":"\u00e9"}"#, None),
+            (r#"{"r":"\ud8"}"#, None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(replace_lone_surrogates(text).as_deref(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn stdout_with_a_lone_surrogate_is_still_an_object() {
+        let value = parse_json(r#"{"decision":"block","reason":"no \ud83d"}"#).unwrap();
+        assert_eq!(value["reason"], "no \u{FFFD}");
+        assert!(parse_json(r#"{"a":"\ud800"#).is_err());
+    }
 }

@@ -332,6 +332,35 @@ fn json_of_10000_nested_levels_on_stdout_is_a_warning_not_a_crash() {
     assert_eq!(out.handler(0)["stdout"].as_str().unwrap().len(), 60_001);
 }
 
+/// JavaScript writes a string cut inside an emoji as a lone surrogate escape (`\ud83d`), which
+/// Rust strings cannot hold: payload fields the dispatcher does not read pass through as they
+/// are, and handler output holding one is still read, the half character becoming U+FFFD.
+#[test]
+fn json_block_whose_reason_holds_a_lone_surrogate_still_blocks() {
+    let test = Test::new();
+    let payload = format!(
+        r#"{{"event":"PreToolUse","tool_name":"write_file","tool_input":{{"content":"cut \ud83d"}},"cwd":{}}}"#,
+        json!(test.project())
+    );
+    let out = test
+        .project_file(
+            "block.json",
+            r#"{"decision":"block","reason":"refusing cut \ud83d","additionalContext":"seen \udc00"}"#,
+        )
+        .project_settings(group(
+            "PreToolUse",
+            None,
+            json!([{ "command": "cat > seen.json; cat block.json" }]),
+        ))
+        .stdin(&payload)
+        .run();
+    assert_eq!(out.status(), 2, "{}", out.stdout());
+    let json = out.json();
+    assert_eq!(json["reason"], "refusing cut \u{FFFD}");
+    assert_eq!(json["additionalContext"], "seen \u{FFFD}");
+    assert_eq!(out.project_bytes("seen.json"), payload.as_bytes());
+}
+
 #[test]
 fn command_with_quotes_substitutions_globs_and_newlines_runs_as_sh_runs_it() {
     let out = Test::new()

@@ -600,3 +600,16 @@ fn a_handler_result_carries_every_field() {
     assert_eq!(handler["stdout_truncated"], false);
     assert_eq!(handler["message"], Value::Null);
 }
+
+#[test]
+fn handlers_start_with_the_default_sigpipe() {
+    // A pipeline cut short by `head` ends quietly, as in a terminal.
+    let out = Test::new()
+        .project_settings(on("Stop", "yes | head -n 1"))
+        .event("Stop")
+        .run();
+    let handler = out.handler(0);
+    assert_eq!(handler["outcome"], "proceed");
+    assert_eq!(handler["stdout"], "y\n");
+    assert_eq!(handler["stderr"], "");
+}

@@ -207,13 +207,11 @@ fn handler_extras() -> impl Strategy<Value = Map<String, Value>> {
     })
 }
 
+/// One group: its matcher and its handlers, each with its optional keys.
+type GroupSpec = (Option<String>, Vec<(HandlerSpec, Map<String, Value>)>);
+
 /// A settings file whose shape is right but whose handlers are a mix of valid and broken.
-fn settings_with_handlers() -> impl Strategy<
-    Value = (
-        Vec<(Option<String>, Vec<(HandlerSpec, Map<String, Value>)>)>,
-        bool,
-    ),
-> {
+fn settings_with_handlers() -> impl Strategy<Value = (Vec<GroupSpec>, bool)> {
     let matcher = prop_oneof![
         Just(None),
         Just(Some("write_file|str_replace".to_string())),

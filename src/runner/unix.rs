@@ -22,6 +22,9 @@ use crate::signals;
 /// group to empty.
 const RECHECK: Duration = Duration::from_millis(5);
 
+/// How long after SIGKILL the group may take to disappear before the dispatcher moves on.
+const KILL_SETTLE: Duration = Duration::from_millis(500);
+
 pub fn run(invocation: &Invocation<'_>) -> Finished {
     let start = Instant::now();
     let mut command = command(invocation);
@@ -123,9 +126,13 @@ impl<'a> Session<'a> {
     /// Returns true when nothing more is worth waiting for: output read to its end (or the
     /// leftover wait over) and, after a stop, the group empty or killed.
     fn done(&mut self, now: Instant) -> bool {
-        let group_settled = match self.stopped {
-            None => true,
-            Some(_) => self.killed || !group_alive(self.pgid),
+        // After a stop, wait for the group to be gone; after SIGKILL that takes the kernel a
+        // moment, bounded in case something sits in uninterruptible sleep.
+        let group_settled = match (self.stopped, self.term_sent_at) {
+            (Some(_), Some(term)) => {
+                !group_alive(self.pgid) || (self.killed && now >= term + KILL_GRACE + KILL_SETTLE)
+            }
+            _ => true,
         };
         if !group_settled {
             return false;
@@ -150,10 +157,10 @@ impl<'a> Session<'a> {
         if let Some(term) = self.term_sent_at {
             if !self.killed {
                 earliest(term + KILL_GRACE);
-                if self.status.is_some() {
-                    // Waiting for the rest of the group to go: nothing wakes us when it does.
-                    earliest(now + RECHECK);
-                }
+            }
+            if self.status.is_some() {
+                // Waiting for the rest of the group to go: nothing wakes us when it does.
+                earliest(now + RECHECK);
             }
         }
         if let Some(exited) = self.exited_at {
