@@ -1,8 +1,9 @@
 //! The client of the `serve` benchmark: keeps one `levelcode-hooks serve` running and sends it
 //! one event at a time, as an agent does, timing each from the first byte written to the answer's
-//! newline read. Beside it, the floor: the scenario's handlers spawned by this program directly,
-//! the way the dispatcher spawns them (own process group, payload on a piped stdin, stdout and
-//! stderr piped and read to their end), which is what no dispatcher can avoid.
+//! newline read. Beside it, the floor, what no server can avoid: where handlers run, the
+//! scenario's handlers spawned by this program directly, the way the dispatcher spawns them (own
+//! process group, payload on a piped stdin, stdout and stderr piped and read to their end); where
+//! none runs, the same request's round trip through `cat`.
 //!
 //! Both are measured in interleaved rounds, so a slow moment of the machine lands on both alike.
 //! Prints one JSON object: medians and 95th percentiles per event, in microseconds.
@@ -102,10 +103,17 @@ struct Server {
 }
 
 impl Server {
-    fn start(args: &Args, payload: &[u8]) -> Server {
-        let mut command = Command::new(&args.bin);
+    /// `levelcode-hooks serve`, or with `echo`, `cat`: the same round trip through two pipes
+    /// with nothing done in between, the floor of any server.
+    fn start(args: &Args, payload: &[u8], echo: bool) -> Server {
+        let mut command = if echo {
+            Command::new("cat")
+        } else {
+            let mut command = Command::new(&args.bin);
+            command.arg("serve");
+            command
+        };
         command
-            .arg("serve")
             .current_dir(&args.project)
             .env("HOME", &args.home)
             .stdin(Stdio::piped())
@@ -145,8 +153,8 @@ impl Server {
         took
     }
 
-    /// Returns "ok" when the last answer ran exactly `handlers` handlers, all proceeding; else
-    /// what is wrong.
+    /// Checks that the last answer ran exactly `handlers` handlers, all proceeding; the error
+    /// says what is wrong.
     fn check(&self, handlers: usize) -> Result<(), String> {
         let ran = self.answer.matches("\"outcome\":\"proceed\"").count();
         let matched = self.answer.matches("\"outcome\":").count();
@@ -220,7 +228,8 @@ fn main() {
     let args = parse_args();
     let payload = std::fs::read(&args.payload)
         .unwrap_or_else(|e| fail(&format!("{}: {e}", args.payload)));
-    let mut server = Server::start(&args, &payload);
+    let mut server = Server::start(&args, &payload, false);
+    let mut echo = (args.handlers == 0).then(|| Server::start(&args, &payload, true));
     server.event();
     if let Err(problem) = server.check(args.handlers) {
         fail(&problem);
@@ -228,7 +237,11 @@ fn main() {
     for _ in 0..args.warmup {
         server.event();
     }
-    if args.handlers > 0 {
+    if let Some(echo) = echo.as_mut() {
+        for _ in 0..args.warmup {
+            echo.event();
+        }
+    } else {
         for _ in 0..args.warmup.min(args.floor_events) / 5 + 1 {
             floor_event(&args, &payload);
         }
@@ -242,24 +255,34 @@ fn main() {
         for _ in 0..share(args.events) {
             served.push(micros(server.event()));
         }
-        if args.handlers > 0 {
-            for _ in 0..share(args.floor_events) {
-                floor.push(micros(floor_event(&args, &payload)));
-            }
+        for _ in 0..share(args.floor_events) {
+            floor.push(micros(match echo.as_mut() {
+                Some(echo) => echo.event(),
+                None => floor_event(&args, &payload),
+            }));
         }
     }
     if let Err(problem) = server.check(args.handlers) {
         fail(&problem);
     }
     server.stop();
+    if let Some(echo) = echo {
+        echo.stop();
+    }
 
-    let mut parts = vec![
+    let parts = [
         format!("\"handlers\":{}", args.handlers),
         format!("\"payload_bytes\":{}", payload.trim_ascii().len()),
+        format!(
+            "\"floor_is\":\"{}\"",
+            if args.handlers == 0 {
+                "round trip through cat"
+            } else {
+                "handlers spawned directly"
+            }
+        ),
         stats("serve", served),
+        stats("floor", floor),
     ];
-    if args.handlers > 0 {
-        parts.push(stats("floor", floor));
-    }
     println!("{{{}}}", parts.join(","));
 }
