@@ -23,6 +23,7 @@ example: build
 
 bench:
 	bash benches/run.sh
+	bash benches/serve.sh
 
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS; crashes land in fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
@@ -31,6 +32,7 @@ FUZZ_TARGETS = payload settings
 .PHONY: fuzz soak
 
 fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	cargo +nightly fuzz build
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p fuzz/corpus/$$t; \

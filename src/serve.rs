@@ -34,8 +34,8 @@ use request::{Rejection, Request};
 /// Options of `serve`: the defaults of every request, which a request's `options` override.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
-    /// The project root when a request names none [default: the payload's cwd, else the current
-    /// directory].
+    /// The project root, unless a request's options name one [default: the payload's cwd, else
+    /// the current directory].
     #[arg(long, value_name = "DIR")]
     pub project_dir: Option<PathBuf>,
 
@@ -78,6 +78,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             }
             Next::TooLong(start) => {
                 count += 1;
+                trace.line(format_args!("request {count}: over the size limit"));
                 let message = format!(
                     "request: longer than the limit of {} MiB; the line was skipped",
                     MAX_BYTES >> 20

@@ -28,9 +28,9 @@ struct Entry {
     event: String,
     paths: Vec<LayerPath>,
     stamps: Vec<Stamp>,
-    /// What reading each layer gave; compared again while `recent`.
-    seen: Vec<Seen>,
-    recent: bool,
+    /// While the stamps are recent: what reading each layer gave, to compare with. Dropped once
+    /// they are not, as it is never needed again.
+    recent: Option<Vec<Seen>>,
     groups: Rc<[Group]>,
     /// The warnings reading gave, repeated in every answer that uses these groups.
     warnings: Vec<String>,
@@ -73,8 +73,9 @@ impl Cache {
             trace.line(format_args!("settings changed: reading them again"));
         }
 
+        let recent = stamps.iter().any(|s| s.is_recent(checked_at));
         let mut reader = layers::Reader::default();
-        let mut seen = Vec::with_capacity(paths.len());
+        let mut seen = Vec::with_capacity(if recent { paths.len() } else { 0 });
         let mut read_warnings = Vec::new();
         let groups = dispatch::load_groups_from(
             paths,
@@ -83,7 +84,9 @@ impl Cache {
             trace,
             |layer| {
                 let loaded = reader.read(&layer.path);
-                seen.push(Seen::of(&loaded));
+                if recent {
+                    seen.push(Seen::of(&loaded));
+                }
                 loaded
             },
         );
@@ -94,9 +97,8 @@ impl Cache {
             Entry {
                 event: event.to_string(),
                 paths: paths.to_vec(),
-                recent: stamps.iter().any(|s| s.is_recent(checked_at)),
                 stamps,
-                seen,
+                recent: recent.then_some(seen),
                 groups: Rc::clone(&groups),
                 warnings: read_warnings,
             },
@@ -110,17 +112,17 @@ impl Entry {
     /// Returns true if and only if the layers still read as they did; only compares contents
     /// while the stamps are recent, and stops once they no longer are.
     fn still_current(&mut self, checked_at: SystemTime) -> bool {
-        if !self.recent {
+        let Some(seen) = &self.recent else {
             return true;
-        }
+        };
         let mut reader = layers::Reader::default();
         let same = self
             .paths
             .iter()
-            .zip(&self.seen)
+            .zip(seen)
             .all(|(layer, seen)| Seen::of(&reader.read(&layer.path)) == *seen);
-        if same {
-            self.recent = self.stamps.iter().any(|s| s.is_recent(checked_at));
+        if same && !self.stamps.iter().any(|s| s.is_recent(checked_at)) {
+            self.recent = None;
         }
         same
     }
@@ -283,7 +285,7 @@ mod tests {
         let paths = layer(&file);
         let mut cache = Cache::default();
         assert_eq!(first_label(&mut cache, &paths), "a");
-        assert!(cache.entries[0].recent);
+        assert!(cache.entries[0].recent.is_some());
         // The same size within the same clock tick: the stamps are as they were.
         std::fs::write(&file, TWO).unwrap();
         cache.entries[0].stamps = vec![Stamp::of(&file)];
@@ -300,9 +302,9 @@ mod tests {
         first_label(&mut cache, &paths);
         let entry = &mut cache.entries[0];
         assert!(entry.still_current(SystemTime::now()));
-        assert!(entry.recent);
+        assert!(entry.recent.is_some());
         assert!(entry.still_current(SystemTime::now() + RECENT * 2));
-        assert!(!entry.recent);
+        assert!(entry.recent.is_none(), "what was read is let go");
     }
 
     #[test]
