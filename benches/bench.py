@@ -5,7 +5,8 @@ The floor of a scenario is the process spawns no dispatcher can avoid: its own s
 `/bin/true`) and the handlers it runs, each started alone. Every scenario is timed with
 hyperfine in one run together with its floor commands, in several rounds interleaved across
 scenarios so that a slow moment of the machine lands on all of them alike. The dispatcher's
-own cost is its median minus the floor's, reported as a fraction of one `/bin/true` spawn.
+own cost is its median minus the floor's in the same round, reported (median over rounds) as
+a fraction of one `/bin/true` spawn.
 
 Invoked by `benches/run.sh`, which builds the binaries and finds the tools; this file only
 measures and reports. It exits non-zero only when a scenario could not be measured.
@@ -209,7 +210,8 @@ class Bench:
         self.bin: str = args.bin
         self.dynamic_bin: str | None = args.dynamic_bin
         self.hyperfine: str = args.hyperfine
-        self.samples: dict[tuple[str, str], list[float]] = {}
+        # The median of each command in each round: (scenario, command key) -> {round: seconds}.
+        self.medians: dict[tuple[str, str], dict[int, float]] = {}
         self.failures: list[str] = []
         self.checks: dict[str, str] = {}
         self.scenarios: list[Scenario] = []
@@ -258,8 +260,13 @@ class Bench:
         return scenario
 
     def build(self) -> None:
-        five_commands = [command("true")] + [command(f"true {i}") for i in range(2, 6)]
-        five_argvs = [argv("true")] + [argv("true", str(i)) for i in range(2, 6)]
+        # Five distinct handlers (an identical one would be reported as a duplicate, not run);
+        # each is timed alone too, since `true 2` is not quite `true` (coreutils sets up its
+        # locale when given arguments).
+        five_scripts = ["true"] + [f"true {i}" for i in range(2, 6)]
+        five_argvs = [["true"]] + [["true", str(i)] for i in range(2, 6)]
+        script_floors = {f"sh -c '{c}'": f"/bin/sh -c {shlex.quote(c)}" for c in five_scripts}
+        argv_floors = {" ".join(a): " ".join(a) for a in five_argvs}
         self.scenario(
             "no_match", "no match (3 layers, 15 groups)", project_layer(), None, 0,
             {}, ["/bin/true"], compare=True, minimal=True)
@@ -273,12 +280,12 @@ class Bench:
             {"true": "true"}, ["/bin/true", "true"], compare=True)
         self.scenario(
             "five_command", "five handlers, `command`",
-            project_layer(group("write_file", *five_commands)), None, 5,
-            {"sh -c true": SH_TRUE}, ["/bin/true"] + ["sh -c true"] * 5)
+            project_layer(group("write_file", *(command(c) for c in five_scripts))), None, 5,
+            script_floors, ["/bin/true", *script_floors])
         self.scenario(
             "five_argv", "five handlers, `argv`",
-            project_layer(group("write_file", *five_argvs)), None, 5,
-            {"true": "true"}, ["/bin/true"] + ["true"] * 5)
+            project_layer(group("write_file", *(argv(*a) for a in five_argvs))), None, 5,
+            argv_floors, ["/bin/true", *argv_floors])
         self.scenario(
             "big_config", "big config (1,000 groups in the project layer)",
             big_project_layer(self.args.big_config_groups), None, 1,
@@ -335,14 +342,16 @@ class Bench:
         if proc.returncode != 0:
             self.failures.append(f"{scenario.name}: hyperfine exited {proc.returncode}")
             return
-        for key, result in zip(keys, json.loads(export.read_text())["results"]):
-            self.samples.setdefault((scenario.name, key), []).extend(result["times"])
-        med = {k: statistics.median(self.samples[(scenario.name, k)]) for k in keys}
-        print("   " + ", ".join(f"{k}: {ms(v)}" for k, v in med.items()), flush=True)
+        results = json.loads(export.read_text())["results"]
+        for key, result in zip(keys, results):
+            self.medians.setdefault((scenario.name, key), {})[round_no] = result["median"]
+        print("   " + ", ".join(f"{k}: {ms(r['median'])}" for k, r in zip(keys, results)), flush=True)
 
-    def median(self, scenario: str, key: str) -> float | None:
-        times = self.samples.get((scenario, key))
-        return statistics.median(times) if times else None
+    def by_round(self, scenario: str, *keys: str) -> dict[int, list[float]]:
+        """For each round in which all of `keys` were measured, their medians in that round."""
+        tables = [self.medians.get((scenario, k), {}) for k in keys]
+        rounds = set.intersection(*(set(t) for t in tables)) if tables else set()
+        return {r: [t[r] for t in tables] for r in sorted(rounds)}
 
     # -- peak memory -------------------------------------------------------------------------
 
@@ -495,45 +504,61 @@ class Bench:
         return 1 if self.failures else 0
 
     def summarize(self, big: Scenario, rss: list[int], many: dict | None, counts: dict) -> dict:
+        """Figures are paired by round: a round's dispatcher median is set against the floor
+        measured in the same round, and the table shows the median over rounds of each such
+        figure, so a slow spell of the machine does not land on one side only."""
         rows = []
         for s in self.scenarios:
-            true = self.median(s.name, "/bin/true")
-            parts = [self.median(s.name, k) for k in s.floor]
-            floor = None if None in parts else sum(parts)
             for key in s.dispatchers:
-                t = self.median(s.name, key)
-                if t is None or floor is None:
+                rounds = self.by_round(s.name, key, "/bin/true", *s.floor)
+                if not rounds:
                     continue
+                d = {r: v[0] for r, v in rounds.items()}
+                t = {r: v[1] for r, v in rounds.items()}
+                f = {r: sum(v[2:]) for r, v in rounds.items()}
+                cost = {r: d[r] - f[r] for r in rounds}
                 rows.append({
-                    "scenario": s.name, "title": s.title, "binary": key, "median": t,
-                    "floor": floor, "true": true, "cost": t - floor, "cost_vs_true": (t - floor) / true,
-                    "ratio_vs_floor": t / floor, "samples": len(self.samples[(s.name, key)]),
+                    "scenario": s.name, "title": s.title, "binary": key, "rounds": len(rounds),
+                    "median": median(d), "floor": median(f), "true": median(t),
+                    "cost": median(cost), "cost_by_round": cost, "dispatcher_by_round": d,
+                    "cost_vs_true": spread({r: cost[r] / t[r] for r in rounds}),
+                    "ratio_vs_floor": spread({r: d[r] / f[r] for r in rounds}),
                     "check": self.checks[s.name] if key.startswith("dispatcher") else "",
                 })
         row = {(r["scenario"], r["binary"]): r for r in rows}
         goals = []
 
-        def goal(name: str, value: float | None, limit: float, unit: str) -> None:
-            goals.append({"goal": name, "value": value, "limit": limit, "unit": unit,
-                          "met": None if value is None else value <= limit})
+        def goal(name: str, value: dict | None, limit: float) -> None:
+            goals.append({"goal": name, "value": value, "limit": limit,
+                          "met": None if value is None else value["median"] <= limit})
 
         for name in ("no_match", "one_command", "one_argv"):
             r = row.get((name, "dispatcher"))
-            goal(f"{name}: own cost / one /bin/true", r and r["cost_vs_true"], 0.2, "x")
-        for five, one, handler in (("five_command", "one_command", "sh -c true"), ("five_argv", "one_argv", "true")):
-            r5, r1, own = row.get((five, "dispatcher")), row.get((one, "dispatcher")), self.median(five, handler)
+            goal(f"{name}: own cost / one `/bin/true`", r and r["cost_vs_true"], 0.2)
+        for five, one in (("five_command", "one_command"), ("five_argv", "one_argv")):
+            r5, r1 = row.get((five, "dispatcher")), row.get((one, "dispatcher"))
             value = None
-            if r5 and r1 and own:
-                value = (r5["cost"] - r1["cost"]) / 4 / own
-                r5["extra_handler_overhead"] = value
-            goal(f"{five}: overhead of each extra handler / the handler's own time", value, 0.05, "x")
+            if r5 and r1:
+                # The four handlers added to the one-handler scenario, each timed alone.
+                scenario = next(s for s in self.scenarios if s.name == five)
+                extra = self.by_round(five, *scenario.floor[2:])
+                per_round = {r: (r5["cost_by_round"][r] - r1["cost_by_round"][r]) / 4 / statistics.mean(extra[r])
+                             for r in extra if r in r5["cost_by_round"] and r in r1["cost_by_round"]}
+                value = spread(per_round) if per_round else None
+            goal(f"{five}: each extra handler's overhead / that handler's own time", value, 0.05)
         rb, r1 = row.get(("big_config", "dispatcher")), row.get(("one_command", "dispatcher"))
-        goal("big_config / one_command", rb and r1 and rb["median"] / r1["median"], 1.2, "x")
+        value = None
+        if rb and r1:
+            both = set(rb["dispatcher_by_round"]) & set(r1["dispatcher_by_round"])
+            value = spread({r: rb["dispatcher_by_round"][r] / r1["dispatcher_by_round"][r] for r in both})
+        goal("big_config / one_command", value, 1.2)
         rp = row.get(("big_payload", "dispatcher"))
-        goal("big_payload / its floor", rp and rp["ratio_vs_floor"], 1.3, "x")
+        goal("big_payload / its floor", rp and rp["ratio_vs_floor"], 1.3)
         size = big.payload.stat().st_size
         peak = max(rss) if rss else None
-        goal("big_payload: peak RSS / (2 x payload + 8 MiB)", peak and peak / (2 * size + 8 * MIB), 1.0, "x")
+        limit = 2 * size + 8 * MIB
+        goal("big_payload: peak RSS / (2 x payload + 8 MiB)",
+             peak and {"median": peak / limit, "low": min(rss) / limit, "high": peak / limit}, 1.0)
         return {
             "rows": rows, "goals": goals, "many_events": many, "instructions": counts,
             "big_payload": {"payload_bytes": size, "peak_rss": rss},
@@ -545,6 +570,21 @@ class Bench:
 
 # ---------------------------------------------------------------------------------------------
 # Reporting
+
+
+def median(by_round: dict[int, float]) -> float:
+    return statistics.median(by_round.values())
+
+
+def spread(by_round: dict[int, float]) -> dict:
+    """The median over rounds and the interquartile range (the lowest and highest values when
+    there are fewer than four rounds)."""
+    values = sorted(by_round.values())
+    if len(values) >= 4:
+        low, _, high = statistics.quantiles(values, n=4)
+    else:
+        low, high = values[0], values[-1]
+    return {"median": statistics.median(values), "low": low, "high": high}
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -569,23 +609,29 @@ def machine() -> dict:
             "system": platform.system()}
 
 
+def with_range(value: dict | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value['median']:.2f} ({value['low']:.2f}–{value['high']:.2f})"
+
+
 def render(summary: dict) -> str:
     m = summary["machine"]
     out = [f"Machine: {m['nproc']} CPUs, {m['cpu']}, {m['system']} {m['kernel']}. "
-           f"Binary: {summary['binary']}. Medians of {summary['rounds']} rounds "
-           f"x {summary['runs']} runs ({summary['heavy_runs']} for the big payload). "
+           f"Binary: {summary['binary']}. {summary['rounds']} rounds of {summary['runs']} runs per command "
+           f"({summary['heavy_runs']} for the big payload); each figure is the median over rounds of "
+           f"that round's medians, own cost paired with the floor of the same round. "
            f"Load average {summary['load_average']['start']:.2f} at the start, "
            f"{summary['load_average']['end']:.2f} at the end.", ""]
-    out += ["| scenario | binary | dispatcher | floor | /bin/true | own cost | own cost / `/bin/true` | check |",
+    out += ["| scenario | binary | dispatcher | floor | `/bin/true` | own cost | own cost / `/bin/true` (IQR) | check |",
             "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in summary["rows"]:
         out.append(f"| {r['title']} | {r['binary']} | {ms(r['median'])} | {ms(r['floor'])} | {ms(r['true'])} "
-                   f"| {ms(r['cost'])} | {r['cost_vs_true']:.2f} | {r['check']} |")
-    out += ["", "| goal | measured | limit | met |", "|---|---:|---:|---|"]
+                   f"| {ms(r['cost'])} | {with_range(r['cost_vs_true'])} | {r['check']} |")
+    out += ["", "| goal | measured (IQR over rounds) | limit | met |", "|---|---:|---:|---|"]
     for g in summary["goals"]:
-        value = "n/a" if g["value"] is None else f"{g['value']:.2f}"
         met = {True: "yes", False: "**no**", None: "n/a"}[g["met"]]
-        out.append(f"| {g['goal']} | {value} | {g['limit']} | {met} |")
+        out.append(f"| {g['goal']} | {with_range(g['value'])} | {g['limit']} | {met} |")
     big = summary["big_payload"]
     if big["peak_rss"]:
         out += ["", f"Big payload: {big['payload_bytes'] / MIB:.2f} MiB on stdin, peak RSS of the dispatcher "
@@ -620,10 +666,10 @@ def main() -> int:
     parser.add_argument("--valgrind", help="valgrind, for instruction counts")
     parser.add_argument("--work", type=Path, required=True, help="an empty directory for HOMEs and projects")
     parser.add_argument("--out", type=Path, required=True, help="where results are written")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--runs", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--heavy-runs", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--heavy-runs", type=int, default=8)
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--big-config-groups", type=int, default=1000)
     parser.add_argument("--big-payload-mib", type=int, default=8)

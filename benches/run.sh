@@ -10,7 +10,7 @@
 #   BENCH_BIN=path     measure this binary instead of building one (no dynamic comparison)
 #   BENCH_STATIC_RUSTFLAGS   flags of the static build (default: -C target-feature=+crt-static)
 #   BENCH_QUICK=1      few runs, for checking that the script works
-#   BENCH_ROUNDS, BENCH_RUNS, BENCH_HEAVY_RUNS, BENCH_EVENTS   override the defaults (3, 300, 20, 1000)
+#   BENCH_ROUNDS, BENCH_RUNS, BENCH_HEAVY_RUNS, BENCH_EVENTS   override the defaults (10, 100, 8, 1000)
 #   BENCH_VERBOSE=1    show hyperfine's own output
 set -euo pipefail
 
@@ -136,7 +136,7 @@ if rustc "${minimal_flags[@]}" -C target-feature=+crt-static benches/minimal.rs 
 fi
 
 for b in "$bin" $dynamic_bin; do
-    say "bench: $b: $(file -b "$b" 2>/dev/null | cut -d, -f1-2 || true)"
+    say "bench: $b: $(linkage "$b") ($(file -b "$b" 2>/dev/null | grep -o '[a-z-]* linked' | head -n1 || true))"
     ldd "$b" 2>&1 | sed 's/^/bench:   /' >&2 || true
 done
 
@@ -154,7 +154,7 @@ args=(--bin "$bin" --bin-label "$label" --hyperfine "$hyperfine" --work "$work" 
 [ -z "$gnu_time" ] || args+=(--gnu-time "$gnu_time")
 [ -z "$valgrind" ] || args+=(--valgrind "$valgrind")
 if [ -n "${BENCH_QUICK:-}" ]; then
-    args+=(--rounds 1 --runs 20 --warmup 3 --heavy-runs 3 --events 40)
+    args+=(--rounds 2 --runs 20 --warmup 3 --heavy-runs 3 --events 40)
 fi
 [ -z "${BENCH_ROUNDS:-}" ] || args+=(--rounds "$BENCH_ROUNDS")
 [ -z "${BENCH_RUNS:-}" ] || args+=(--runs "$BENCH_RUNS")

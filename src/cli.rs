@@ -1,5 +1,6 @@
 //! The command line: what each subcommand accepts, and the glue from arguments to work.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -96,6 +97,10 @@ pub enum OutputMode {
 /// `{"error": ...}` on stdout (callers read one JSON object on every path) and its explanation on
 /// stderr, and exits 1, never clap's 2, which callers would read as a block.
 pub fn parse() -> Cli {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if let Some(run) = parse_run_fast(&args) {
+        return Cli { command: None, run };
+    }
     match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => err.exit(),
@@ -116,6 +121,69 @@ pub fn parse() -> Cli {
     }
 }
 
+/// `run`'s own flags, parsed by hand. The dispatcher starts on every tool call, and building
+/// clap's whole command tree (every subcommand and its help) costs more than the rest of a
+/// dispatch that matches no hook. Anything this does not recognise, including a value that looks
+/// like a flag, is left to clap, so help, errors and the other subcommands behave as before.
+pub fn parse_run_fast(args: &[OsString]) -> Option<RunArgs> {
+    let mut run = RunArgs::default();
+    let mut output_given = false;
+    let mut rest = args.iter();
+    let mut pending = rest.next();
+    if pending.is_some_and(|a| a == "run") {
+        pending = rest.next();
+    }
+    while let Some(arg) = pending {
+        let arg = arg.to_str()?;
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value)),
+            _ => (arg, None),
+        };
+        match (flag, inline) {
+            ("--no-project", None) if !run.no_project => run.no_project = true,
+            ("-v" | "--verbose", None) if !run.verbose => run.verbose = true,
+            ("--event" | "--team" | "--output" | "--project-dir" | "--settings", _) => {
+                let text: OsString = match inline {
+                    Some(v) => OsString::from(v),
+                    None => rest
+                        .next()
+                        .filter(|v| !v.to_str().is_some_and(|v| v.starts_with('-')))?
+                        .clone(),
+                };
+                // A flag given twice is clap's error to report.
+                let once = |given: bool| (!given).then_some(());
+                match flag {
+                    "--event" => {
+                        once(run.event.is_some())?;
+                        run.event = Some(text.into_string().ok()?);
+                    }
+                    "--team" => {
+                        once(run.team.is_some())?;
+                        run.team = Some(text.into_string().ok()?);
+                    }
+                    "--output" => {
+                        once(output_given)?;
+                        output_given = true;
+                        run.output = match text.to_str()? {
+                            "full" => OutputMode::Full,
+                            "compact" => OutputMode::Compact,
+                            _ => return None,
+                        }
+                    }
+                    "--project-dir" => {
+                        once(run.project_dir.is_some())?;
+                        run.project_dir = Some(PathBuf::from(text));
+                    }
+                    _ => run.settings.push(PathBuf::from(text)),
+                }
+            }
+            _ => return None,
+        }
+        pending = rest.next();
+    }
+    Some(run)
+}
+
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => dispatch::run_command(&cli.run),
@@ -129,5 +197,62 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Serve(args)) => crate::serve::run(&args),
         Some(Command::Compliance(cmd)) => compliance::run_command(&cmd),
         Some(Command::Completions(args)) => crate::completions::run(&args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand parser and clap agree on every command line the hand parser accepts, and leave
+    /// the rest to clap.
+    #[test]
+    fn fast_path_agrees_with_clap() {
+        let accepted: &[&[&str]] = &[
+            &[],
+            &["run"],
+            &["-v"],
+            &["run", "--event", "Stop", "--no-project", "--verbose"],
+            &[
+                "--settings",
+                "a.json",
+                "--settings=b.json",
+                "--project-dir",
+                "p",
+            ],
+            &["--output", "compact", "--team=t1", "--event=PreToolUse"],
+            &["run", "--output=full", "--project-dir=x y"],
+        ];
+        for args in accepted {
+            let os: Vec<OsString> = args.iter().map(OsString::from).collect();
+            let fast = parse_run_fast(&os).unwrap_or_else(|| panic!("{args:?} not accepted"));
+            let clap =
+                Cli::try_parse_from(std::iter::once("levelcode-hooks").chain(args.iter().copied()))
+                    .unwrap();
+            let slow = match clap.command {
+                Some(Command::Run(run)) => run,
+                None => clap.run,
+                Some(other) => panic!("{other:?}"),
+            };
+            assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{args:?}");
+        }
+        let refused: &[&[&str]] = &[
+            &["--help"],
+            &["-h"],
+            &["--version"],
+            &["list"],
+            &["run", "list"],
+            &["--output", "weird"],
+            &["--event"],
+            &["--event", "--no-project"],
+            &["--event", "a", "--event", "b"],
+            &["-vv"],
+            &["--no-such-flag"],
+            &["--no-project=1"],
+        ];
+        for args in refused {
+            let os: Vec<OsString> = args.iter().map(OsString::from).collect();
+            assert!(parse_run_fast(&os).is_none(), "{args:?} should go to clap");
+        }
     }
 }

@@ -149,9 +149,67 @@ struct Location<'a> {
 }
 
 impl Location<'_> {
-    fn warn(&mut self, path: &str, message: impl fmt::Display) {
+    fn warn(&mut self, path: EntryPath<'_>, message: impl fmt::Display) {
         self.warnings
             .push(format!("{}: {path}: {message}", self.file));
+    }
+}
+
+/// An entry's path such as `hooks.PreToolUse[1].hooks[0].timeout`, written out only when a
+/// warning needs it: formatting it for every entry would cost more than parsing the file.
+#[derive(Clone, Copy)]
+struct EntryPath<'a> {
+    event: &'a str,
+    group: Option<usize>,
+    handler: Option<usize>,
+    key: Option<&'static str>,
+}
+
+impl<'a> EntryPath<'a> {
+    fn event(event: &'a str) -> EntryPath<'a> {
+        EntryPath {
+            event,
+            group: None,
+            handler: None,
+            key: None,
+        }
+    }
+
+    fn group(self, index: usize) -> EntryPath<'a> {
+        EntryPath {
+            group: Some(index),
+            ..self
+        }
+    }
+
+    fn handler(self, index: usize) -> EntryPath<'a> {
+        EntryPath {
+            handler: Some(index),
+            ..self
+        }
+    }
+
+    fn key(self, key: &'static str) -> EntryPath<'a> {
+        EntryPath {
+            key: Some(key),
+            ..self
+        }
+    }
+}
+
+impl fmt::Display for EntryPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hooks.{}", self.event)?;
+        if let Some(group) = self.group {
+            write!(f, "[{group}]")?;
+        }
+        if let Some(handler) = self.handler {
+            write!(f, ".hooks[{handler}]")?;
+        }
+        if let Some(key) = self.key {
+            write!(f, ".{key}")?;
+        }
+        Ok(())
     }
 }
 
@@ -236,10 +294,10 @@ fn parse_event(
     groups: &mut Vec<Group>,
     at: &mut Location<'_>,
 ) {
-    let path = format!("hooks.{event}");
+    let path = EntryPath::event(event);
     let Value::Array(entries) = value else {
         at.warn(
-            &path,
+            path,
             format!(
                 "must be an array of groups like [{{\"matcher\":\"write_file\",\"hooks\":[{{\"command\":\"...\"}}]}}], not {}; event skipped",
                 describe(&value)
@@ -248,8 +306,7 @@ fn parse_event(
         return;
     };
     for (index, entry) in entries.into_iter().enumerate() {
-        let path = format!("{path}[{index}]");
-        if let Some(group) = parse_group(source, event, index, entry, &path, at) {
+        if let Some(group) = parse_group(source, event, index, entry, path.group(index), at) {
             groups.push(group);
         }
     }
@@ -260,7 +317,7 @@ fn parse_group(
     event: &str,
     index: usize,
     entry: Value,
-    path: &str,
+    path: EntryPath<'_>,
     at: &mut Location<'_>,
 ) -> Option<Group> {
     let Value::Object(mut fields) = entry else {
@@ -290,7 +347,7 @@ fn parse_group(
         }
         Some(Value::Array(hooks)) if hooks.is_empty() => {
             at.warn(
-                &format!("{path}.hooks"),
+                path.key("hooks"),
                 "is empty; add a handler like {\"command\":\"...\"}; group skipped",
             );
             return None;
@@ -298,7 +355,7 @@ fn parse_group(
         Some(Value::Array(hooks)) => hooks,
         Some(other) => {
             at.warn(
-                &format!("{path}.hooks"),
+                path.key("hooks"),
                 format!(
                     "must be an array of handlers, not {}; group skipped",
                     describe(&other)
@@ -312,7 +369,7 @@ fn parse_group(
         Some(Value::String(m)) => Some(m),
         Some(other) => {
             at.warn(
-                &format!("{path}.matcher"),
+                path.key("matcher"),
                 format!(
                     "must be a string such as \"write_file|str_replace\", not {}; group skipped",
                     describe(&other)
@@ -321,11 +378,10 @@ fn parse_group(
             return None;
         }
     };
-    let enabled = parse_enabled(fields.get("enabled"), &format!("{path}.enabled"), at);
+    let enabled = parse_enabled(fields.get("enabled"), path.key("enabled"), at);
     let mut handlers = Vec::with_capacity(hooks.len());
     for (h, value) in hooks.into_iter().enumerate() {
-        let hpath = format!("{path}.hooks[{h}]");
-        if let Some(handler) = parse_handler(h, value, &hpath, at) {
+        if let Some(handler) = parse_handler(h, value, path.handler(h), at) {
             handlers.push(handler);
         }
     }
@@ -340,7 +396,7 @@ fn parse_group(
     })
 }
 
-fn parse_enabled(value: Option<&Value>, path: &str, at: &mut Location<'_>) -> bool {
+fn parse_enabled(value: Option<&Value>, path: EntryPath<'_>, at: &mut Location<'_>) -> bool {
     match value {
         None | Some(Value::Null) => true,
         Some(Value::Bool(b)) => *b,
@@ -357,7 +413,12 @@ fn parse_enabled(value: Option<&Value>, path: &str, at: &mut Location<'_>) -> bo
     }
 }
 
-fn parse_handler(index: usize, value: Value, path: &str, at: &mut Location<'_>) -> Option<Handler> {
+fn parse_handler(
+    index: usize,
+    value: Value,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> Option<Handler> {
     let Value::Object(mut fields) = value else {
         at.warn(
             path,
@@ -373,7 +434,7 @@ fn parse_handler(index: usize, value: Value, path: &str, at: &mut Location<'_>) 
         Some(Value::String(t)) if t == "command" => {}
         Some(other) => {
             at.warn(
-                &format!("{path}.type"),
+                path.key("type"),
                 format!(
                     "{} is not a handler type this version runs (only \"command\"); handler skipped",
                     short_json(other)
@@ -402,7 +463,7 @@ fn parse_handler(index: usize, value: Value, path: &str, at: &mut Location<'_>) 
         (Some(Value::String(c)), None) if !c.trim().is_empty() => Program::Shell(c),
         (Some(other), None) => {
             at.warn(
-                &format!("{path}.command"),
+                path.key("command"),
                 format!(
                     "must be a non-empty string, not {}; handler skipped",
                     short_json(&other)
@@ -427,7 +488,7 @@ fn parse_handler(index: usize, value: Value, path: &str, at: &mut Location<'_>) 
         }
         (None, Some(other)) => {
             at.warn(
-                &format!("{path}.argv"),
+                path.key("argv"),
                 format!(
                     "must be a non-empty array of strings, program first, not {}; handler skipped",
                     short_json(&other)
@@ -438,15 +499,15 @@ fn parse_handler(index: usize, value: Value, path: &str, at: &mut Location<'_>) 
     };
     let (secs, problem) = clamp_timeout(fields.get("timeout"));
     if let Some(problem) = problem {
-        at.warn(&format!("{path}.timeout"), problem);
+        at.warn(path.key("timeout"), problem);
     }
-    let enabled = parse_enabled(fields.get("enabled"), &format!("{path}.enabled"), at);
+    let enabled = parse_enabled(fields.get("enabled"), path.key("enabled"), at);
     let name = match fields.remove("name") {
         None | Some(Value::Null) => None,
         Some(Value::String(n)) if !n.trim().is_empty() => Some(n),
         Some(other) => {
             at.warn(
-                &format!("{path}.name"),
+                path.key("name"),
                 format!(
                     "must be a non-empty string, not {}; ignored",
                     short_json(&other)
