@@ -2,10 +2,26 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.local
 
-.PHONY: build test lint install bench example
+.PHONY: build static test lint install bench example
+
+# The host triple; on Linux with glibc `make static` links the C library in and skips position
+# independence, so the dispatcher starts about as fast as /bin/true (see docs/BENCHMARKS.md).
+# The flags are scoped to an explicit --target so that build scripts and proc-macro crates,
+# which cannot be static, are built as usual.
+HOST := $(shell rustc -vV | sed -n 's/^host: //p')
+STATIC_ENV := CARGO_TARGET_$(shell printf '%s' '$(HOST)' | tr 'a-z-' 'A-Z_')_RUSTFLAGS
 
 build:
 	$(CARGO) build --release
+
+ifneq (,$(findstring linux-gnu,$(HOST)))
+RELEASE_BIN := target/$(HOST)/release/levelcode-hooks
+static:
+	$(STATIC_ENV)='-C target-feature=+crt-static -C relocation-model=static' $(CARGO) build --release --target $(HOST)
+else
+RELEASE_BIN := target/release/levelcode-hooks
+static: build
+endif
 
 test:
 	$(CARGO) test --all-targets
@@ -14,9 +30,9 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-install: build
+install: static
 	install -d $(PREFIX)/bin
-	install -m 0755 target/release/levelcode-hooks $(PREFIX)/bin/levelcode-hooks
+	install -m 0755 $(RELEASE_BIN) $(PREFIX)/bin/levelcode-hooks
 
 example: build
 	bash fixtures/example/run.sh

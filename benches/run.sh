@@ -8,7 +8,7 @@
 #
 # Knobs (environment):
 #   BENCH_BIN=path     measure this binary instead of building one (no dynamic comparison)
-#   BENCH_STATIC_RUSTFLAGS   flags of the static build (default: -C target-feature=+crt-static)
+#   BENCH_STATIC_RUSTFLAGS   flags of the static build (default: -C target-feature=+crt-static -C relocation-model=static, as make static)
 #   BENCH_QUICK=1      few runs, for checking that the script works
 #   BENCH_ROUNDS, BENCH_RUNS, BENCH_HEAVY_RUNS, BENCH_EVENTS   override the defaults (10, 100, 8, 1000)
 #   BENCH_VERBOSE=1    show hyperfine's own output
@@ -106,7 +106,7 @@ else
     case "$host" in
         *-linux-gnu*)
             var="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-            static_flags=${BENCH_STATIC_RUSTFLAGS:--C target-feature=+crt-static}
+            static_flags=${BENCH_STATIC_RUSTFLAGS:--C target-feature=+crt-static -C relocation-model=static}
             say "bench: $var='$static_flags' cargo build --release --target $host"
             if env "$var=$static_flags" cargo build --release --target "$host" >&2; then
                 static_bin=$target/$host/release/levelcode-hooks

@@ -68,7 +68,7 @@ pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// The project root: `--project-dir`, else the payload's `cwd`, else the current directory,
 /// made absolute.
 pub fn project_root(payload: &Payload, options: &Options) -> PathBuf {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let cwd = environment::start_dir();
     let chosen = options
         .project_dir
         .clone()
@@ -201,6 +201,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         let paths = layer_paths(&root, options, &mut report.warnings);
         let groups = groups(&paths, &mut report.warnings);
         run_chain(payload, &root, &groups, &mut report, trace);
+        runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
     report
@@ -216,7 +217,7 @@ pub fn run_chain(
 ) {
     let kind = payload.kind;
     let tool = payload.tool_name.as_deref();
-    let mut input: Option<Vec<u8>> = None;
+    let mut input: Option<std::borrow::Cow<[u8]>> = None;
     let mut env: Option<Vec<(&'static str, String)>> = None;
     let mut already_run: HashSet<&Program> = HashSet::new();
     let mut dir: Option<PathBuf> = None;
@@ -227,7 +228,16 @@ pub fn run_chain(
             continue;
         }
         if let (true, Some(tool)) = (kind.is_tool_event(), tool) {
-            match group.compiled_matcher() {
+            let ruled_out = group
+                .matcher
+                .as_deref()
+                .is_some_and(|m| crate::matcher::ruled_out(m, tool));
+            let compiled = if ruled_out {
+                &Ok(crate::matcher::Matcher::Names(Vec::new()))
+            } else {
+                group.compiled_matcher()
+            };
+            match compiled {
                 Ok(matcher) if matcher.matches(tool) => {}
                 Ok(_) => {
                     trace.line(format_args!(
@@ -342,7 +352,7 @@ fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
     if root.is_dir() {
         return root.to_path_buf();
     }
-    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let here = environment::start_dir();
     warnings.push(format!(
         "project directory {} does not exist; handlers run in {} instead",
         root.display(),

@@ -1,5 +1,8 @@
 //! The environment switches the dispatcher obeys (contract §6), read in one place.
 
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
 /// A dispatcher started at this depth or deeper runs nothing.
 pub const MAX_DEPTH: u32 = 4;
 
@@ -27,6 +30,16 @@ pub fn depth() -> u32 {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// The directory the dispatcher was started in. Relative paths (`--settings`, `--project-dir`, a
+/// relative `cwd`) resolve against it, even while the runner has moved the process into a
+/// project root to start handlers.
+pub fn start_dir() -> PathBuf {
+    static START: OnceLock<PathBuf> = OnceLock::new();
+    START
+        .get_or_init(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
+        .clone()
 }
 
 /// The team for the compliance log from the environment, when set.

@@ -98,7 +98,7 @@ pub struct Inspection {
 pub fn root_without_payload(options: &Options) -> PathBuf {
     match Payload::parse(b"{}".to_vec(), Some("SessionStart")) {
         Ok(payload) => dispatch::project_root(&payload, options),
-        Err(_) => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        Err(_) => crate::environment::start_dir(),
     }
 }
 

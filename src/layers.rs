@@ -100,7 +100,7 @@ pub fn standard(
 
 /// The `--settings` files in order, made absolute so results name them unambiguously.
 pub fn from_cli(files: &[PathBuf]) -> Vec<LayerPath> {
-    let cwd = std::env::current_dir().ok();
+    let cwd = Some(crate::environment::start_dir());
     files
         .iter()
         .map(|path| LayerPath {

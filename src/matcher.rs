@@ -60,6 +60,83 @@ impl Matcher {
     }
 }
 
+/// Characters that end a run of literal text in a pattern.
+const META: &[char] = &[
+    '\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '|', '^', '$',
+];
+
+/// Returns true if and only if the regex `pattern` certainly cannot match `tool`, judged from
+/// the literal text it anchors at the start (`^write_`) or the end (`_file$`), without compiling
+/// it: compiling one regex costs more than a whole dispatch that matches nothing, and most
+/// regex matchers are anchored literals. A pattern with an alternation or flags, or one that is
+/// not valid (its group must still be warned about), is never ruled out.
+pub fn ruled_out(pattern: &str, tool: &str) -> bool {
+    if pattern.is_empty() || pattern == "*" || is_name_list(pattern) {
+        return false;
+    }
+    if pattern.contains("(?") || has_top_level_alternation(pattern) {
+        return false;
+    }
+    let by_prefix = pattern
+        .strip_prefix('^')
+        .is_some_and(|rest| !tool.starts_with(literal_prefix(rest)));
+    let by_suffix = pattern
+        .strip_suffix('$')
+        .filter(|rest| !rest.ends_with('\\'))
+        .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)));
+    (by_prefix || by_suffix) && regex_syntax::Parser::new().parse(pattern).is_ok()
+}
+
+/// Returns true if and only if `pattern` has a `|` outside every group and class, which makes
+/// its anchors apply to one branch only.
+fn has_top_level_alternation(pattern: &str) -> bool {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The literal text a pattern starts with, less a last character that a quantifier makes optional.
+fn literal_prefix(rest: &str) -> &str {
+    let end = rest.find(META).unwrap_or(rest.len());
+    let literal = &rest[..end];
+    if rest[end..].starts_with(['?', '*', '{']) {
+        let mut chars = literal.chars();
+        chars.next_back();
+        return chars.as_str();
+    }
+    literal
+}
+
+/// The literal text a pattern ends with, less a first character that an escape makes special.
+fn literal_suffix(rest: &str) -> &str {
+    match rest.rfind(META) {
+        None => rest,
+        Some(i) => {
+            let literal = &rest[i + 1..];
+            if rest.as_bytes()[i] == b'\\' {
+                let mut chars = literal.chars();
+                chars.next();
+                return chars.as_str();
+            }
+            literal
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +171,82 @@ mod tests {
         assert!(!m(Some("^read"), "code_read"));
         assert!(m(Some("mcp__.*"), "x_mcp__server"));
         assert!(!m(Some("Write.*"), "write_file"));
+    }
+
+    /// Whatever `ruled_out` says, compiling the regex agrees whenever it rules a tool out.
+    #[test]
+    fn ruled_out_agrees_with_the_regex() {
+        let patterns = [
+            "^write_",
+            "^write_.*",
+            "_file$",
+            "^ab?c",
+            "^ab+",
+            "^a{2}b",
+            "x\\d$",
+            "a\\.b$",
+            "^mcp__github__.*",
+            "^(?i)WRITE",
+            "(?i)file$",
+            "^read|write$",
+            "^é.*",
+            "files?$",
+            "^\\w+_file$",
+            "^[rw]",
+            "code_search$",
+            "^$",
+            "^str_replace$",
+            "^foo(",
+            "^mcp__[a-z_]+__(delete|drop)_[a-z_]+$",
+            "(delete|drop)_table_5$",
+            "^[|]x",
+            "^a\\|b",
+            "^browser_(navigate|click|type)$",
+            "^(read|write)_file$",
+            "x(a|b)|^write",
+        ];
+        let tools = [
+            "write_file",
+            "read_files",
+            "str_replace",
+            "mcp__github__x",
+            "abc",
+            "aab",
+            "ac",
+            "x1",
+            "xd",
+            "a.b",
+            "WRITE_FILE",
+            "é_x",
+            "code_search",
+            "",
+            "file",
+        ];
+        for pattern in patterns {
+            for tool in tools {
+                if ruled_out(pattern, tool) {
+                    let re = Regex::new(pattern).unwrap();
+                    assert!(
+                        !re.is_match(tool),
+                        "{pattern:?} ruled out {tool:?} but matches"
+                    );
+                }
+            }
+        }
+        assert!(ruled_out("^write_", "read_files"));
+        assert!(ruled_out("_file$", "read_files"));
+        assert!(ruled_out("^mcp__github__.*", "write_file"));
+        assert!(
+            !ruled_out("^foo(", "write_file"),
+            "an invalid regex is left to be warned about"
+        );
+        assert!(!ruled_out("^(?i)WRITE", "write_file"));
+        assert!(ruled_out("^browser_(navigate|click|type)$", "write_file"));
+        assert!(ruled_out("(delete|drop)_table_5$", "write_file"));
+        assert!(
+            !ruled_out("^read_x|write_file", "write_file"),
+            "top-level alternation"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The event payload read on stdin (contract §2): its limits, the fields the dispatcher needs, and
 //! the exact bytes handlers receive.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
@@ -212,7 +213,7 @@ impl Payload {
 
     /// The bytes handlers read on stdin: the payload unchanged, with `event` and `cwd` appended
     /// when it lacks them (`cwd` is the project root).
-    pub fn handler_input(&self, project_root: &Path) -> Vec<u8> {
+    pub fn handler_input(&self, project_root: &Path) -> Cow<'_, [u8]> {
         let mut extra = Vec::new();
         if !self.has_event {
             extra.push(("event", self.event.clone()));
@@ -221,7 +222,8 @@ impl Payload {
             extra.push(("cwd", project_root.to_string_lossy().into_owned()));
         }
         if extra.is_empty() {
-            return self.raw.clone();
+            // Borrowed: a payload of many MiB is not copied.
+            return Cow::Borrowed(&self.raw);
         }
         // The raw payload is a valid object, so it ends in `}`.
         let body = &self.raw[..self.raw.len() - 1];
@@ -240,7 +242,7 @@ impl Payload {
             );
         }
         out.push(b'}');
-        out
+        Cow::Owned(out)
     }
 }
 
@@ -372,12 +374,12 @@ mod tests {
     fn event_and_cwd_are_appended_in_order() {
         let p = parse(r#" {"tool_name":"x","event":"PreToolUse"} "#).unwrap();
         assert_eq!(
-            p.handler_input(Path::new("/p")),
+            &*p.handler_input(Path::new("/p")),
             br#"{"tool_name":"x","event":"PreToolUse","cwd":"/p"}"#
         );
         let p = Payload::parse(b"{ }".to_vec(), Some("Stop")).unwrap();
         assert_eq!(
-            p.handler_input(Path::new("/p")),
+            &*p.handler_input(Path::new("/p")),
             br#"{ "event":"Stop","cwd":"/p"}"#
         );
     }
@@ -387,7 +389,7 @@ mod tests {
         let p = parse(r#"{"hook_event_name":"Stop","cwd":"/x"}"#).unwrap();
         assert_eq!(p.event, "Stop");
         assert_eq!(
-            p.handler_input(Path::new("/p")),
+            &*p.handler_input(Path::new("/p")),
             br#"{"hook_event_name":"Stop","cwd":"/x","event":"Stop"}"#
         );
     }

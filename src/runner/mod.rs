@@ -80,6 +80,11 @@ impl Finished {
     }
 }
 
+/// Moves the process back to the directory it started in, after a chain of handlers.
+pub fn restore_dir() {
+    os::restore_dir();
+}
+
 /// Runs one handler to its end; never fails (a failure to start is an [`Ending`]).
 pub fn run(invocation: &Invocation<'_>) -> Finished {
     os::run(invocation)
@@ -103,8 +108,10 @@ fn command(invocation: &Invocation<'_>) -> Command {
             command
         }
     };
+    if !os::enter_dir(invocation.dir) {
+        command.current_dir(invocation.dir);
+    }
     command
-        .current_dir(invocation.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
