@@ -2,7 +2,6 @@
 //! the exact bytes handlers receive.
 
 use std::borrow::Cow;
-use std::io::Read;
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
@@ -83,7 +82,6 @@ fn present<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Error> 
 pub fn read_stdin() -> Result<Vec<u8>, ReadError> {
     let mut stdin = std::io::stdin().lock();
     let mut buf = Vec::with_capacity(16 * 1024);
-    let mut chunk = vec![0u8; 64 * 1024];
     loop {
         if let Some(sig) = crate::signals::received() {
             return Err(ReadError::Interrupted(sig));
@@ -92,16 +90,15 @@ pub fn read_stdin() -> Result<Vec<u8>, ReadError> {
         if let Some(sig) = crate::signals::received() {
             return Err(ReadError::Interrupted(sig));
         }
-        match stdin.read(&mut chunk) {
+        match read_more(&mut stdin, &mut buf) {
             Ok(0) => return Ok(buf),
-            Ok(n) => {
-                if buf.len() + n > MAX_BYTES {
+            Ok(_) => {
+                if buf.len() > MAX_BYTES {
                     return Err(ReadError::Invalid(format!(
                         "payload: larger than the limit of {} MiB; send less on stdin",
                         MAX_BYTES >> 20
                     )));
                 }
-                buf.extend_from_slice(&chunk[..n]);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -111,6 +108,35 @@ pub fn read_stdin() -> Result<Vec<u8>, ReadError> {
             }
         }
     }
+}
+
+/// Reads once, appending to `buf` without zeroing its spare room first (a payload is usually a
+/// few KiB, sometimes many MiB: neither should pay for clearing buffers).
+#[cfg(unix)]
+fn read_more(_stdin: &mut std::io::StdinLock<'_>, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    if buf.capacity() - buf.len() < 16 * 1024 {
+        buf.reserve(buf.len().max(64 * 1024));
+    }
+    let spare = buf.spare_capacity_mut();
+    // SAFETY: read(2) writes at most `spare.len()` bytes into memory we own, and `set_len` then
+    // covers exactly the bytes it reported written.
+    let n = unsafe { libc::read(0, spare.as_mut_ptr().cast(), spare.len()) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let n = n.unsigned_abs();
+    // SAFETY: see above; `n` is at most the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+#[cfg(not(unix))]
+fn read_more(stdin: &mut std::io::StdinLock<'_>, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut chunk = [0u8; 16 * 1024];
+    let n = stdin.read(&mut chunk)?;
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(n)
 }
 
 #[derive(Debug)]
