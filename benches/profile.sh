@@ -7,7 +7,8 @@
 #   bash benches/profile.sh BINARY     # profiles BINARY as it is (symbols only if it has them)
 #
 # Reports go to target/bench/profile/ (or $CARGO_TARGET_DIR/bench/profile/); a short digest is
-# printed. Scenarios: no_match, one_command, one_argv, big_config (override with SCENARIOS=...).
+# printed. Scenarios: no_match, one_command, one_argv, big_config (override with SCENARIOS=...;
+# the others are five_command, five_argv, big_payload). PROFILE_RUSTFLAGS: flags of the build.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,8 +26,10 @@ else
     # otherwise the binary `make bench` measures.
     host=$(rustc -vV | sed -n 's/^host: //p')
     var="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
+    # The flags of `make static` (non-PIE, statically linked), unless PROFILE_RUSTFLAGS says otherwise.
     flags=""
-    case "$host" in *-linux-gnu*) flags="-C target-feature=+crt-static" ;; esac
+    case "$host" in *-linux-gnu*) flags="-C target-feature=+crt-static -C relocation-model=static" ;; esac
+    flags=${PROFILE_RUSTFLAGS:-$flags}
     say "profile: building with symbols into $target/profile-build"
     env "$var=$flags" CARGO_PROFILE_RELEASE_STRIP=false CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
         cargo build --release --target "$host" --target-dir "$target/profile-build" >&2

@@ -61,6 +61,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub event: Option<String>,
 
+    #[command(flatten)]
+    pub dispatch: DispatchArgs,
+}
+
+/// The options of every subcommand that dispatches (`run`, `test`, `serve`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct DispatchArgs {
     /// The project root [default: the payload's cwd, else the current directory].
     #[arg(long, value_name = "DIR")]
     pub project_dir: Option<PathBuf>,
@@ -84,6 +91,18 @@ pub struct RunArgs {
     /// Write a readable trace of the dispatch to stderr.
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+impl DispatchArgs {
+    /// The options that shape a dispatch.
+    pub fn options(&self) -> dispatch::Options {
+        dispatch::Options {
+            project_dir: self.project_dir.clone(),
+            settings: self.settings.clone(),
+            no_project: self.no_project,
+            team: self.team.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -140,8 +159,8 @@ pub fn parse_run_fast(args: &[OsString]) -> Option<RunArgs> {
             _ => (arg, None),
         };
         match (flag, inline) {
-            ("--no-project", None) if !run.no_project => run.no_project = true,
-            ("-v" | "--verbose", None) if !run.verbose => run.verbose = true,
+            ("--no-project", None) if !run.dispatch.no_project => run.dispatch.no_project = true,
+            ("-v" | "--verbose", None) if !run.dispatch.verbose => run.dispatch.verbose = true,
             ("--event" | "--team" | "--output" | "--project-dir" | "--settings", _) => {
                 let text: OsString = match inline {
                     Some(v) => OsString::from(v),
@@ -158,23 +177,23 @@ pub fn parse_run_fast(args: &[OsString]) -> Option<RunArgs> {
                         run.event = Some(text.into_string().ok()?);
                     }
                     "--team" => {
-                        once(run.team.is_some())?;
-                        run.team = Some(text.into_string().ok()?);
+                        once(run.dispatch.team.is_some())?;
+                        run.dispatch.team = Some(text.into_string().ok()?);
                     }
                     "--output" => {
                         once(output_given)?;
                         output_given = true;
-                        run.output = match text.to_str()? {
+                        run.dispatch.output = match text.to_str()? {
                             "full" => OutputMode::Full,
                             "compact" => OutputMode::Compact,
                             _ => return None,
                         }
                     }
                     "--project-dir" => {
-                        once(run.project_dir.is_some())?;
-                        run.project_dir = Some(PathBuf::from(text));
+                        once(run.dispatch.project_dir.is_some())?;
+                        run.dispatch.project_dir = Some(PathBuf::from(text));
                     }
-                    _ => run.settings.push(PathBuf::from(text)),
+                    _ => run.dispatch.settings.push(PathBuf::from(text)),
                 }
             }
             _ => return None,

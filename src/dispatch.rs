@@ -27,22 +27,11 @@ pub struct Options {
     pub team: Option<String>,
 }
 
-impl Options {
-    pub fn from_args(args: &RunArgs) -> Options {
-        Options {
-            project_dir: args.project_dir.clone(),
-            settings: args.settings.clone(),
-            no_project: args.no_project,
-            team: args.team.clone(),
-        }
-    }
-}
-
 /// `levelcode-hooks run`: stdin to stdout, with the exit status the caller acts on.
 pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
     signals::install();
     let started = Instant::now();
-    let trace = Trace::new(args.verbose);
+    let trace = Trace::new(args.dispatch.verbose);
     let bytes = match payload::read_stdin() {
         Ok(bytes) => bytes,
         Err(ReadError::Interrupted(sig)) => {
@@ -52,7 +41,7 @@ pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 "interrupted by {} while reading the payload; no handler ran",
                 signals::name(sig)
             ));
-            return output::print_report(&report, args.output, &trace);
+            return output::print_report(&report, args.dispatch.output, &trace);
         }
         Err(ReadError::Invalid(message)) => return output::print_error(&message),
     };
@@ -60,9 +49,9 @@ pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Ok(payload) => payload,
         Err(message) => return output::print_error(&message),
     };
-    let mut report = dispatch(&payload, &Options::from_args(args), &trace, started);
+    let mut report = dispatch(&payload, &args.dispatch.options(), &trace, started);
     crate::exec_log::append(&mut report);
-    output::print_report(&report, args.output, &trace)
+    output::print_report(&report, args.dispatch.output, &trace)
 }
 
 /// The project root: `--project-dir`, else the payload's `cwd`, else the current directory,

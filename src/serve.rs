@@ -12,7 +12,6 @@ mod lines;
 mod request;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -20,7 +19,6 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::value::RawValue;
 
-use crate::cli::OutputMode;
 use crate::dispatch::{self, Options};
 use crate::exit::Status;
 use crate::output::{self, Trace};
@@ -34,37 +32,15 @@ use request::{Rejection, Request};
 /// Options of `serve`: the defaults of every request, which a request's `options` override.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
-    /// The project root, unless a request's options name one [default: the payload's cwd, else
-    /// the current directory].
-    #[arg(long, value_name = "DIR")]
-    pub project_dir: Option<PathBuf>,
-
-    /// Use exactly these settings files, in this order, instead of the three standard layers.
-    #[arg(long = "settings", value_name = "FILE")]
-    pub settings: Vec<PathBuf>,
-
-    /// Skip the project layer in every request; a request cannot turn it back on.
-    #[arg(long)]
-    pub no_project: bool,
-
-    /// The team whose compliance log records PostToolUse events.
-    #[arg(long, value_name = "NAME")]
-    pub team: Option<String>,
-
-    /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
-    #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
-    pub output: OutputMode,
-
-    /// Write a readable trace of every dispatch to stderr.
-    #[arg(short, long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub dispatch: crate::cli::DispatchArgs,
 }
 
 /// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N, after answering
 /// the request in progress).
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
-    let trace = Trace::new(args.verbose);
+    let trace = Trace::new(args.dispatch.verbose);
     let mut cache = Cache::default();
     let mut lines = Lines::new(std::io::stdin().lock(), Some(0));
     let mut stdout = std::io::stdout().lock();
@@ -111,10 +87,14 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
         payload,
     } = request;
     let options = Options {
-        project_dir: asked.project_dir.or_else(|| args.project_dir.clone()),
-        settings: asked.settings.unwrap_or_else(|| args.settings.clone()),
-        no_project: args.no_project || asked.no_project.unwrap_or(false),
-        team: asked.team.or_else(|| args.team.clone()),
+        project_dir: asked
+            .project_dir
+            .or_else(|| args.dispatch.project_dir.clone()),
+        settings: asked
+            .settings
+            .unwrap_or_else(|| args.dispatch.settings.clone()),
+        no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
+        team: asked.team.or_else(|| args.dispatch.team.clone()),
     };
     let mut report =
         dispatch::dispatch_with(&payload, &options, trace, started, |paths, warnings| {
@@ -122,7 +102,10 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
         });
     crate::exec_log::append(&mut report);
     trace.summary(&report);
-    with_id(report.to_json(asked.output.unwrap_or(args.output)), id)
+    with_id(
+        report.to_json(asked.output.unwrap_or(args.dispatch.output)),
+        id,
+    )
 }
 
 /// A JSON object's text with `"id"` added last when there is one, and a newline.

@@ -14,7 +14,6 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::cli::OutputMode;
 use crate::dispatch::{self, Options};
 use crate::inspect;
 use crate::list::{self, HandlerJson, Planned, Verdict};
@@ -57,29 +56,8 @@ pub struct TestArgs {
     #[arg(long, requires = "dry_run")]
     pub json: bool,
 
-    /// The project root [default: --cwd, else the current directory].
-    #[arg(long, value_name = "DIR")]
-    pub project_dir: Option<PathBuf>,
-
-    /// Use exactly these settings files, in this order, instead of the three standard layers.
-    #[arg(long = "settings", value_name = "FILE")]
-    pub settings: Vec<PathBuf>,
-
-    /// Skip the project layer (also LEVELCODE_HOOKS_NO_PROJECT=1).
-    #[arg(long)]
-    pub no_project: bool,
-
-    /// The team whose compliance log records PostToolUse events.
-    #[arg(long, value_name = "NAME")]
-    pub team: Option<String>,
-
-    /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
-    #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
-    pub output: OutputMode,
-
-    /// Write a readable trace of the dispatch to stderr [default: on when stderr is a terminal].
-    #[arg(short, long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub dispatch: crate::cli::DispatchArgs,
 }
 
 pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
@@ -93,19 +71,14 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
         Ok(payload) => payload,
         Err(message) => return output::print_error(&message),
     };
-    let options = Options {
-        project_dir: args.project_dir.clone(),
-        settings: args.settings.clone(),
-        no_project: args.no_project,
-        team: args.team.clone(),
-    };
+    let options = args.dispatch.options();
     if args.dry_run {
         return dry_run(&payload, &options, args.json);
     }
-    let trace = Trace::new(args.verbose || std::io::stderr().is_terminal());
+    let trace = Trace::new(args.dispatch.verbose || std::io::stderr().is_terminal());
     let mut report = dispatch::dispatch(&payload, &options, &trace, started);
     crate::exec_log::append(&mut report);
-    output::print_report(&report, args.output, &trace)
+    output::print_report(&report, args.dispatch.output, &trace)
 }
 
 /// The payload the flags describe: `event`, `tool_name`, `tool_input`, `tool_result` and `cwd`,
