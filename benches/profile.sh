@@ -16,6 +16,8 @@ target=${CARGO_TARGET_DIR:-target}
 out=$target/bench/profile
 scenarios=${SCENARIOS:-no_match one_command one_argv big_config}
 mkdir -p "$out"
+# Absolute: the scenarios run from inside their projects.
+out=$(cd "$out" && pwd)
 
 say() { printf '%s\n' "$*" >&2; }
 
