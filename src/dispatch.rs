@@ -217,11 +217,7 @@ pub fn run_chain(
             continue;
         }
         if let (true, Some(tool)) = (kind.is_tool_event(), tool) {
-            let ruled_out = group
-                .matcher
-                .as_deref()
-                .is_some_and(|m| crate::matcher::ruled_out(m, tool));
-            let compiled = if ruled_out {
+            let compiled = if group.ruled_out(tool) {
                 &Ok(crate::matcher::Matcher::Names(Vec::new()))
             } else {
                 group.compiled_matcher()

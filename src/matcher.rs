@@ -65,12 +65,19 @@ const META: &[char] = &[
     '\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '|', '^', '$',
 ];
 
-/// Returns true if and only if the regex `pattern` certainly cannot match `tool`, judged from
-/// the literal text it anchors at the start (`^write_`) or the end (`_file$`), without compiling
-/// it: compiling one regex costs more than a whole dispatch that matches nothing, and most
-/// regex matchers are anchored literals. A pattern with an alternation or flags, or one that is
-/// not valid (its group must still be warned about), is never ruled out.
+/// Returns true if and only if the regex `pattern` certainly cannot match `tool`: see
+/// [`anchors_rule_out`]; a pattern that does not parse is never ruled out, since its group must
+/// still be warned about.
 pub fn ruled_out(pattern: &str, tool: &str) -> bool {
+    anchors_rule_out(pattern, tool) && parses(pattern)
+}
+
+/// Returns true if and only if the literal text that `pattern` anchors at the start (`^write_`)
+/// or the end (`_file$`) rules out `tool`, judged without compiling anything: compiling one regex
+/// costs more than a whole dispatch that matches nothing, and most regex matchers are anchored
+/// literals. A pattern with a top-level alternation or flags is never ruled out. Whether the
+/// pattern is valid at all is [`parses`]' question.
+pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
     if pattern.is_empty() || pattern == "*" || is_name_list(pattern) {
         return false;
     }
@@ -84,7 +91,16 @@ pub fn ruled_out(pattern: &str, tool: &str) -> bool {
         .strip_suffix('$')
         .filter(|rest| !rest.ends_with('\\'))
         .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)));
-    (by_prefix || by_suffix) && regex_syntax::Parser::new().parse(pattern).is_ok()
+    by_prefix || by_suffix
+}
+
+/// Returns true if and only if `pattern` is valid regex syntax. Only the syntax tree is built,
+/// which is a fraction of the cost of compiling; the rare errors that only compilation finds
+/// (an unknown Unicode class name, say) are then reported by the groups that do get compiled.
+pub fn parses(pattern: &str) -> bool {
+    regex_syntax::ast::parse::Parser::new()
+        .parse(pattern)
+        .is_ok()
 }
 
 /// Returns true if and only if `pattern` has a `|` outside every group and class, which makes

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::layers::LayerKind;
-use crate::matcher::Matcher;
+use crate::matcher::{self, Matcher};
 use crate::payload::short_json;
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
@@ -47,6 +47,8 @@ pub struct Group {
     pub handlers: Vec<Handler>,
     /// The matcher, compiled the first time a tool event needs it.
     compiled: OnceCell<Result<Matcher, String>>,
+    /// Whether the matcher parses as a regex, asked at most once.
+    parses: OnceCell<bool>,
 }
 
 /// One entry of a group's `hooks` array.
@@ -64,6 +66,20 @@ impl Group {
     /// The entry's path as warnings print it, e.g. `hooks.PreToolUse[1]`.
     pub fn path(&self) -> String {
         format!("hooks.{}[{}]", self.event, self.index)
+    }
+
+    /// Returns true if and only if the group's regex matcher certainly cannot match `tool`,
+    /// judged without compiling it (see [`matcher::anchors_rule_out`]). Once compiled, the
+    /// matcher itself answers.
+    pub fn ruled_out(&self, tool: &str) -> bool {
+        if self.compiled.get().is_some() {
+            return false;
+        }
+        let Some(pattern) = self.matcher.as_deref() else {
+            return false;
+        };
+        matcher::anchors_rule_out(pattern, tool)
+            && *self.parses.get_or_init(|| matcher::parses(pattern))
     }
 
     /// The compiled matcher, or the regex error; compiled once per group, on first use.
@@ -393,6 +409,7 @@ fn parse_group(
         enabled,
         handlers,
         compiled: OnceCell::new(),
+        parses: OnceCell::new(),
     })
 }
 
