@@ -207,7 +207,7 @@ pub fn run_chain(
     let kind = payload.kind;
     let tool = payload.tool_name.as_deref();
     let mut input: Option<std::borrow::Cow<[u8]>> = None;
-    let mut env: Option<Vec<(&'static str, String)>> = None;
+    let mut env_exported = false;
     let mut already_run: HashSet<&Program> = HashSet::new();
     let mut dir: Option<PathBuf> = None;
     let mut ended = false;
@@ -277,17 +277,18 @@ pub fn run_chain(
             }
             let dir = dir.get_or_insert_with(|| handler_dir(root, &mut report.warnings));
             let input = input.get_or_insert_with(|| payload.handler_input(root));
-            let env = env.get_or_insert_with(|| handler_env(payload, root));
-            let env_remove: &[&'static str] = if kind.is_tool_event() {
-                &[]
-            } else {
-                &["LEVELCODE_TOOL_NAME"]
-            };
+            if !env_exported {
+                let remove: &[&str] = if kind.is_tool_event() {
+                    &[]
+                } else {
+                    &["LEVELCODE_TOOL_NAME"]
+                };
+                runner::export_env(&handler_env(payload, root), remove);
+                env_exported = true;
+            }
             let finished = runner::run(&Invocation {
                 program: &handler.program,
                 dir,
-                env,
-                env_remove,
                 input,
                 timeout: handler.timeout,
             });

@@ -24,12 +24,17 @@ pub fn is_on(value: &str) -> bool {
     v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("on")
 }
 
-/// The dispatcher's own nesting depth: `LEVELCODE_HOOKS_DEPTH`, 0 when unset or not a number.
+/// The dispatcher's own nesting depth: `LEVELCODE_HOOKS_DEPTH` as it was when the dispatcher
+/// started, 0 when unset or not a number. Read once: the dispatcher exports one more for its
+/// handlers into its own environment (see `runner::export_env`).
 pub fn depth() -> u32 {
-    std::env::var("LEVELCODE_HOOKS_DEPTH")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    static DEPTH: OnceLock<u32> = OnceLock::new();
+    *DEPTH.get_or_init(|| {
+        std::env::var("LEVELCODE_HOOKS_DEPTH")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 /// The directory the dispatcher was started in. Relative paths (`--settings`, `--project-dir`, a
