@@ -129,16 +129,18 @@ pub fn load_groups_from(
                 settings::parse(source, &bytes, events, &mut groups, warnings);
             }
         }
-        trace.line(format_args!(
-            "{} layer: {} ({} group(s){})",
-            layer.kind.name(),
-            layer.path.display(),
-            groups.len() - before,
-            match events {
-                Events::Only(event) => format!(" for {event}"),
-                Events::All => String::new(),
-            }
-        ));
+        if trace.enabled() {
+            trace.line(format_args!(
+                "{} layer: {} ({} group(s){})",
+                layer.kind.name(),
+                layer.path.display(),
+                groups.len() - before,
+                match events {
+                    Events::Only(event) => format!(" for {event}"),
+                    Events::All => String::new(),
+                }
+            ));
+        }
     }
     groups
 }
@@ -166,16 +168,18 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     );
     report.warnings.extend(payload.warnings.iter().cloned());
     let root = project_root(payload, options);
-    trace.line(format_args!(
-        "event {}{}, project {}",
-        payload.event,
-        payload
-            .tool_name
-            .as_deref()
-            .map(|t| format!(" (tool {t})"))
-            .unwrap_or_default(),
-        root.display()
-    ));
+    if trace.enabled() {
+        trace.line(format_args!(
+            "event {}{}, project {}",
+            payload.event,
+            payload
+                .tool_name
+                .as_deref()
+                .map(|t| format!(" (tool {t})"))
+                .unwrap_or_default(),
+            root.display()
+        ));
+    }
     if environment::hooks_disabled() {
         report
             .warnings
@@ -225,12 +229,14 @@ pub fn run_chain(
             match compiled {
                 Ok(matcher) if matcher.matches(tool) => {}
                 Ok(_) => {
-                    trace.line(format_args!(
-                        "  {} {}: matcher {:?} does not match {tool}",
-                        group.source.file.display(),
-                        group.path(),
-                        group.matcher.as_deref().unwrap_or("")
-                    ));
+                    if trace.enabled() {
+                        trace.line(format_args!(
+                            "  {} {}: matcher {:?} does not match {tool}",
+                            group.source.file.display(),
+                            group.path(),
+                            group.matcher.as_deref().unwrap_or("")
+                        ));
+                    }
                     continue;
                 }
                 Err(e) => {
