@@ -79,12 +79,7 @@ pub fn load_or_create(dir: &Path) -> Result<KeyPair, String> {
             // A missing public key is recreated from the seed; a different one is left alone,
             // so `verify` reports the mismatch instead of us hiding it.
             if !public_path.exists() {
-                super::write_atomically(
-                    &public_path,
-                    BASE64.encode(verifying.as_bytes()).as_bytes(),
-                    0o644,
-                )
-                .map_err(|e| format!("cannot write {}: {e}", public_path.display()))?;
+                write_public(&public_path, &verifying)?;
             }
             Ok(KeyPair {
                 kid: kid_of(&verifying),
@@ -128,16 +123,17 @@ fn create(dir: &Path) -> Result<KeyPair, String> {
     super::write_atomically(&secret_path, BASE64.encode(seed).as_bytes(), 0o600)
         .map_err(|e| format!("cannot write {}: {e}", secret_path.display()))?;
     let verifying = signing.verifying_key();
-    super::write_atomically(
-        &public_path,
-        BASE64.encode(verifying.as_bytes()).as_bytes(),
-        0o644,
-    )
-    .map_err(|e| format!("cannot write {}: {e}", public_path.display()))?;
+    write_public(&public_path, &verifying)?;
     Ok(KeyPair {
         kid: kid_of(&verifying),
         signing,
     })
+}
+
+/// Writes `signing.pub`: the public key in base64, readable by anyone.
+fn write_public(path: &Path, key: &VerifyingKey) -> Result<(), String> {
+    super::write_atomically(path, BASE64.encode(key.as_bytes()).as_bytes(), 0o644)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 fn decode_seed(text: &str) -> Option<SigningKey> {
