@@ -380,13 +380,10 @@ fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
 }
 
 fn set_nonblocking(fd: RawFd) {
-    // SAFETY: fcntl on a descriptor we own; failure leaves it blocking, which poll still handles
-    // for reads (we read only when poll said so).
+    // SAFETY: fcntl on a descriptor we own. A fresh pipe end has no other status flag worth
+    // keeping (close-on-exec is a descriptor flag, untouched), so no F_GETFL first.
     unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
+        libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
     }
 }
 
@@ -408,11 +405,9 @@ fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
         // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
         let fd = RawFd::try_from(fd).ok().filter(|fd| *fd >= 0)?;
-        // SAFETY: the descriptor was just returned to us and nothing else owns it.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: F_SETFD on our own descriptor, so it does not leak into later handlers.
-        unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
-        Some(owned)
+        // SAFETY: the descriptor was just returned to us and nothing else owns it. pidfd_open
+        // sets close-on-exec itself, so it never leaks into later handlers.
+        Some(unsafe { OwnedFd::from_raw_fd(fd) })
     }
     #[cfg(not(target_os = "linux"))]
     {
