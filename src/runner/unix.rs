@@ -133,6 +133,8 @@ impl<'a> Session<'a> {
     }
 
     fn drive(&mut self, child: &mut Child, deadline: Instant) {
+        // A payload that fits in the pipe goes in at once, without a poll to ask first.
+        self.feed();
         if self.pidfd.is_none() {
             self.reap(child);
         }
@@ -270,7 +272,10 @@ impl<'a> Session<'a> {
         if fired(STDERR) && drain(&mut self.stderr, &mut self.err) {
             self.stderr = None;
         }
-        if fired(EXIT) || self.pidfd.is_none() {
+        // Both streams at their end usually means the handler is exiting: look before polling
+        // again for its exit.
+        let streams_ended = self.stdout.is_none() && self.stderr.is_none();
+        if fired(EXIT) || self.pidfd.is_none() || streams_ended {
             self.reap(child);
         }
         let _ = WAKE; // readable only after a signal, which the loop reads from `signals`
