@@ -49,8 +49,7 @@ pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Ok(payload) => payload,
         Err(message) => return output::print_error(&message),
     };
-    let mut report = dispatch(&payload, &args.dispatch.options(), &trace, started);
-    crate::exec_log::append(&mut report);
+    let report = dispatch(&payload, &args.dispatch.options(), &trace, started);
     output::print_report(&report, args.dispatch.output, &trace)
 }
 
@@ -145,7 +144,8 @@ pub fn load_groups_from(
     groups
 }
 
-/// Dispatches one payload: loads the settings and runs the chain.
+/// Dispatches one payload: loads the settings, runs the chain, and records the dispatch in the
+/// compliance log (team runs) and the execution log (`LEVELCODE_HOOKS_LOG`).
 pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: Instant) -> Report {
     dispatch_with(payload, options, trace, started, |paths, warnings| {
         load_groups(paths, Events::Only(&payload.event), warnings, trace)
@@ -197,6 +197,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
+    crate::exec_log::append(&mut report);
     report
 }
 

@@ -76,8 +76,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
         return dry_run(&payload, &options, args.json);
     }
     let trace = Trace::new(args.dispatch.verbose || std::io::stderr().is_terminal());
-    let mut report = dispatch::dispatch(&payload, &options, &trace, started);
-    crate::exec_log::append(&mut report);
+    let report = dispatch::dispatch(&payload, &options, &trace, started);
     output::print_report(&report, args.dispatch.output, &trace)
 }
 
