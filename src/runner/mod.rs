@@ -14,6 +14,8 @@ use crate::settings::Program;
 #[cfg_attr(unix, path = "unix.rs")]
 #[cfg_attr(windows, path = "windows.rs")]
 mod os;
+#[cfg(target_os = "linux")]
+mod spawn;
 
 /// After the handler exits, how long output still held open by something it started is read.
 pub const LEFTOVER_WAIT: Duration = Duration::from_millis(100);
@@ -100,20 +102,50 @@ pub fn run(invocation: &Invocation<'_>) -> Finished {
     os::run(invocation)
 }
 
+/// The program to start: a relative path such as `./hooks/guard.sh` means the project's,
+/// whatever directory the dispatcher was started in; a bare name is looked up in `PATH`.
+fn program_path<'a>(argv0: &'a str, dir: &Path) -> std::borrow::Cow<'a, Path> {
+    let program = Path::new(argv0);
+    if program.is_relative() && argv0.contains(['/', '\\']) {
+        dir.join(program).into()
+    } else {
+        program.into()
+    }
+}
+
+/// The whole command line of a handler, program first (`/bin/sh -c SCRIPT` for `command`).
+#[cfg(target_os = "linux")]
+fn command_line<'a>(invocation: &Invocation<'a>) -> Vec<std::borrow::Cow<'a, std::ffi::OsStr>> {
+    use std::borrow::Cow;
+    use std::ffi::OsStr;
+    match invocation.program {
+        Program::Shell(script) => vec![
+            Cow::Borrowed(OsStr::new("/bin/sh")),
+            Cow::Borrowed(OsStr::new("-c")),
+            Cow::Borrowed(OsStr::new(script.as_str())),
+        ],
+        Program::Argv(argv) => {
+            let mut line = Vec::with_capacity(argv.len());
+            line.push(match program_path(&argv[0], invocation.dir) {
+                Cow::Borrowed(path) => Cow::Borrowed(path.as_os_str()),
+                Cow::Owned(path) => Cow::Owned(path.into_os_string()),
+            });
+            line.extend(
+                argv[1..]
+                    .iter()
+                    .map(|arg| Cow::Borrowed(OsStr::new(arg.as_str()))),
+            );
+            line
+        }
+    }
+}
+
 /// The process to start, without platform specifics such as the process group.
 fn command(invocation: &Invocation<'_>) -> Command {
     let mut command = match invocation.program {
         Program::Shell(script) => shell(script),
         Program::Argv(argv) => {
-            // A relative path such as `./hooks/guard.sh` means the project's, whatever directory
-            // the dispatcher was started in.
-            let program = Path::new(&argv[0]);
-            let program = if program.is_relative() && argv[0].contains(['/', '\\']) {
-                invocation.dir.join(program)
-            } else {
-                program.to_path_buf()
-            };
-            let mut command = Command::new(program);
+            let mut command = Command::new(&*program_path(&argv[0], invocation.dir));
             command.args(&argv[1..]);
             command
         }

@@ -6,10 +6,9 @@
 //! and the dispatcher's own signals, so no pipe can deadlock and no deadline can pass unnoticed,
 //! without starting a thread per handler.
 
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use std::time::{Duration, Instant};
 
 use super::{
@@ -21,6 +20,9 @@ use crate::signals;
 /// How often to look again when nothing can wake the poll: no pidfd, or waiting for a process
 /// group to empty.
 const RECHECK: Duration = Duration::from_millis(5);
+
+/// The most a write to a pipe with room for it is guaranteed to put in at once (POSIX).
+const PIPE_BUF: usize = 4096;
 
 /// How long after SIGKILL the group may take to disappear before the dispatcher moves on.
 const KILL_SETTLE: Duration = Duration::from_millis(500);
@@ -63,31 +65,83 @@ pub fn restore_dir() {
 
 pub fn run(invocation: &Invocation<'_>) -> Finished {
     let start = Instant::now();
+    let process = match start_process(invocation) {
+        Ok(process) => process,
+        Err(message) => return Finished::spawn_failed(message, start.elapsed()),
+    };
+    let mut session = Session::new(process, invocation.input);
+    session.drive(start + invocation.timeout);
+    session.finish(start)
+}
+
+/// A started handler, however it was started.
+struct Process {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+/// Starts the handler leading its own process group, or says why it could not be.
+fn start_process(invocation: &Invocation<'_>) -> Result<Process, String> {
+    #[cfg(target_os = "linux")]
+    {
+        use super::spawn::{spawn, Failure};
+        match spawn(&super::command_line(invocation), invocation.dir) {
+            Ok(s) => {
+                return Ok(Process {
+                    pid: s.pid,
+                    pidfd: s.pidfd,
+                    stdin: s.stdin,
+                    stdout: s.stdout,
+                    stderr: s.stderr,
+                })
+            }
+            Err(Failure::Program(err)) => return Err(spawn_message(invocation.program, &err)),
+            Err(Failure::Dir(err)) => {
+                return Err(format!(
+                    "could not start the handler in {}: {err}; does the directory still exist?",
+                    invocation.dir.display()
+                ))
+            }
+            // Fall back on std's way, below.
+            Err(Failure::Unavailable) => {}
+        }
+    }
     let mut command = command(invocation);
     command.process_group(0);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(err) => {
-            return Finished::spawn_failed(spawn_message(invocation.program, &err), start.elapsed())
-        }
+    let mut child = command
+        .spawn()
+        .map_err(|err| spawn_message(invocation.program, &err))?;
+    let pid = libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX);
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        unreachable!("all three streams are piped");
     };
-    let mut session = Session::new(&mut child, invocation.input);
-    session.drive(&mut child, start + invocation.timeout);
-    session.finish(start)
+    // The child is reaped by pid from here on; dropping std's handle neither waits nor kills.
+    Ok(Process {
+        pid,
+        pidfd: pidfd_open(pid),
+        stdin: stdin.into(),
+        stdout: stdout.into(),
+        stderr: stderr.into(),
+    })
 }
 
 /// The state of one running handler.
 struct Session<'a> {
-    pgid: libc::pid_t,
+    pid: libc::pid_t,
     pidfd: Option<OwnedFd>,
-    stdin: Option<ChildStdin>,
+    stdin: Option<OwnedFd>,
     input: &'a [u8],
     written: usize,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
     out: Capture,
     err: Capture,
-    status: Option<std::process::ExitStatus>,
+    ending: Option<Ending>,
     exited_at: Option<Instant>,
     stopped: Option<Stop>,
     term_sent_at: Option<Instant>,
@@ -96,34 +150,29 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    fn new(child: &mut Child, input: &'a [u8]) -> Session<'a> {
-        let pid = libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX);
-        let stdin = child.stdin.take().filter(|_| !input.is_empty());
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
+    fn new(process: Process, input: &'a [u8]) -> Session<'a> {
+        let stdin = Some(process.stdin).filter(|_| !input.is_empty());
         if let Some(s) = &stdin {
-            set_nonblocking(s.as_raw_fd());
+            // A payload of at most PIPE_BUF bytes fits in an empty pipe, so `drive` writes it
+            // at once with a plain blocking write; a larger one goes in as the pipe takes it.
+            if input.len() > PIPE_BUF {
+                set_nonblocking(s.as_raw_fd());
+            }
             if input.len() > 64 * 1024 {
                 grow_pipe(s.as_raw_fd());
             }
         }
-        if let Some(s) = &stdout {
-            set_nonblocking(s.as_raw_fd());
-        }
-        if let Some(s) = &stderr {
-            set_nonblocking(s.as_raw_fd());
-        }
         Session {
-            pgid: pid,
-            pidfd: pidfd_open(pid),
+            pid: process.pid,
+            pidfd: process.pidfd,
             stdin,
             input,
             written: 0,
-            stdout,
-            stderr,
+            stdout: Some(process.stdout),
+            stderr: Some(process.stderr),
             out: Capture::default(),
             err: Capture::default(),
-            status: None,
+            ending: None,
             exited_at: None,
             stopped: None,
             term_sent_at: None,
@@ -132,11 +181,11 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn drive(&mut self, child: &mut Child, deadline: Instant) {
+    fn drive(&mut self, deadline: Instant) {
         // A payload that fits in the pipe goes in at once, without a poll to ask first.
         self.feed();
         if self.pidfd.is_none() {
-            self.reap(child);
+            self.reap();
         }
         loop {
             let now = Instant::now();
@@ -149,15 +198,15 @@ impl<'a> Session<'a> {
             }
             if let Some(term) = self.term_sent_at {
                 if !self.killed && now >= term + KILL_GRACE {
-                    signal_group(self.pgid, libc::SIGKILL);
+                    signal_group(self.pid, libc::SIGKILL);
                     self.killed = true;
                 }
             }
-            if self.status.is_some() && self.done(now) {
+            if self.ending.is_some() && self.done(now) {
                 return;
             }
             let wait = self.poll_timeout(now, deadline);
-            self.poll_once(child, wait);
+            self.poll_once(wait);
         }
     }
 
@@ -168,7 +217,7 @@ impl<'a> Session<'a> {
         // moment, bounded in case something sits in uninterruptible sleep.
         let group_settled = match (self.stopped, self.term_sent_at) {
             (Some(_), Some(term)) => {
-                !group_alive(self.pgid) || (self.killed && now >= term + KILL_GRACE + KILL_SETTLE)
+                !group_alive(self.pid) || (self.killed && now >= term + KILL_GRACE + KILL_SETTLE)
             }
             _ => true,
         };
@@ -196,7 +245,7 @@ impl<'a> Session<'a> {
             if !self.killed {
                 earliest(term + KILL_GRACE);
             }
-            if self.status.is_some() {
+            if self.ending.is_some() {
                 // Waiting for the rest of the group to go: nothing wakes us when it does.
                 earliest(now + RECHECK);
             }
@@ -206,7 +255,7 @@ impl<'a> Session<'a> {
                 earliest(exited + LEFTOVER_WAIT);
             }
         }
-        if self.pidfd.is_none() && self.status.is_none() {
+        if self.pidfd.is_none() && self.ending.is_none() {
             earliest(now + RECHECK);
         }
         until.map(|u| u.saturating_duration_since(now))
@@ -215,12 +264,12 @@ impl<'a> Session<'a> {
     fn terminate(&mut self, why: Stop, now: Instant) {
         self.stopped = Some(why);
         self.term_sent_at = Some(now);
-        signal_group(self.pgid, libc::SIGTERM);
+        signal_group(self.pid, libc::SIGTERM);
         // A stopped handler can read no more of its payload.
         self.stdin = None;
     }
 
-    fn poll_once(&mut self, child: &mut Child, wait: Option<Duration>) {
+    fn poll_once(&mut self, wait: Option<Duration>) {
         const STDIN: usize = 0;
         const STDOUT: usize = 1;
         const STDERR: usize = 2;
@@ -242,7 +291,7 @@ impl<'a> Session<'a> {
             ),
             pollfd(
                 fd_of(
-                    self.status.is_none(),
+                    self.ending.is_none(),
                     self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd),
                 ),
                 libc::POLLIN,
@@ -266,17 +315,17 @@ impl<'a> Session<'a> {
         if fired(STDIN) {
             self.feed();
         }
-        if fired(STDOUT) && drain(&mut self.stdout, &mut self.out) {
+        if fired(STDOUT) && drain(&self.stdout, &mut self.out) {
             self.stdout = None;
         }
-        if fired(STDERR) && drain(&mut self.stderr, &mut self.err) {
+        if fired(STDERR) && drain(&self.stderr, &mut self.err) {
             self.stderr = None;
         }
         // Both streams at their end usually means the handler is exiting: look before polling
         // again for its exit.
         let streams_ended = self.stdout.is_none() && self.stderr.is_none();
         if fired(EXIT) || self.pidfd.is_none() || streams_ended {
-            self.reap(child);
+            self.reap();
         }
         let _ = WAKE; // readable only after a signal, which the loop reads from `signals`
     }
@@ -284,52 +333,58 @@ impl<'a> Session<'a> {
     /// Writes as much of the payload as the pipe takes; closes stdin when all is written or the
     /// handler stopped reading.
     fn feed(&mut self) {
-        let Some(stdin) = self.stdin.as_mut() else {
+        let Some(stdin) = self.stdin.as_ref() else {
             return;
         };
-        loop {
-            match stdin.write(&self.input[self.written..]) {
-                Ok(n) => {
-                    self.written += n;
-                    if self.written == self.input.len() {
-                        self.stdin = None;
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    // EPIPE: the handler closed its stdin or exited; it did not want the rest.
-                    self.stdin = None;
-                    return;
-                }
+        let fd = stdin.as_raw_fd();
+        while self.written < self.input.len() {
+            let rest = &self.input[self.written..];
+            // SAFETY: write(2) reads at most `rest.len()` bytes from a slice we hold.
+            let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+            if n >= 0 {
+                self.written += n.unsigned_abs();
+                continue;
+            }
+            match io::Error::last_os_error().kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => return,
+                // EPIPE: the handler closed its stdin or exited; it did not want the rest.
+                _ => break,
             }
         }
+        self.stdin = None;
     }
 
-    fn reap(&mut self, child: &mut Child) {
-        if self.status.is_some() {
+    fn reap(&mut self) {
+        if self.ending.is_some() {
             return;
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            self.status = Some(status);
-            self.exited_at = Some(Instant::now());
-            self.stdin = None;
-        }
+        let mut status: libc::c_int = 0;
+        // SAFETY: waits, without blocking, for our own child; the status goes into a local.
+        let reaped = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+        let ending = match reaped {
+            0 => return,
+            r if r > 0 => {
+                let status = std::process::ExitStatus::from_raw(status);
+                match (status.code(), status.signal()) {
+                    (Some(code), _) => Ending::Exited(code),
+                    (None, Some(sig)) => Ending::Signaled(sig),
+                    (None, None) => Ending::Exited(-1),
+                }
+            }
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => return,
+            // ECHILD: nothing left to wait for; its status is lost.
+            _ => Ending::Exited(-1),
+        };
+        self.ending = Some(ending);
+        self.exited_at = Some(Instant::now());
+        self.stdin = None;
     }
 
     fn finish(mut self, start: Instant) -> Finished {
         let duration = start.elapsed();
-        let ending = match self.status {
-            Some(status) => match (status.code(), status.signal()) {
-                (Some(code), _) => Ending::Exited(code),
-                (None, Some(sig)) => Ending::Signaled(sig),
-                (None, None) => Ending::Exited(-1),
-            },
-            None => Ending::Exited(-1),
-        };
         Finished {
-            ending,
+            ending: self.ending.take().unwrap_or(Ending::Exited(-1)),
             stopped: self.stopped,
             killed: self.killed,
             stdout: std::mem::take(&mut self.out),
@@ -340,8 +395,9 @@ impl<'a> Session<'a> {
     }
 }
 
-/// Reads what is there; returns true at end of file (or on an error, which ends the stream too).
-fn drain<R: AsRawFd>(stream: &mut Option<R>, capture: &mut Capture) -> bool {
+/// Reads what is there, once: the pipes are blocking, and poll said a read will not wait.
+/// Returns true at end of file (or on an error, which ends the stream too).
+fn drain(stream: &Option<OwnedFd>, capture: &mut Capture) -> bool {
     let Some(reader) = stream.as_ref() else {
         return true;
     };
@@ -353,25 +409,23 @@ fn drain<R: AsRawFd>(stream: &mut Option<R>, capture: &mut Capture) -> bool {
     }
     BUF.with(|buf| {
         let mut buf = buf.borrow_mut();
-        loop {
-            buf.clear();
-            let spare = buf.spare_capacity_mut();
-            // SAFETY: read(2) writes at most `spare.len()` bytes into the buffer's spare capacity,
-            // which we own; only the bytes it reports are then looked at.
-            let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
-            match n {
-                0 => return true,
-                n if n > 0 => {
-                    // SAFETY: the first `n` bytes were just written by read(2).
-                    unsafe { buf.set_len(n.unsigned_abs()) };
-                    capture.push(&buf);
-                }
-                _ => match io::Error::last_os_error().kind() {
-                    io::ErrorKind::Interrupted => {}
-                    io::ErrorKind::WouldBlock => return false,
-                    _ => return true,
-                },
+        buf.clear();
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: read(2) writes at most `spare.len()` bytes into the buffer's spare capacity,
+        // which we own; only the bytes it reports are then looked at.
+        let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
+        match n {
+            0 => true,
+            n if n > 0 => {
+                // SAFETY: the first `n` bytes were just written by read(2).
+                unsafe { buf.set_len(n.unsigned_abs()) };
+                capture.push(&buf);
+                false
             }
+            _ => !matches!(
+                io::Error::last_os_error().kind(),
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+            ),
         }
     })
 }
@@ -404,7 +458,7 @@ fn grow_pipe(fd: RawFd) {
 }
 
 /// A descriptor that becomes readable when the process exits (Linux 5.3 and later).
-fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+pub(super) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.

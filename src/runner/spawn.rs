@@ -1,0 +1,378 @@
+//! Starting a handler on Linux: `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)` and a dozen system
+//! calls in the child, instead of std's `posix_spawn`.
+//!
+//! Why: the child of a `CLONE_VM` spawn shares the dispatcher's memory until it executes, so it
+//! must not run one of the dispatcher's signal handlers. glibc's `posix_spawn` makes sure by
+//! reading and resetting all 64 signal dispositions in the child, two system calls each, and
+//! checks the descriptor limit once per file action: about 140 system calls, ≈ 30 µs per handler
+//! on the benchmark machine, 5 % of a `sh -c true` (docs/BENCHMARKS.md). Here the child resets
+//! only the signals this process catches (read once from `/proc/self/status`) and SIGPIPE, which
+//! Rust ignores and std gives its children back; joins its own process group; moves its pipes to
+//! 0, 1 and 2; enters the project directory; unblocks signals; and executes. The kernel hands back
+//! a pidfd from the same clone call.
+//!
+//! The child runs on a stack of its own while the parent thread waits (`CLONE_VFORK`), calls only
+//! async-signal-safe functions, allocates nothing and cannot panic: everything it needs is
+//! prepared by the parent. A failure is written into the plan they share, then the child exits.
+
+use std::ffi::{c_char, c_int, c_void, CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// A started handler: its pid, a descriptor that becomes readable when it exits, and the
+/// dispatcher's ends of its three pipes.
+pub struct Spawned {
+    pub pid: libc::pid_t,
+    pub pidfd: Option<OwnedFd>,
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+/// Why a handler could not be started.
+#[derive(Debug)]
+pub enum Failure {
+    /// Its directory could not be entered.
+    Dir(io::Error),
+    /// The program could not be executed (or the spawn itself failed).
+    Program(io::Error),
+    /// This way of spawning is not available here (clone refused, say): use std's.
+    Unavailable,
+}
+
+/// What the child needs, prepared by the parent; the last two fields are the child's answer.
+#[repr(C)]
+struct Plan {
+    /// Paths to try in turn, ending with a null pointer: one, or one per `PATH` entry.
+    programs: *const *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    dir: *const c_char,
+    /// Become stdin, stdout and stderr; all are 3 or above, so no move overwrites another.
+    fds: [c_int; 3],
+    reset: *const c_int,
+    reset_len: usize,
+    failed_at: c_int,
+    errno: c_int,
+}
+
+const FAILED_SETUP: c_int = 1;
+const FAILED_DIR: c_int = 2;
+const FAILED_EXEC: c_int = 3;
+
+/// The child's stack: 64 KiB above a guard page, mapped once per thread and reused.
+const STACK_SIZE: usize = 64 * 1024;
+
+struct Stack {
+    base: *mut c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn map() -> Option<Stack> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|p| *p > 0)?;
+        let len = STACK_SIZE + page;
+        // SAFETY: an anonymous private mapping of our own; checked below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        // The lowest page stays inaccessible: an overflow faults instead of writing below.
+        // SAFETY: the first page of the mapping just made.
+        unsafe { libc::mprotect(base, page, libc::PROT_NONE) };
+        Some(Stack { base, len })
+    }
+
+    fn top(&self) -> *mut c_void {
+        // Both the mapping and its length are page-aligned, so the top is 16-byte aligned.
+        // SAFETY: one past the end of the mapping, which the stack grows down from.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, unused once its thread ends.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+thread_local! {
+    static STACK: Option<Stack> = Stack::map();
+}
+
+/// Starts `argv` (whose first element is the program: a path, or a name looked up in `PATH`)
+/// in `dir`, leading a process group of its own, with three pipes as its standard streams.
+pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure> {
+    let argv_c = argv
+        .iter()
+        .map(|arg| c_string(arg.as_ref().as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::Program)?;
+    let Some(program) = argv_c.first() else {
+        return Err(Failure::Program(io::ErrorKind::InvalidInput.into()));
+    };
+    let candidates = candidates(program).map_err(Failure::Program)?;
+    let dir = c_string(dir.as_os_str().as_bytes()).map_err(Failure::Dir)?;
+    let mut argv_ptrs: Vec<*const c_char> = argv_c.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut program_ptrs: Vec<*const c_char> = candidates.iter().map(|p| p.as_ptr()).collect();
+    program_ptrs.push(std::ptr::null());
+
+    // The child's ends first in each pair: stdin's read end, stdout's and stderr's write ends.
+    let (stdin_child, stdin) = pipe().map_err(Failure::Program)?;
+    let (stdout, stdout_child) = pipe().map_err(Failure::Program)?;
+    let (stderr, stderr_child) = pipe().map_err(Failure::Program)?;
+    let reset = signals_to_reset();
+
+    extern "C" {
+        static environ: *const *const c_char;
+    }
+    let mut plan = Plan {
+        programs: program_ptrs.as_ptr(),
+        argv: argv_ptrs.as_ptr(),
+        // SAFETY: read once, on the thread that also changes the environment (export_env), before
+        // the child starts; the child only passes it on to execve.
+        envp: unsafe { environ },
+        dir: dir.as_ptr(),
+        fds: [
+            stdin_child.as_raw_fd(),
+            stdout_child.as_raw_fd(),
+            stderr_child.as_raw_fd(),
+        ],
+        reset: reset.as_ptr(),
+        reset_len: reset.len(),
+        failed_at: 0,
+        errno: 0,
+    };
+
+    let started = STACK.with(|stack| {
+        let stack = stack.as_ref()?;
+        let mut pidfd: c_int = -1;
+        // SAFETY: sigfillset and pthread_sigmask write into sets we own.
+        let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        unsafe {
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        }
+        // SAFETY: `child` only reads the plan's pointers, all alive until clone returns (the
+        // parent waits: CLONE_VFORK), and writes the plan's answer fields; it runs on `stack`,
+        // which nothing else uses meanwhile. All signals are blocked across the clone, so no
+        // handler of ours can run in the child before it resets them. CLONE_PIDFD writes the
+        // pidfd into `pidfd`.
+        let pid = unsafe {
+            libc::clone(
+                child,
+                stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+                std::ptr::addr_of_mut!(plan).cast(),
+                std::ptr::addr_of_mut!(pidfd),
+            )
+        };
+        let clone_error = io::Error::last_os_error();
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        Some((pid, pidfd, clone_error))
+    });
+    drop((stdin_child, stdout_child, stderr_child));
+    let Some((pid, pidfd, clone_error)) = started else {
+        return Err(Failure::Unavailable);
+    };
+    if pid < 0 {
+        return match clone_error.raw_os_error() {
+            Some(libc::EAGAIN | libc::ENOMEM) => Err(Failure::Program(clone_error)),
+            _ => Err(Failure::Unavailable),
+        };
+    }
+    // Kernels before 5.2 ignore CLONE_PIDFD and leave -1.
+    let pidfd = if pidfd >= 0 {
+        // SAFETY: the kernel just created this descriptor for us, close-on-exec.
+        Some(unsafe { OwnedFd::from_raw_fd(pidfd) })
+    } else {
+        super::os::pidfd_open(pid)
+    };
+
+    // SAFETY: the child has executed or exited, so it no longer writes the plan.
+    let (failed_at, errno) = unsafe {
+        (
+            std::ptr::read_volatile(std::ptr::addr_of!(plan.failed_at)),
+            std::ptr::read_volatile(std::ptr::addr_of!(plan.errno)),
+        )
+    };
+    if failed_at != 0 {
+        let mut status = 0;
+        // SAFETY: reaps the child, which has exited already.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let error = io::Error::from_raw_os_error(errno);
+        return Err(match failed_at {
+            FAILED_DIR => Failure::Dir(error),
+            _ => Failure::Program(error),
+        });
+    }
+    Ok(Spawned {
+        pid,
+        pidfd,
+        stdin,
+        stdout,
+        stderr,
+    })
+}
+
+/// The paths the child tries: the program itself when it names a path, otherwise the name in
+/// each `PATH` directory in turn (an empty entry is the current directory), as `execvp` does.
+fn candidates(program: &CString) -> io::Result<Vec<CString>> {
+    let name = program.as_bytes();
+    if name.contains(&b'/') {
+        return Ok(vec![program.clone()]);
+    }
+    if name.is_empty() {
+        return Err(io::ErrorKind::NotFound.into());
+    }
+    let path = std::env::var_os("PATH");
+    let path = path
+        .as_deref()
+        .map_or(&b"/bin:/usr/bin"[..], OsStr::as_bytes);
+    path.split(|b| *b == b':')
+        .map(|dir| {
+            if dir.is_empty() {
+                Ok(program.clone())
+            } else {
+                let mut full = Vec::with_capacity(dir.len() + 1 + name.len());
+                full.extend_from_slice(dir);
+                full.push(b'/');
+                full.extend_from_slice(name);
+                c_string(&full)
+            }
+        })
+        .collect()
+}
+
+fn c_string(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a NUL byte in the program, its arguments or the directory",
+        )
+    })
+}
+
+/// A pipe, close-on-exec, both ends numbered 3 or above (so the child's moves to 0, 1 and 2
+/// never overwrite one another, even when the dispatcher was started with one of those closed).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(read)?, above_stdio(write)?))
+}
+
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: duplicates a descriptor we own to the lowest free number from 3.
+    let moved = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if moved < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fcntl just created it for us.
+    Ok(unsafe { OwnedFd::from_raw_fd(moved) })
+}
+
+/// The signals the child resets to their default before executing: every one this process
+/// catches (a handler must never run in the child, which shares our memory) and SIGPIPE, which
+/// the Rust runtime ignores and std resets for the programs it starts. The dispatcher's own
+/// three are always included, in case it installs them after this is first read. Without
+/// `/proc`, every signal.
+fn signals_to_reset() -> &'static [c_int] {
+    static RESET: OnceLock<Vec<c_int>> = OnceLock::new();
+    RESET.get_or_init(|| {
+        let caught = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .unwrap_or(u64::MAX);
+        let always = [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+        (1..=64)
+            .filter(|sig: &c_int| always.contains(sig) || caught & (1u64 << (sig - 1)) != 0)
+            // Never KILL or STOP, nor the C library's two internal signals (32 and 33), which
+            // sigaction refuses.
+            .filter(|sig| ![libc::SIGKILL, libc::SIGSTOP, 32, 33].contains(sig))
+            .collect()
+    })
+}
+
+/// The child, between clone and execve. Async-signal-safe calls only; no allocation, no
+/// panic (no indexing, no arithmetic that can overflow).
+extern "C" fn child(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the parent's plan, alive and untouched by the parent while it waits.
+    unsafe {
+        let plan = arg.cast::<Plan>();
+        let fail = |stage: c_int| -> ! {
+            let errno = *libc::__errno_location();
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*plan).errno), errno);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*plan).failed_at), stage);
+            libc::_exit(127)
+        };
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        let mut i = 0;
+        while i < (*plan).reset_len {
+            libc::sigaction(*(*plan).reset.add(i), &default, std::ptr::null_mut());
+            i += 1;
+        }
+        if libc::setpgid(0, 0) != 0 {
+            fail(FAILED_SETUP);
+        }
+        // dup2 leaves the new descriptor without close-on-exec: these three are inherited.
+        let [stdin, stdout, stderr] = (*plan).fds;
+        if libc::dup2(stdin, 0) < 0 || libc::dup2(stdout, 1) < 0 || libc::dup2(stderr, 2) < 0 {
+            fail(FAILED_SETUP);
+        }
+        if libc::chdir((*plan).dir) != 0 {
+            fail(FAILED_DIR);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+
+        // As execvp: try each path; remember a permission error and report it if nothing else
+        // worked; stop at an error that says the file is there but cannot run.
+        let mut denied = false;
+        let mut program = (*plan).programs;
+        while !(*program).is_null() {
+            libc::execve(*program, (*plan).argv, (*plan).envp);
+            match *libc::__errno_location() {
+                libc::EACCES => denied = true,
+                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+                _ => fail(FAILED_EXEC),
+            }
+            program = program.add(1);
+        }
+        if denied {
+            *libc::__errno_location() = libc::EACCES;
+        }
+        fail(FAILED_EXEC)
+    }
+}
