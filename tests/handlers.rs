@@ -525,6 +525,108 @@ fn a_missing_project_dir_warns_and_handlers_still_run() {
     out.warning(&[&missing.display().to_string(), "does not exist"]);
 }
 
+// --- how handlers start ---
+
+/// A line of `/proc/self/status` as a bit mask: `SigBlk`, `SigIgn`, `SigCgt`.
+fn signal_mask(status: &str, field: &str) -> u64 {
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .unwrap_or_else(|| panic!("no {field} in {status}"));
+    u64::from_str_radix(line.trim_start_matches(':').trim(), 16).unwrap()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn handlers_start_with_no_signal_blocked_and_none_of_the_dispatchers_ignored() {
+    // cat is executed directly, so its status shows what the dispatcher handed over.
+    let out = pre_tool_use(json!([{"argv": ["cat", "/proc/self/status"]}])).run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    let status = out.handler(0)["stdout"].as_str().unwrap().to_string();
+    assert_eq!(signal_mask(&status, "SigBlk"), 0, "{status}");
+    // The dispatcher ignores SIGPIPE and catches SIGINT, SIGTERM and SIGHUP; a handler gets
+    // the defaults (a caught signal could otherwise only be inherited as ignored by mistake).
+    let ignored = signal_mask(&status, "SigIgn");
+    for sig in [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        assert_eq!(
+            ignored & (1 << (sig - 1)),
+            0,
+            "signal {sig} ignored: {status}"
+        );
+    }
+}
+
+#[test]
+fn path_lookup_passes_over_a_name_that_is_not_executable() {
+    let test = Test::new();
+    let first = test.root().join("first");
+    let second = test.root().join("second");
+    let path = format!(
+        "{}:{}:{}",
+        first.display(),
+        second.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = test
+        .file("first/levelcode-tool", "#!/bin/sh\necho first\n")
+        .file("second/levelcode-tool", "#!/bin/sh\necho second\n")
+        .project_settings(group(
+            "PreToolUse",
+            None,
+            json!([{"argv": ["levelcode-tool"]}]),
+        ))
+        .tool_event("PreToolUse", "write_file")
+        .env("PATH", &path);
+    make_executable(&second.join("levelcode-tool"));
+    let out = out.run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    assert_eq!(out.stdouts(), ["second"]);
+}
+
+#[test]
+fn path_lookup_that_finds_only_non_executable_files_says_permission_denied() {
+    let test = Test::new();
+    let only = test.root().join("only");
+    let out = test
+        .file("only/levelcode-tool", "#!/bin/sh\necho never\n")
+        .project_settings(group(
+            "PreToolUse",
+            None,
+            json!([{"argv": ["levelcode-tool"]}]),
+        ))
+        .tool_event("PreToolUse", "write_file")
+        .env("PATH", format!("{}:/nonexistent", only.display()))
+        .run();
+    let handler = out.handler(0);
+    assert_eq!(handler["outcome"], "spawn_error");
+    let message = handler["message"].as_str().unwrap();
+    assert!(message.contains("levelcode-tool"), "{message}");
+    assert!(message.contains("ermission denied"), "{message}");
+    assert!(message.contains("chmod +x"), "{message}");
+}
+
+#[test]
+fn handlers_get_proper_streams_when_the_dispatcher_has_no_stderr() {
+    // Started with descriptor 2 closed (the runtime puts /dev/null there before main), the
+    // dispatcher still gives each handler its payload on 0, its stdout on 1, its stderr on 2.
+    let out = pre_tool_use(json!([
+        {"command": "cat; echo; echo to stdout"},
+        {"command": "echo to stderr >&2; exit 2"},
+    ]))
+    .without_stderr()
+    .run();
+    assert_eq!(out.status(), 2);
+    let stdout = &out.stdouts()[0];
+    assert!(stdout.starts_with("{\"event\":\"PreToolUse\""), "{stdout}");
+    assert!(stdout.ends_with("}\nto stdout"), "{stdout}");
+    assert_eq!(out.json()["reason"], "to stderr");
+}
+
+fn make_executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 // --- labels ---
 
 #[test]

@@ -85,6 +85,7 @@ pub struct Test {
     current_dir: PathBuf,
     input: Input,
     close_stdout: bool,
+    without_stderr: bool,
     reap: Vec<PathBuf>,
 }
 
@@ -113,6 +114,7 @@ impl Test {
             current_dir,
             input: Input::Bytes(Vec::new()),
             close_stdout: false,
+            without_stderr: false,
             reap: Vec::new(),
         }
     }
@@ -245,6 +247,13 @@ impl Test {
         self
     }
 
+    /// Starts the dispatcher with no descriptor 2 at all (closed, not /dev/null), so the pipes it
+    /// makes can be given the numbers its handlers' standard streams need.
+    pub fn without_stderr(mut self) -> Test {
+        self.without_stderr = true;
+        self
+    }
+
     /// Kills, when the test ends however it ends, every process whose pid a handler wrote (one
     /// per line) in `path`, relative to the project, so a failing test leaves nothing running.
     pub fn reap(mut self, path: impl AsRef<Path>) -> Test {
@@ -275,6 +284,17 @@ impl Test {
                 Some(value) => command.env(key, value),
                 None => command.env_remove(key),
             };
+        }
+        if self.without_stderr {
+            use std::os::unix::process::CommandExt;
+            command.stderr(Stdio::inherit());
+            // SAFETY: close(2) is async-signal-safe and touches nothing but the descriptor.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::close(2);
+                    Ok(())
+                });
+            }
         }
         let started = Instant::now();
         let mut child = command.spawn().expect("the binary under test starts");
