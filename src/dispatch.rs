@@ -1,7 +1,6 @@
 //! One dispatch, end to end: the project root, the layers, the matching groups, the chain of
 //! handlers (contract §6 "the whole dispatch"), and the compliance record.
 
-use std::collections::HashSet;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -213,7 +212,9 @@ pub fn run_chain(
     let tool = payload.tool_name.as_deref();
     let mut input: Option<std::borrow::Cow<[u8]>> = None;
     let mut env_exported = false;
-    let mut already_run: HashSet<&Program> = HashSet::new();
+    // A list, not a set: a chain runs few handlers, and a hash set's random seed costs a
+    // system call per dispatch.
+    let mut already_run: Vec<&Program> = Vec::new();
     let mut dir: Option<PathBuf> = None;
     let mut ended = false;
 
@@ -263,7 +264,7 @@ pub fn run_chain(
                 report.handlers.push(entry);
                 continue;
             }
-            if !already_run.insert(&handler.program) {
+            if already_run.contains(&&handler.program) {
                 entry.outcome = Outcome::Duplicate;
                 entry.message =
                     Some("not run again: the same command already ran in this dispatch".into());
@@ -271,6 +272,7 @@ pub fn run_chain(
                 report.handlers.push(entry);
                 continue;
             }
+            already_run.push(&handler.program);
             if let Some(sig) = signals::received() {
                 report.interrupted = Some(sig);
                 ended = true;

@@ -20,7 +20,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::OnceLock;
 
 /// A started handler: its pid, a descriptor that becomes readable when it exits, and the
 /// dispatcher's ends of its three pipes.
@@ -63,58 +62,11 @@ const FAILED_SETUP: c_int = 1;
 const FAILED_DIR: c_int = 2;
 const FAILED_EXEC: c_int = 3;
 
-/// The child's stack: 64 KiB above a guard page, mapped once per thread and reused.
-const STACK_SIZE: usize = 64 * 1024;
-
-struct Stack {
-    base: *mut c_void,
-    len: usize,
-}
-
-impl Stack {
-    fn map() -> Option<Stack> {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-            .ok()
-            .filter(|p| *p > 0)?;
-        let len = STACK_SIZE + page;
-        // SAFETY: an anonymous private mapping of our own; checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return None;
-        }
-        // The lowest page stays inaccessible: an overflow faults instead of writing below.
-        // SAFETY: the first page of the mapping just made.
-        unsafe { libc::mprotect(base, page, libc::PROT_NONE) };
-        Some(Stack { base, len })
-    }
-
-    fn top(&self) -> *mut c_void {
-        // Both the mapping and its length are page-aligned, so the top is 16-byte aligned.
-        // SAFETY: one past the end of the mapping, which the stack grows down from.
-        unsafe { self.base.cast::<u8>().add(self.len).cast() }
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `map`, unused once its thread ends.
-        unsafe { libc::munmap(self.base, self.len) };
-    }
-}
-
-thread_local! {
-    static STACK: Option<Stack> = Stack::map();
-}
+/// The child's stack, in bytes: a buffer in the parent's own frame, which the parent cannot
+/// touch while the child runs on it (CLONE_VFORK suspends it until the child executes or exits).
+/// The child needs a few hundred bytes: its own frame, and those of the C library's `sigaction`,
+/// `execve` and friends.
+const CHILD_STACK: usize = 16 * 1024;
 
 /// Starts `argv` (whose first element is the program: a path, or a name looked up in `PATH`)
 /// in `dir`, leading a process group of its own, with three pipes as its standard streams.
@@ -138,7 +90,6 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
     let (stdin_child, stdin) = pipe().map_err(Failure::Program)?;
     let (stdout, stdout_child) = pipe().map_err(Failure::Program)?;
     let (stderr, stderr_child) = pipe().map_err(Failure::Program)?;
-    let reset = signals_to_reset();
 
     extern "C" {
         static environ: *const *const c_char;
@@ -155,45 +106,43 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
             stdout_child.as_raw_fd(),
             stderr_child.as_raw_fd(),
         ],
-        reset: reset.as_ptr(),
-        reset_len: reset.len(),
+        reset: RESET.as_ptr(),
+        reset_len: RESET.len(),
         failed_at: 0,
         errno: 0,
     };
 
-    let started = STACK.with(|stack| {
-        let stack = stack.as_ref()?;
-        let mut pidfd: c_int = -1;
-        // SAFETY: sigfillset and pthread_sigmask write into sets we own.
-        let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-        unsafe {
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
-        }
-        // SAFETY: `child` only reads the plan's pointers, all alive until clone returns (the
-        // parent waits: CLONE_VFORK), and writes the plan's answer fields; it runs on `stack`,
-        // which nothing else uses meanwhile. All signals are blocked across the clone, so no
-        // handler of ours can run in the child before it resets them. CLONE_PIDFD writes the
-        // pidfd into `pidfd`.
-        let pid = unsafe {
-            libc::clone(
-                child,
-                stack.top(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
-                std::ptr::addr_of_mut!(plan).cast(),
-                std::ptr::addr_of_mut!(pidfd),
-            )
-        };
-        let clone_error = io::Error::last_os_error();
-        // SAFETY: restores the mask saved above.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-        Some((pid, pidfd, clone_error))
-    });
-    drop((stdin_child, stdout_child, stderr_child));
-    let Some((pid, pidfd, clone_error)) = started else {
-        return Err(Failure::Unavailable);
+    // 16-byte units, so the top is aligned as the ABI wants a stack.
+    let mut stack = std::mem::MaybeUninit::<[u128; CHILD_STACK / 16]>::uninit();
+    let mut pidfd: c_int = -1;
+    // SAFETY: sigfillset and pthread_sigmask write into sets we own.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+    }
+    // SAFETY: `child` only reads the plan's pointers, all alive until clone returns (the parent
+    // waits: CLONE_VFORK), and writes the plan's answer fields; it runs on `stack`, which nothing
+    // else uses meanwhile. All signals are blocked across the clone, so no handler of ours can
+    // run in the child before it resets them. CLONE_PIDFD writes the pidfd into `pidfd`.
+    let pid = unsafe {
+        libc::clone(
+            child,
+            stack
+                .as_mut_ptr()
+                .cast::<u128>()
+                .add(CHILD_STACK / 16)
+                .cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+            std::ptr::addr_of_mut!(plan).cast(),
+            std::ptr::addr_of_mut!(pidfd),
+        )
     };
+    let clone_error = io::Error::last_os_error();
+    // SAFETY: restores the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    drop((stdin_child, stdout_child, stderr_child));
     if pid < 0 {
         return match clone_error.raw_os_error() {
             Some(libc::EAGAIN | libc::ENOMEM) => Err(Failure::Program(clone_error)),
@@ -300,29 +249,18 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 }
 
 /// The signals the child resets to their default before executing: every one this process
-/// catches (a handler must never run in the child, which shares our memory) and SIGPIPE, which
-/// the Rust runtime ignores and std resets for the programs it starts. The dispatcher's own
-/// three are always included, in case it installs them after this is first read. Without
-/// `/proc`, every signal.
-fn signals_to_reset() -> &'static [c_int] {
-    static RESET: OnceLock<Vec<c_int>> = OnceLock::new();
-    RESET.get_or_init(|| {
-        let caught = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|status| {
-                let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
-                u64::from_str_radix(mask.trim(), 16).ok()
-            })
-            .unwrap_or(u64::MAX);
-        let always = [libc::SIGPIPE, libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-        (1..=64)
-            .filter(|sig: &c_int| always.contains(sig) || caught & (1u64 << (sig - 1)) != 0)
-            // Never KILL or STOP, nor the C library's two internal signals (32 and 33), which
-            // sigaction refuses.
-            .filter(|sig| ![libc::SIGKILL, libc::SIGSTOP, 32, 33].contains(sig))
-            .collect()
-    })
-}
+/// catches, since a handler must never run in the child, which shares our memory: SIGINT,
+/// SIGTERM and SIGHUP (`signals::install`), SIGSEGV and SIGBUS (the Rust runtime's stack
+/// overflow report); and SIGPIPE, which the Rust runtime ignores and std resets for the
+/// programs it starts. A test compares this list with `/proc/self/status`.
+const RESET: [c_int; 6] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGPIPE,
+];
 
 /// The child, between clone and execve. Async-signal-safe calls only; no allocation, no
 /// panic (no indexing, no arithmetic that can overflow).
@@ -375,5 +313,93 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             *libc::__errno_location() = libc::EACCES;
         }
         fail(FAILED_EXEC)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every signal this process catches, from `/proc/self/status`.
+    fn caught() -> Vec<c_int> {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let mask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .unwrap();
+        let mask = u64::from_str_radix(mask.trim(), 16).unwrap();
+        (1..=64)
+            .filter(|sig| mask & (1 << (sig - 1)) != 0)
+            .collect()
+    }
+
+    #[test]
+    fn the_child_resets_every_signal_the_dispatcher_catches() {
+        crate::signals::install();
+        let caught = caught();
+        assert!(caught.contains(&libc::SIGTERM), "{caught:?}");
+        // 32 and 33 are the C library's own, for its threads (cancellation, set*id), caught
+        // once a second thread exists, as in this test binary; they are never sent to another
+        // process, and sigaction refuses them.
+        for sig in caught
+            .into_iter()
+            .filter(|sig| !(32..libc::SIGRTMIN()).contains(sig))
+        {
+            assert!(
+                RESET.contains(&sig),
+                "signal {sig} has a handler in the dispatcher but is not in RESET: a spawned \
+                 child could run it before executing"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_exec_or_chdir_says_which_and_why() {
+        let dir = std::env::temp_dir();
+        let missing = spawn(&["/nonexistent/levelcode-hooks-test"], &dir);
+        match missing {
+            Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
+            other => panic!("{:?}", other.map(|s| s.pid)),
+        }
+        let no_dir = spawn(
+            &["/bin/sh", "-c", "true"],
+            Path::new("/nonexistent/levelcode-hooks"),
+        );
+        match no_dir {
+            Err(Failure::Dir(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
+            other => panic!("{:?}", other.map(|s| s.pid)),
+        }
+    }
+
+    #[test]
+    fn a_started_child_gets_its_pipes_and_directory() {
+        let dir = std::env::temp_dir().canonicalize().unwrap();
+        let script = "pwd; cat; echo; cut -d' ' -f1,5 /proc/$$/stat; echo err >&2";
+        let started =
+            spawn(&["/bin/sh", "-c", script], &dir).unwrap_or_else(|_| panic!("spawn failed"));
+        let mut stdin = std::fs::File::from(started.stdin);
+        std::io::Write::write_all(&mut stdin, b"payload").unwrap();
+        drop(stdin);
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(started.stdout), &mut out).unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(started.stderr), &mut err).unwrap();
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        assert_eq!(
+            unsafe { libc::waitpid(started.pid, &mut status, 0) },
+            started.pid
+        );
+        assert_eq!(status, 0);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[..2], [dir.display().to_string().as_str(), "payload"]);
+        // It leads its own process group: pid and process group are the same number.
+        let ids: Vec<&str> = lines[2].split(' ').collect();
+        assert_eq!(ids, [started.pid.to_string(), started.pid.to_string()]);
+        assert_eq!(err, "err\n");
+        assert!(
+            started.pidfd.is_some(),
+            "a kernel from 5.2 gives a pidfd from clone"
+        );
     }
 }
