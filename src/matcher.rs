@@ -98,9 +98,148 @@ pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
 /// which is a fraction of the cost of compiling; the rare errors that only compilation finds
 /// (an unknown Unicode class name, say) are then reported by the groups that do get compiled.
 pub fn parses(pattern: &str) -> bool {
-    regex_syntax::ast::parse::Parser::new()
-        .parse(pattern)
-        .is_ok()
+    plainly_valid(pattern)
+        || regex_syntax::ast::parse::Parser::new()
+            .parse(pattern)
+            .is_ok()
+}
+
+/// Returns true when `pattern` keeps to a plain subset of the syntax that is valid whatever
+/// it contains: literals, `.`, escaped metacharacters, `\d \w \s` and their negations, simple
+/// classes such as `[a-z0-9_]`, plain groups, `|` between non-empty branches, `^`, `$`, and
+/// quantifiers after something they can repeat. False means only "not plainly valid": the
+/// syntax parser then decides. Building the parser's syntax tree costs tens of thousands of
+/// instructions per pattern; this scan, a few per byte.
+fn plainly_valid(pattern: &str) -> bool {
+    /// What the scan just passed: whether a quantifier may follow, and whether a `|` or `)` may.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Last {
+        /// The start, `(` or `|`: an empty branch so far.
+        Open,
+        /// `^`, `$` or a quantifier: nothing a quantifier may repeat.
+        Fixed,
+        /// A literal, `.`, an escape, a class or a closed group.
+        Item,
+    }
+    let bytes = pattern.as_bytes();
+    let mut depth = 0usize;
+    let mut last = Last::Open;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        i += 1;
+        last = match b {
+            b'\\' => match bytes.get(i) {
+                Some(c) if b"\\.+*?()|[]{}^$dwsDWS".contains(c) => {
+                    i += 1;
+                    Last::Item
+                }
+                _ => return false,
+            },
+            b'[' => match class_end(&bytes[i..]) {
+                Some(len) => {
+                    i += len;
+                    Last::Item
+                }
+                None => return false,
+            },
+            b'(' => {
+                if bytes.get(i) == Some(&b'?') || depth == 64 {
+                    return false;
+                }
+                depth += 1;
+                Last::Open
+            }
+            b')' | b'|' if last == Last::Open => return false,
+            b')' => {
+                if depth == 0 {
+                    return false;
+                }
+                depth -= 1;
+                Last::Item
+            }
+            b'|' => Last::Open,
+            b'^' | b'$' => Last::Fixed,
+            b'*' | b'+' | b'?' | b'{' if last != Last::Item => return false,
+            b'*' | b'+' | b'?' => {
+                if bytes.get(i) == Some(&b'?') {
+                    i += 1;
+                }
+                Last::Fixed
+            }
+            b'{' => match counted_repetition_end(&bytes[i..]) {
+                Some(len) => {
+                    i += len;
+                    Last::Fixed
+                }
+                None => return false,
+            },
+            b']' | b'}' => return false,
+            _ => Last::Item,
+        };
+    }
+    depth == 0 && last != Last::Open
+}
+
+/// The length of a plain class body after its `[`, through the closing `]`: ASCII letters,
+/// digits and `_`, ordered ranges between them, and `\d \w \s`, optionally negated with `^`.
+fn class_end(rest: &[u8]) -> Option<usize> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = usize::from(rest.first() == Some(&b'^'));
+    let start = i;
+    loop {
+        match *rest.get(i)? {
+            b']' if i > start => return Some(i + 1),
+            b'\\' if rest.get(i + 1).is_some_and(|c| b"dwsDWS".contains(c)) => i += 2,
+            a if plain(a) => {
+                if rest.get(i + 1) == Some(&b'-') && rest.get(i + 2) != Some(&b']') {
+                    let z = *rest.get(i + 2)?;
+                    if !plain(z) || z < a {
+                        return None;
+                    }
+                    i += 3;
+                } else {
+                    i += 1;
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The length of `n}`, `n,}` or `n,m}` (n ≤ m, at most four digits each) after a `{`, with a
+/// lazy `?` after it.
+fn counted_repetition_end(rest: &[u8]) -> Option<usize> {
+    let number = |from: usize| -> Option<(u32, usize)> {
+        let digits = rest[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits == 0 || digits > 4 {
+            return None;
+        }
+        let text = std::str::from_utf8(&rest[from..from + digits]).ok()?;
+        Some((text.parse().ok()?, from + digits))
+    };
+    let (low, mut i) = number(0)?;
+    if rest.get(i) == Some(&b',') {
+        i += 1;
+        if rest.get(i).is_some_and(u8::is_ascii_digit) {
+            let (high, end) = number(i)?;
+            if high < low {
+                return None;
+            }
+            i = end;
+        }
+    }
+    if rest.get(i) != Some(&b'}') {
+        return None;
+    }
+    i += 1;
+    if rest.get(i) == Some(&b'?') {
+        i += 1;
+    }
+    Some(i)
 }
 
 /// Returns true if and only if `pattern` has a `|` outside every group and class, which makes
@@ -263,6 +402,52 @@ mod tests {
             !ruled_out("^read_x|write_file", "write_file"),
             "top-level alternation"
         );
+    }
+
+    #[test]
+    fn plain_patterns_are_valid_without_the_parser() {
+        for pattern in [
+            "^mcp__server17__(read|write)_[a-z]+$",
+            "(delete|drop)_table_19$",
+            "^write_",
+            "files?$",
+            "^\\w+_file$",
+            "a\\.b$",
+            "^a{2}b",
+            "^a{2,}b{1,3}?",
+            "[^a-z0-9_]x",
+            "^[rw]",
+            "x\\d$",
+            "^$",
+            "é.*",
+            "((a|b)c)+",
+        ] {
+            assert!(plainly_valid(pattern), "{pattern:?}");
+        }
+        for pattern in [
+            "^foo(",
+            "*a",
+            "a**",
+            "a{2,1}",
+            "(?i)a",
+            "a|",
+            "(|a)",
+            "[]a]",
+            "[a-]",
+            "[z-a]",
+            "[[:alpha:]]",
+            "\\q",
+            "a{",
+            "a{1",
+            "a{x}",
+            ")",
+            "a]",
+            "^*",
+            "[a",
+            "\\",
+        ] {
+            assert!(!plainly_valid(pattern), "{pattern:?}");
+        }
     }
 
     #[test]

@@ -512,6 +512,24 @@ proptest! {
             }
         }
     }
+
+    /// The quick validity scan used for ruled-out matchers never calls valid what the regex
+    /// syntax parser rejects: `parses` agrees with the parser on strings of regex fragments.
+    #[test]
+    fn matcher_validity_agrees_with_the_regex_parser(pattern in regex_fragments()) {
+        let parser = regex_syntax::ast::parse::Parser::new().parse(&pattern).is_ok();
+        prop_assert_eq!(matcher::parses(&pattern), parser, "{:?}", pattern);
+    }
+}
+
+/// Strings made of the pieces regex syntax is built from, valid or not.
+fn regex_fragments() -> impl Strategy<Value = String> {
+    let fragment = prop::sample::select(vec![
+        "a", "b", "_", "-", ".", "*", "+", "?", "(", ")", "[", "]", "{", "}", "|", "^", "$", "\\",
+        "d", "w", "1", "2", ",", "[a-z]", "[^0-9_]", "{1,2}", "{2,1}", "\\d", "\\.", "é", " ", "#",
+        "(?:", "(?i)", "[a-]", "[z-a]",
+    ]);
+    prop::collection::vec(fragment, 0..14).prop_map(|parts| parts.concat())
 }
 
 // ---------------------------------------------------------------------------------------------
