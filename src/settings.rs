@@ -143,6 +143,10 @@ pub fn parse(
                 continue;
             }
         }
+        if let Some(clean) = clean_event(&source, &event, raw.get()) {
+            groups.extend(clean);
+            continue;
+        }
         let value: Value = match serde_json::from_str(raw.get()) {
             Ok(value) => value,
             Err(e) => {
@@ -156,6 +160,91 @@ pub fn parse(
         };
         parse_event(&source, &event, value, groups, &mut at);
     }
+}
+
+/// An event's groups when they have the shape nearly every settings file has, with nothing to
+/// warn about; `None` sends the event through the general path below, which reports each
+/// problem. Reading straight into these structs, borrowing the file's strings, costs a fraction
+/// of building a JSON tree of it (ordered maps, a copy of every string) and then walking that.
+fn clean_event(source: &Rc<Source>, event: &str, raw: &str) -> Option<Vec<Group>> {
+    /// A group with only the keys the dispatcher reads; any other key fails the fast read.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct CleanGroup<'a> {
+        #[serde(borrow, default)]
+        matcher: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        hooks: Vec<CleanHandler<'a>>,
+        #[serde(default)]
+        enabled: Option<bool>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct CleanHandler<'a> {
+        #[serde(borrow, default, rename = "type")]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        command: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        argv: Option<Vec<std::borrow::Cow<'a, str>>>,
+        #[serde(default)]
+        timeout: Option<f64>,
+        #[serde(default)]
+        enabled: Option<bool>,
+        #[serde(borrow, default)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+
+    let entries: Vec<CleanGroup<'_>> = serde_json::from_str(raw).ok()?;
+    let mut groups = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.into_iter().enumerate() {
+        if entry.hooks.is_empty() {
+            return None;
+        }
+        let mut handlers = Vec::with_capacity(entry.hooks.len());
+        for (h, handler) in entry.hooks.into_iter().enumerate() {
+            if handler.kind.as_deref().is_some_and(|k| k != "command") {
+                return None;
+            }
+            let program = match (handler.command, handler.argv) {
+                (Some(c), None) if !c.trim().is_empty() => Program::Shell(c.into_owned()),
+                (None, Some(argv)) if argv.first().is_some_and(|p| !p.is_empty()) => {
+                    Program::Argv(argv.into_iter().map(|a| a.into_owned()).collect())
+                }
+                _ => return None,
+            };
+            let secs = match handler.timeout {
+                None => DEFAULT_TIMEOUT_SECS,
+                Some(secs) => match clamp_secs(secs) {
+                    (secs, None) => secs,
+                    (_, Some(_)) => return None,
+                },
+            };
+            let name = match handler.name {
+                None => None,
+                Some(n) if !n.trim().is_empty() => Some(n.into_owned()),
+                Some(_) => return None,
+            };
+            handlers.push(Handler {
+                index: h,
+                program,
+                timeout: Duration::from_secs_f64(secs),
+                enabled: handler.enabled.unwrap_or(true),
+                name,
+            });
+        }
+        groups.push(Group {
+            source: Rc::clone(source),
+            event: event.to_string(),
+            index,
+            matcher: entry.matcher.map(std::borrow::Cow::into_owned),
+            enabled: entry.enabled.unwrap_or(true),
+            handlers,
+            compiled: OnceCell::new(),
+            parses: OnceCell::new(),
+        });
+    }
+    Some(groups)
 }
 
 /// Where problems are reported: the file, and the warnings list.
@@ -559,6 +648,11 @@ pub fn clamp_timeout(value: Option<&Value>) -> (f64, Option<String>) {
             )
         }
     };
+    clamp_secs(secs)
+}
+
+/// [`clamp_timeout`] for a number.
+fn clamp_secs(secs: f64) -> (f64, Option<String>) {
     if secs.is_nan() || secs <= 0.0 {
         return (
             DEFAULT_TIMEOUT_SECS,
@@ -626,6 +720,164 @@ mod tests {
             &mut warnings,
         );
         (groups, warnings)
+    }
+
+    /// An event's array read by the general path only, as if the fast read did not exist.
+    fn general(source: &Rc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
+        let mut groups = Vec::new();
+        let mut warnings = Vec::new();
+        match serde_json::from_str::<Value>(raw) {
+            Ok(value) => {
+                let mut at = Location {
+                    file: "s.json",
+                    warnings: &mut warnings,
+                };
+                parse_event(source, "Stop", value, &mut groups, &mut at);
+            }
+            Err(e) => warnings.push(e.to_string()),
+        }
+        (groups, warnings)
+    }
+
+    fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let key = prop::sample::select(vec![
+            "type", "command", "argv", "timeout", "enabled", "name", "note",
+        ]);
+        let value = prop::sample::select(vec![
+            "null",
+            "true",
+            "false",
+            "\"\"",
+            "\" \"",
+            "\"echo hi\"",
+            "\"command\"",
+            "\"e\\u0063ho \\\"x\\\"\"",
+            "0",
+            "-1",
+            "5",
+            "2.5",
+            "700",
+            "1e3",
+            "[]",
+            "[\"sh\"]",
+            "[\"\", \"b\"]",
+            "[\"a\", 1]",
+            "{}",
+        ]);
+        let program = prop::sample::select(vec![
+            "\"command\":\"echo hi\"",
+            "\"command\":\"e\\u0063ho \\\"x\\\"\"",
+            "\"argv\":[\"sh\",\"-c\",\"true\"]",
+            "\"argv\":[\"prog\"]",
+            "\"command\":null,\"argv\":[\"p\"]",
+        ]);
+        // Mostly the usual shape, a program and a few valid keys, with now and then one
+        // key of any value.
+        let usual = (
+            program,
+            prop::collection::vec((key.clone(), value.clone()), 0..2),
+            prop::sample::subsequence(
+                vec![
+                    "\"type\":\"command\"",
+                    "\"timeout\":5",
+                    "\"timeout\":null",
+                    "\"enabled\":false",
+                    "\"name\":\"n\"",
+                ],
+                0..3,
+            ),
+        )
+            .prop_map(|(program, odd, valid)| {
+                let mut fields: Vec<String> = vec![program.to_string()];
+                fields.extend(valid.iter().map(|v| v.to_string()));
+                fields.extend(odd.iter().map(|(k, v)| format!("\"{k}\":{v}")));
+                format!("{{{}}}", fields.join(","))
+            });
+        let any = prop::collection::vec((key, value), 0..5).prop_map(|fields| {
+            let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!("{{{}}}", fields.join(","))
+        });
+        prop_oneof![3 => usual, 1 => any]
+    }
+
+    fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let hooks = prop_oneof![
+            8 => prop::collection::vec(handler_text(), 0..4).prop_map(|h| format!("[{}]", h.join(","))),
+            1 => prop::sample::select(vec!["null", "{}", "\"x\""]).prop_map(String::from),
+        ];
+        let group = (
+            prop::option::of(prop::sample::select(vec![
+                "null",
+                "\"write_file\"",
+                "\"^a\"",
+                "1",
+            ])),
+            prop::option::weighted(0.95, hooks),
+            prop::option::of(prop::sample::select(vec![
+                "null", "false", "true", "\"no\"",
+            ])),
+            prop::bool::weighted(0.1),
+        )
+            .prop_map(|(matcher, hooks, enabled, extra)| {
+                let mut fields = Vec::new();
+                if let Some(m) = matcher {
+                    fields.push(format!("\"matcher\":{m}"));
+                }
+                if let Some(h) = hooks {
+                    fields.push(format!("\"hooks\":{h}"));
+                }
+                if let Some(e) = enabled {
+                    fields.push(format!("\"enabled\":{e}"));
+                }
+                if extra {
+                    fields.push("\"comment\":\"x\"".into());
+                }
+                format!("{{{}}}", fields.join(","))
+            });
+        prop::collection::vec(group, 0..4).prop_map(|g| format!("[{}]", g.join(",")))
+    }
+
+    proptest::proptest! {
+        // Most generated events have something to warn about; enough cases that a few dozen
+        // take the fast read.
+        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+        /// Whenever the fast read takes an event, the general path reads the same groups from
+        /// it and has nothing to warn about.
+        #[test]
+        fn the_fast_read_agrees_with_the_general_path(raw in event_text()) {
+            let source = Rc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
+            if let Some(fast) = clean_event(&source, "Stop", &raw) {
+                let (general, warnings) = general(&source, &raw);
+                proptest::prop_assert!(warnings.is_empty(), "{}: {:?}", raw, warnings);
+                proptest::prop_assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{}", raw);
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_read_takes_the_usual_shape() {
+        let source = Rc::new(Source {
+            layer: LayerKind::Project,
+            file: Path::new("s.json").into(),
+        });
+        let raw = r#"[{"matcher":"write_file","hooks":[{"type":"command","command":"./x.sh","timeout":5,"name":"x"},{"argv":["a","b"],"enabled":false}]},{"hooks":[{"command":"e\u0063ho"}],"enabled":null}]"#;
+        let fast = clean_event(&source, "Stop", raw).expect("the usual shape is read fast");
+        assert_eq!(
+            format!("{fast:?}"),
+            format!("{:?}", general(&source, raw).0)
+        );
+        assert_eq!(fast[1].handlers[0].program, Program::Shell("echo".into()));
+        for unusual in [
+            r#"[{"hooks":[{"command":"a","extra":1}]}]"#,
+            r#"[{"hooks":[{"command":"a","command":"b"}]}]"#,
+            r#"[{"hooks":[{"command":"a","timeout":0}]}]"#,
+            r#"[{"hooks":[]}]"#,
+        ] {
+            assert!(clean_event(&source, "Stop", unusual).is_none(), "{unusual}");
+        }
     }
 
     #[test]
