@@ -41,3 +41,11 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// The number an [`ExitCode`] stands for, for an entry point that returns it to the C library
+/// itself (std offers no accessor; codes do compare).
+pub fn number(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|n| ExitCode::from(*n) == code)
+        .unwrap_or(Status::Failure.code())
+}

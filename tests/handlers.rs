@@ -613,7 +613,7 @@ fn handlers_get_proper_streams_when_the_dispatcher_has_no_stderr() {
         {"command": "cat; echo; echo to stdout"},
         {"command": "echo to stderr >&2; exit 2"},
     ]))
-    .without_stderr()
+    .closed(2)
     .run();
     assert_eq!(out.status(), 2);
     let stdout = &out.stdouts()[0];

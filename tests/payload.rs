@@ -23,6 +23,18 @@ fn empty_stdin_is_an_error() {
 }
 
 #[test]
+fn a_closed_stdin_is_an_empty_one() {
+    // Descriptor 0 closed, not merely at its end: the dispatcher must not read the payload from
+    // whatever it opens first (its signal pipe, a settings file).
+    let out = Test::new()
+        .project_settings(on("Stop", "echo ran"))
+        .closed(0)
+        .run();
+    let error = out.error();
+    assert!(error.starts_with("payload: stdin was empty"), "{error}");
+}
+
+#[test]
 fn invalid_json_is_an_error_that_says_where() {
     let out = Test::new().stdin(r#"{"event":"Stop","#).run();
     let error = out.error();

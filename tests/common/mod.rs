@@ -85,7 +85,8 @@ pub struct Test {
     current_dir: PathBuf,
     input: Input,
     close_stdout: bool,
-    without_stderr: bool,
+    /// Standard descriptors the dispatcher starts without (closed, not /dev/null).
+    closed: Vec<i32>,
     reap: Vec<PathBuf>,
 }
 
@@ -114,7 +115,7 @@ impl Test {
             current_dir,
             input: Input::Bytes(Vec::new()),
             close_stdout: false,
-            without_stderr: false,
+            closed: Vec::new(),
             reap: Vec::new(),
         }
     }
@@ -247,10 +248,9 @@ impl Test {
         self
     }
 
-    /// Starts the dispatcher with no descriptor 2 at all (closed, not /dev/null), so the pipes it
-    /// makes can be given the numbers its handlers' standard streams need.
-    pub fn without_stderr(mut self) -> Test {
-        self.without_stderr = true;
+    /// Starts the dispatcher with descriptor `fd` (0, 1 or 2) closed, not even /dev/null.
+    pub fn closed(mut self, fd: i32) -> Test {
+        self.closed.push(fd);
         self
     }
 
@@ -285,39 +285,44 @@ impl Test {
                 None => command.env_remove(key),
             };
         }
-        if self.without_stderr {
+        if !self.closed.is_empty() {
             use std::os::unix::process::CommandExt;
-            command.stderr(Stdio::inherit());
-            // SAFETY: close(2) is async-signal-safe and touches nothing but the descriptor.
+            for fd in &self.closed {
+                match fd {
+                    0 => command.stdin(Stdio::inherit()),
+                    1 => command.stdout(Stdio::inherit()),
+                    _ => command.stderr(Stdio::inherit()),
+                };
+            }
+            let closed = self.closed.clone();
+            // SAFETY: close(2) is async-signal-safe and touches nothing but the descriptors.
             unsafe {
-                command.pre_exec(|| {
-                    libc::close(2);
+                command.pre_exec(move || {
+                    for fd in &closed {
+                        libc::close(*fd);
+                    }
                     Ok(())
                 });
             }
         }
         let started = Instant::now();
         let mut child = command.spawn().expect("the binary under test starts");
-        let stdout = child.stdout.take().unwrap();
-        let stdout = if self.close_stdout {
-            drop(stdout);
-            None
-        } else {
-            Some(stdout)
-        };
+        let stdout = child.stdout.take().filter(|_| !self.close_stdout);
         let stdout = read_in_background(stdout);
         let stderr = read_in_background(child.stderr.take());
-        let mut stdin = child.stdin.take().unwrap();
-        let (writer, stdin) = match self.input {
-            Input::Bytes(bytes) => (
-                Some(std::thread::spawn(move || {
-                    // The dispatcher may stop reading early (an over-long payload): not an error.
-                    let _ = stdin.write_all(&bytes);
-                })),
-                None,
-            ),
-            Input::Stream(write) => (Some(std::thread::spawn(move || write(&mut stdin))), None),
-            Input::Open => (None, Some(stdin)),
+        let (writer, stdin) = match (child.stdin.take(), self.input) {
+            (None, _) => (None, None),
+            (Some(mut stdin), input) => match input {
+                Input::Bytes(bytes) => (
+                    Some(std::thread::spawn(move || {
+                        // The dispatcher may stop reading early (an over-long payload): not an error.
+                        let _ = stdin.write_all(&bytes);
+                    })),
+                    None,
+                ),
+                Input::Stream(write) => (Some(std::thread::spawn(move || write(&mut stdin))), None),
+                Input::Open => (None, Some(stdin)),
+            },
         };
         Running {
             guard: Guard {
