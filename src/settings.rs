@@ -321,10 +321,11 @@ impl fmt::Display for EntryPath<'_> {
 /// The `hooks` object's entries in file order, without parsing their values; `None` when the
 /// file has no `hooks` (or `"hooks": null`).
 fn top_level_hooks(text: &str) -> Result<Option<Vec<(String, &RawValue)>>, String> {
+    /// One pass over the file: `hooks` is split into its events as it is read.
     #[derive(Deserialize)]
     struct Top<'a> {
         #[serde(borrow, default)]
-        hooks: Option<&'a RawValue>,
+        hooks: Option<Hooks<'a>>,
     }
     let first = text.trim_start().chars().next();
     if first != Some('{') {
@@ -334,50 +335,74 @@ fn top_level_hooks(text: &str) -> Result<Option<Vec<(String, &RawValue)>>, Strin
         });
     }
     let top: Top<'_> = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
-    let Some(hooks) = top.hooks else {
-        return Ok(None);
-    };
-    let raw = hooks.get().trim_start();
-    if raw == "null" {
-        return Ok(None);
+    match top.hooks {
+        None | Some(Hooks::Null) => Ok(None),
+        Some(Hooks::Events(events)) => Ok(Some(events)),
+        Some(Hooks::Not(what)) => Err(format!("\"hooks\" must be an object of events, not {what}")),
     }
-    if !raw.starts_with('{') {
-        return Err(format!(
-            "\"hooks\" must be an object of events, not {}",
-            describe_raw(raw)
-        ));
-    }
-    let mut de = serde_json::Deserializer::from_str(raw);
-    de.deserialize_map(EntriesVisitor)
-        .map(Some)
-        .map_err(|e| format!("invalid JSON in \"hooks\": {e}"))
 }
 
-struct EntriesVisitor;
+/// The `hooks` value: its events, each kept as written, or what it is instead of an object.
+enum Hooks<'a> {
+    Null,
+    Events(Vec<(String, &'a RawValue)>),
+    Not(&'static str),
+}
 
-impl<'de> Visitor<'de> for EntriesVisitor {
-    type Value = Vec<(String, &'de RawValue)>;
+impl<'de: 'a, 'a> Deserialize<'de> for Hooks<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(HooksVisitor)
+    }
+}
+
+struct HooksVisitor;
+
+impl<'de> Visitor<'de> for HooksVisitor {
+    type Value = Hooks<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = Vec::new();
+        let mut events = Vec::new();
         while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
-            entries.push((key, value));
+            events.push((key, value));
         }
-        Ok(entries)
+        Ok(Hooks::Events(events))
     }
-}
 
-fn describe_raw(raw: &str) -> &'static str {
-    match raw.as_bytes().first() {
-        Some(b'[') => "an array",
-        Some(b'"') => "a string",
-        Some(b't' | b'f') => "a boolean",
-        Some(b'n') => "null",
-        _ => "a number",
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Hooks::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(Hooks::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Hooks::Not("an array"))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a string"))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a boolean"))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a number"))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a number"))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a number"))
     }
 }
 
@@ -902,8 +927,38 @@ mod tests {
 
     #[test]
     fn hooks_not_object_skips_layer() {
-        let (_, warnings) = parse_text(r#"{"hooks":[1]}"#);
-        assert!(warnings[0].contains("\"hooks\" must be an object"));
+        for (hooks, what) in [
+            ("[1, {\"a\": [2]}]", "an array"),
+            ("\"x\"", "a string"),
+            ("\"\\u0078\"", "a string"),
+            ("true", "a boolean"),
+            ("-1", "a number"),
+            ("1.5", "a number"),
+        ] {
+            let (_, warnings) = parse_text(&format!(r#"{{"hooks":{hooks},"theme":"dark"}}"#));
+            assert_eq!(
+                warnings,
+                [format!(
+                    "s.json: \"hooks\" must be an object of events, not {what}; layer skipped"
+                )]
+            );
+        }
+        for nothing in [
+            r#"{"hooks":null}"#,
+            r#"{"theme":"dark"}"#,
+            r#"{"hooks":{}}"#,
+        ] {
+            let (groups, warnings) = parse_text(nothing);
+            assert!(
+                groups.is_empty() && warnings.is_empty(),
+                "{nothing}: {warnings:?}"
+            );
+        }
+        let (_, warnings) = parse_text(r#"{"hooks":{"Stop":[}}"#);
+        assert!(
+            warnings[0].starts_with("s.json: invalid JSON: "),
+            "{warnings:?}"
+        );
         let (_, warnings) = parse_text("[]");
         assert!(warnings[0].contains("not a JSON object"));
     }
