@@ -451,6 +451,41 @@ fn handlers_read_the_payload_without_id_and_options() {
 }
 
 #[test]
+fn each_request_gives_handlers_its_own_variables() {
+    let world = World::new();
+    let show = json!([{"hooks": [{"command": "echo \"$LEVELCODE_HOOK_EVENT ${LEVELCODE_TOOL_NAME-unset}\""}]}]);
+    write(
+        &world.project_settings(),
+        json!({"hooks": {"PreToolUse": show, "Stop": show}}).to_string(),
+    );
+    let mut server = world.serve(&[]);
+    for (request, expected) in [
+        (
+            json!({"event": "PreToolUse", "tool_name": "write_file"}),
+            "PreToolUse write_file",
+        ),
+        (
+            json!({"event": "PreToolUse", "tool_name": "write_file"}),
+            "PreToolUse write_file",
+        ),
+        (json!({"event": "Stop"}), "Stop unset"),
+        (json!({"event": "Stop"}), "Stop unset"),
+        (
+            json!({"event": "PreToolUse", "tool_name": "read_files"}),
+            "PreToolUse read_files",
+        ),
+        (json!({"event": "Stop"}), "Stop unset"),
+    ] {
+        let answer = server.ask(&request);
+        assert_eq!(
+            answer["handlers"][0]["stdout"],
+            format!("{expected}\n"),
+            "{request}"
+        );
+    }
+}
+
+#[test]
 fn settings_edits_between_requests_are_picked_up() {
     let world = World::new();
     let settings = world.project_settings();

@@ -82,13 +82,40 @@ impl Finished {
 /// dispatcher's own environment, once per dispatch, so that every spawn passes the environment
 /// on as it is. Giving them to each `Command` instead makes std copy the whole environment into a
 /// map and back for every handler, which profiles showed to be most of the dispatcher's own cost
-/// per handler. The dispatcher runs no other thread while it does this.
+/// per handler. A variable already set to the same value by the previous call is left alone:
+/// `serve` exports the same few values for request after request, and each `setenv` searches
+/// the whole environment. The dispatcher runs no other thread while it does this.
 pub fn export_env(set: &[(&str, String)], remove: &[&str]) {
-    for (key, value) in set {
-        std::env::set_var(key, value);
-    }
-    for key in remove {
-        std::env::remove_var(key);
+    /// What the last call set; `None` before the first call.
+    static EXPORTED: std::sync::Mutex<Option<Vec<(String, String)>>> = std::sync::Mutex::new(None);
+    {
+        let mut exported = EXPORTED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = exported.take();
+        let had = |key: &str, value: Option<&str>| {
+            before.as_ref().is_some_and(|before| {
+                before
+                    .iter()
+                    .any(|(k, v)| k == key && value.is_none_or(|value| v == value))
+            })
+        };
+        for (key, value) in set {
+            if !had(key, Some(value)) {
+                std::env::set_var(key, value);
+            }
+        }
+        for key in remove {
+            // Inherited, or set by the previous call: otherwise it is gone already.
+            if before.is_none() || had(key, None) {
+                std::env::remove_var(key);
+            }
+        }
+        *exported = Some(
+            set.iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        );
     }
 }
 
