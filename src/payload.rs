@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Reading stops here; a larger payload is an error.
@@ -60,7 +61,7 @@ pub struct Payload {
 
 /// The fields the dispatcher reads; every other field is skipped unparsed.
 #[derive(Deserialize)]
-struct Fields {
+pub struct Fields {
     #[serde(default, deserialize_with = "present")]
     event: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -148,31 +149,54 @@ pub enum ReadError {
 impl Payload {
     /// Validates a payload (contract §2 and §8). `event_flag` is `--event`.
     pub fn parse(bytes: Vec<u8>, event_flag: Option<&str>) -> Result<Payload, String> {
-        let raw = trim_ascii(bytes);
-        if raw.is_empty() {
-            return Err(
-                "payload: stdin was empty; send one JSON object such as {\"event\":\"Stop\"}"
-                    .into(),
-            );
-        }
-        if let Err(e) = std::str::from_utf8(&raw) {
-            return Err(format!(
-                "payload: not UTF-8 (invalid byte at offset {}); send UTF-8 JSON",
-                e.valid_up_to()
-            ));
-        }
-        if raw[0] != b'{' {
-            return Err(
-                match serde_json::from_slice::<serde::de::IgnoredAny>(&raw) {
-                    Ok(_) => {
-                        "payload: not a JSON object; send one object such as {\"event\":\"Stop\"}"
-                            .into()
-                    }
-                    Err(e) => json_error(&e),
-                },
-            );
-        }
+        let raw = checked(bytes)?;
         let fields: Fields = serde_json::from_slice(&raw).map_err(|e| json_error(&e))?;
+        Payload::build(raw, fields, event_flag)
+    }
+
+    /// A `serve` request line in one pass: the payload's fields and the request's own `id` and
+    /// `options` members, each as written. `None` when the line is not valid JSON with at most
+    /// one of each member: the caller then reads it the slower way, which says what is wrong.
+    pub fn read_request(line: &[u8]) -> Option<RequestFields> {
+        #[derive(Deserialize)]
+        struct All {
+            #[serde(default, deserialize_with = "present")]
+            event: Option<Value>,
+            #[serde(default, deserialize_with = "present")]
+            hook_event_name: Option<Value>,
+            #[serde(default, deserialize_with = "present")]
+            cwd: Option<Value>,
+            #[serde(default, deserialize_with = "present")]
+            tool_name: Option<Value>,
+            #[serde(default, deserialize_with = "present")]
+            team: Option<Value>,
+            #[serde(default, deserialize_with = "present_raw")]
+            id: Option<Box<RawValue>>,
+            #[serde(default, deserialize_with = "present_raw")]
+            options: Option<Box<RawValue>>,
+        }
+        let all: All = serde_json::from_slice(line).ok()?;
+        Some(RequestFields {
+            fields: Fields {
+                event: all.event,
+                hook_event_name: all.hook_event_name,
+                cwd: all.cwd,
+                tool_name: all.tool_name,
+                team: all.team,
+            },
+            id: all.id,
+            options: all.options,
+        })
+    }
+
+    /// The payload of a request read by [`Payload::read_request`]: `raw` is the line without
+    /// the request's own members, from which `fields` were read.
+    pub fn from_request(raw: Vec<u8>, fields: Fields) -> Result<Payload, String> {
+        Payload::build(raw, fields, None)
+    }
+
+    /// Everything after the syntax: depth, event, tool name, cwd.
+    fn build(raw: Vec<u8>, fields: Fields, event_flag: Option<&str>) -> Result<Payload, String> {
         // serde_json skips unknown fields without counting their depth: count it here.
         if let Some(offset) = too_deep(&raw, MAX_DEPTH) {
             return Err(format!(
@@ -270,6 +294,45 @@ impl Payload {
         out.push(b'}');
         Cow::Owned(out)
     }
+}
+
+/// The payload without surrounding white space, once it is known to be a UTF-8 JSON object (its
+/// syntax inside is serde's to check).
+fn checked(bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    let raw = trim_ascii(bytes);
+    if raw.is_empty() {
+        return Err(
+            "payload: stdin was empty; send one JSON object such as {\"event\":\"Stop\"}".into(),
+        );
+    }
+    if let Err(e) = std::str::from_utf8(&raw) {
+        return Err(format!(
+            "payload: not UTF-8 (invalid byte at offset {}); send UTF-8 JSON",
+            e.valid_up_to()
+        ));
+    }
+    if raw[0] != b'{' {
+        return Err(
+            match serde_json::from_slice::<serde::de::IgnoredAny>(&raw) {
+                Ok(_) => "payload: not a JSON object; send one object such as {\"event\":\"Stop\"}"
+                    .into(),
+                Err(e) => json_error(&e),
+            },
+        );
+    }
+    Ok(raw)
+}
+
+/// What [`Payload::read_request`] read from a request line.
+pub struct RequestFields {
+    pub fields: Fields,
+    pub id: Option<Box<RawValue>>,
+    pub options: Option<Box<RawValue>>,
+}
+
+/// Keeps an explicit `null` apart from a missing member.
+fn present_raw<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(de).map(Some)
 }
 
 fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> {

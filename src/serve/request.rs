@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::cli::OutputMode;
-use crate::payload::Payload;
+use crate::payload::{Payload, RequestFields};
 
 /// A request line that can be dispatched.
 #[derive(Debug)]
@@ -78,6 +78,18 @@ pub fn parse(line: &[u8]) -> Result<Request, Rejection> {
             id: None,
         });
     }
+    // The usual line, valid and without repeated members, is read in one pass; anything else the
+    // way below, which says what is wrong with it.
+    if line[0] == b'{' && std::str::from_utf8(line).is_ok() {
+        if let Some(read) = Payload::read_request(line) {
+            return from_fields(line, read);
+        }
+    }
+    parse_slowly(line)
+}
+
+/// [`parse`] for any line that is not empty: the envelope first, then the payload.
+fn parse_slowly(line: &[u8]) -> Result<Request, Rejection> {
     // An array would deserialize into the struct too; only an object is a request.
     let envelope = match line[0] {
         b'{' => serde_json::from_slice::<Envelope>(line).map_err(Some),
@@ -126,6 +138,49 @@ pub fn parse(line: &[u8]) -> Result<Request, Rejection> {
         options,
         payload,
     })
+}
+
+/// A request from what [`Payload::read_request`] read of `line`, checked in the order the slow
+/// path checks: options first, then the payload.
+fn from_fields(line: &[u8], read: RequestFields) -> Result<Request, Rejection> {
+    let RequestFields {
+        fields,
+        id,
+        options,
+    } = read;
+    let has_own_members = id.is_some() || options.is_some();
+    let options = match options.map(|raw| serde_json::from_str::<Value>(raw.get())) {
+        None | Some(Ok(Value::Null)) => RequestOptions::default(),
+        Some(Ok(value)) => match RequestOptions::deserialize(value) {
+            Ok(options) => options,
+            Err(e) => {
+                return Err(Rejection {
+                    message: format!("request: options: {e}"),
+                    id,
+                })
+            }
+        },
+        // It was read as JSON already.
+        Some(Err(e)) => {
+            return Err(Rejection {
+                message: format!("request: options: {e}"),
+                id,
+            })
+        }
+    };
+    let bytes = if has_own_members {
+        without_own_members(line).into_owned()
+    } else {
+        line.to_vec()
+    };
+    match Payload::from_request(bytes, fields) {
+        Ok(payload) => Ok(Request {
+            id,
+            options,
+            payload,
+        }),
+        Err(message) => Err(Rejection { message, id }),
+    }
 }
 
 /// The `id` of a line that is not a valid request, when the members before the first problem
@@ -332,6 +387,48 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_pass_read_answers_as_the_slow_one() {
+        let deep = format!(
+            "{{\"event\":\"Stop\",\"x\":{}{}}}",
+            "[".repeat(130),
+            "]".repeat(130)
+        );
+        let deep_id = format!(
+            "{{\"event\":\"Stop\",\"id\":{}{}}}",
+            "[".repeat(130),
+            "]".repeat(130)
+        );
+        let lines = [
+            r#"{"event":"Stop"}"#,
+            r#"{"event":"Stop","id":7}"#,
+            r#"{"id":"a", "event":"Stop","options":{"output":"full"} ,"x":{"id":1}}"#,
+            r#"{"id":null,"event":"PreToolUse","tool_name":"write_file","cwd":"/p"}"#,
+            r#"{"event":"PreToolUse","id":[1,{"a":2}]}"#,
+            r#"{"event":"Stop","options":null}"#,
+            r#"{"event":"Stop","options":{"project_dir":"/x","no_project":true,"team":"t","settings":["/a"]}}"#,
+            r#"{"event":"Stop","options":{"outptu":"full"},"id":3}"#,
+            r#"{"event":"Stop","options":{"output":"loud"},"id":3}"#,
+            r#"{"event":"Stop","options":[1]}"#,
+            r#"{"event":1,"id":2}"#,
+            r#"{"hook_event_name":"Stop","event":"PreToolUse","id":2}"#,
+            r#"{"id":2}"#,
+            r#"{"event":"Stop","id":1,"id":2}"#,
+            r#"{"event":"Stop","event":"Stop","id":2}"#,
+            r#"{"event":"Stop","cwd":5,"team":{"a":1}}"#,
+            r#"{"event":"Stop","x":"\u00e9\ud800"}"#,
+            r#"{"event":"\ud800","id":1}"#,
+            &deep,
+            &deep_id,
+        ];
+        for line in lines {
+            let fast = format!("{:?}", parse(line.as_bytes()));
+            let slow = format!("{:?}", parse_slowly(line.as_bytes()));
+            assert_eq!(fast, slow, "{line}");
+        }
+        assert!(Payload::read_request(br#"{"event":"Stop","id":9}"#).is_some());
+    }
 
     fn stripped(text: &str) -> String {
         String::from_utf8(without_own_members(text.as_bytes()).into_owned()).unwrap()
