@@ -69,24 +69,33 @@ pub fn standard(
     include_project: bool,
     warnings: &mut Vec<String>,
 ) -> Vec<LayerPath> {
-    let mut layers = Vec::with_capacity(3);
-    match home() {
-        Some(home) => layers.push(LayerPath {
-            kind: LayerKind::User,
-            path: home
-                .join(".config")
+    // A process's environment changes only by its own hand, so the user and data layers'
+    // paths are worked out once: `serve` asks for them on every request.
+    static FIXED: std::sync::OnceLock<(Option<PathBuf>, Option<PathBuf>)> =
+        std::sync::OnceLock::new();
+    let (user, data) = FIXED.get_or_init(|| {
+        let user = home().map(|home| {
+            home.join(".config")
                 .join(config_dir_name())
-                .join("settings.json"),
+                .join("settings.json")
+        });
+        (user, data_dir().map(|dir| dir.join("settings.json")))
+    });
+    let mut layers = Vec::with_capacity(3);
+    match user {
+        Some(path) => layers.push(LayerPath {
+            kind: LayerKind::User,
+            path: path.clone(),
         }),
         None => warnings.push(
             "no home directory (HOME is unset): the user layer is skipped; set HOME to use it"
                 .into(),
         ),
     }
-    if let Some(dir) = data_dir() {
+    if let Some(path) = data {
         layers.push(LayerPath {
             kind: LayerKind::Data,
-            path: dir.join("settings.json"),
+            path: path.clone(),
         });
     }
     if include_project {

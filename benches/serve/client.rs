@@ -201,6 +201,32 @@ fn floor_event(args: &Args, payload: &[u8]) -> Duration {
     start.elapsed()
 }
 
+/// What glibc's `posix_spawn`, which `std::process::Command` uses, does in every child before it
+/// executes: read and reset each signal's disposition, two system calls per signal. The
+/// dispatcher's own spawn skips this (docs/BENCHMARKS.md), so the floor above holds this much
+/// per handler that a leaner spawn does not pay. Timed here on the client's own dispositions,
+/// each set back to what it was.
+fn signal_resets() -> Duration {
+    extern "C" {
+        fn sigaction(sig: i32, act: *const u8, old: *mut u8) -> i32;
+    }
+    // Larger than any platform's `struct sigaction`.
+    let mut buf = [0u8; 512];
+    let start = Instant::now();
+    for sig in 1..65 {
+        // SIGKILL, SIGSTOP and the C library's two internal signals refuse a new disposition.
+        if matches!(sig, 9 | 19 | 32 | 33) {
+            continue;
+        }
+        // SAFETY: `buf` is larger than `struct sigaction`; the disposition read is set back.
+        unsafe {
+            sigaction(sig, std::ptr::null(), buf.as_mut_ptr());
+            sigaction(sig, buf.as_ptr(), std::ptr::null_mut());
+        }
+    }
+    start.elapsed()
+}
+
 /// The `q` quantile (0..=1) of sorted values, interpolated.
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -270,6 +296,9 @@ fn main() {
         echo.stop();
     }
 
+    let resets: Vec<f64> = (0..args.floor_events.max(100))
+        .map(|_| micros(signal_resets()))
+        .collect();
     let parts = [
         format!("\"handlers\":{}", args.handlers),
         format!("\"payload_bytes\":{}", payload.trim_ascii().len()),
@@ -283,6 +312,7 @@ fn main() {
         ),
         stats("serve", served),
         stats("floor", floor),
+        stats("signal_resets", resets),
     ];
     println!("{{{}}}", parts.join(","));
 }

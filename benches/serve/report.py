@@ -88,18 +88,25 @@ def main() -> int:
             continue
         serve, floor = result["serve"], result["floor"]
         over = serve["median_us"] / floor["median_us"] - 1
+        lean = ""
         if result["handlers"]:
             goal = f"median ≤ floor + {OVER_FLOOR_LIMIT:.0%}"
             met = over <= OVER_FLOOR_LIMIT
             versus = f"{over:+.1%}"
+            # The floor without glibc's per-child signal resets, which the dispatcher's own
+            # spawn does not make: the strictest floor this client can give.
+            resets = result["signal_resets"]["median_us"] * result["handlers"]
+            lean_floor = floor["median_us"] - resets
+            lean = f"{lean_floor:.1f} | {serve['median_us'] / lean_floor - 1:+.1%}"
         else:
             goal = f"median ≤ {NO_MATCH_LIMIT_US:.0f} µs"
             met = serve["median_us"] <= NO_MATCH_LIMIT_US
             versus = f"+{serve['median_us'] - floor['median_us']:.1f} µs"
+            lean = "| "
         goals.append({"scenario": name, "goal": goal, "met": met})
         rows.append(
             f"| {title} | {serve['median_us']:.1f} | {serve['p95_us']:.1f} | "
-            f"{floor['median_us']:.1f} | {floor['p95_us']:.1f} | {versus} | "
+            f"{floor['median_us']:.1f} | {floor['p95_us']:.1f} | {versus} | {lean} | "
             f"{IN_PROCESS_US[name]} | {goal}: {'met' if met else 'MISSED'} |"
         )
 
@@ -115,9 +122,14 @@ def main() -> int:
            else "Processes placed by the scheduler."),
         "",
         "| scenario | serve median µs | serve p95 µs | floor median µs | floor p95 µs "
-        "| serve / floor | in-process engine µs | goal |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| serve / floor | lean floor µs | serve / lean floor | in-process engine µs | goal |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         *rows,
+        "",
+        "The floor spawns each handler with `std::process::Command`, whose `posix_spawn` resets "
+        "every signal's disposition in the child (about 120 system calls); the dispatcher's own "
+        "spawn resets only the few it catches. *Lean floor* is the floor less that loop, timed "
+        "in the client: the strictest comparison this benchmark gives.",
     ]
     if failed:
         lines += ["", "Not measured:", *(f"- {f}" for f in failed)]

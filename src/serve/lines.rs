@@ -57,10 +57,7 @@ impl<R: Read> Lines<R> {
 
     pub fn next(&mut self) -> io::Result<Next<'_>> {
         loop {
-            if let Some(at) = self.buf[self.searched..self.filled]
-                .iter()
-                .position(|&b| b == b'\n')
-            {
+            if let Some(at) = memchr::memchr(b'\n', &self.buf[self.searched..self.filled]) {
                 let end = self.searched + at;
                 let line = self.start..end;
                 self.start = end + 1;
