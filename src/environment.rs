@@ -1,4 +1,6 @@
-//! The environment switches the dispatcher obeys (contract §6), read in one place.
+//! The environment switches the dispatcher obeys (contract §6), read in one place, and each
+//! read once: a process's environment changes only by its own hand, and `serve` would otherwise
+//! search it for every switch on every request.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -8,15 +10,19 @@ pub const MAX_DEPTH: u32 = 4;
 
 /// Returns true if and only if `LEVELCODE_HOOKS` turns hooks off (`0`, `false`, `off`, any case).
 pub fn hooks_disabled() -> bool {
-    std::env::var("LEVELCODE_HOOKS").is_ok_and(|v| {
-        let v = v.trim();
-        v == "0" || v.eq_ignore_ascii_case("false") || v.eq_ignore_ascii_case("off")
+    static DISABLED: OnceLock<bool> = OnceLock::new();
+    *DISABLED.get_or_init(|| {
+        std::env::var("LEVELCODE_HOOKS").is_ok_and(|v| {
+            let v = v.trim();
+            v == "0" || v.eq_ignore_ascii_case("false") || v.eq_ignore_ascii_case("off")
+        })
     })
 }
 
 /// Returns true if and only if `LEVELCODE_HOOKS_NO_PROJECT` is `1`, `true` or `on` (any case).
 pub fn no_project() -> bool {
-    std::env::var("LEVELCODE_HOOKS_NO_PROJECT").is_ok_and(|v| is_on(&v))
+    static NO_PROJECT: OnceLock<bool> = OnceLock::new();
+    *NO_PROJECT.get_or_init(|| std::env::var("LEVELCODE_HOOKS_NO_PROJECT").is_ok_and(|v| is_on(&v)))
 }
 
 pub fn is_on(value: &str) -> bool {
@@ -49,7 +55,9 @@ pub fn start_dir() -> PathBuf {
 
 /// The team for the compliance log from the environment, when set.
 pub fn team() -> Option<String> {
-    std::env::var("LEVELCODE_TEAM").ok()
+    static TEAM: OnceLock<Option<String>> = OnceLock::new();
+    TEAM.get_or_init(|| std::env::var("LEVELCODE_TEAM").ok())
+        .clone()
 }
 
 #[cfg(test)]

@@ -56,9 +56,15 @@ fn log_path(flag: Option<&Path>) -> Option<PathBuf> {
     if let Some(path) = flag {
         return Some(path.to_path_buf());
     }
-    std::env::var_os(LOG_VAR)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    // Read once, as the other switches are (crate::environment).
+    static FROM_ENV: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FROM_ENV
+        .get_or_init(|| {
+            std::env::var_os(LOG_VAR)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .clone()
 }
 
 /// One write under an exclusive lock; the file is created (mode 0600, folders included) when
