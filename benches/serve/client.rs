@@ -1,9 +1,11 @@
 //! The client of the `serve` benchmark: keeps one `levelcode-hooks serve` running and sends it
 //! one event at a time, as an agent does, timing each from the first byte written to the answer's
 //! newline read. Beside it, the floor, what no server can avoid: where handlers run, the
-//! scenario's handlers spawned by this program directly, the way the dispatcher spawns them (own
+//! scenario's handlers spawned by this program directly with `std::process::Command` (own
 //! process group, payload on a piped stdin, stdout and stderr piped and read to their end); where
-//! none runs, the same request's round trip through `cat`.
+//! none runs, the same request's round trip through `cat`. Also timed: the signal-disposition
+//! resets glibc's `posix_spawn` makes in each child, which the dispatcher's own spawn skips, so
+//! the report can show the floor without them.
 //!
 //! Both are measured in interleaved rounds, so a slow moment of the machine lands on both alike.
 //! Prints one JSON object: medians and 95th percentiles per event, in microseconds.
@@ -176,7 +178,7 @@ impl Server {
     }
 }
 
-/// The scenario's handlers spawned directly, once each, as the dispatcher spawns them.
+/// The scenario's handlers spawned directly, once each, through the same three pipes.
 fn floor_event(args: &Args, payload: &[u8]) -> Duration {
     let start = Instant::now();
     for _ in 0..args.handlers {

@@ -115,7 +115,9 @@ def main() -> int:
         "",
         f"One server, {args.events} events per scenario sent one at a time; each timed from the "
         "request's first byte written to the answer's newline read. Floor: the same handlers "
-        "spawned directly by the client as the dispatcher spawns them; where no handler runs, "
+        "spawned directly by the client with `std::process::Command` (a process group of their "
+        "own, the payload on a piped stdin, both outputs piped and read to their end); where no "
+        "handler runs, "
         "the same line's round trip through `cat` "
         f"({args.floor_events} times), in {args.rounds} rounds interleaved with the events. "
         + (f"Client, server and handlers pinned to CPU {args.cpu}." if args.cpu is not None

@@ -6,10 +6,10 @@
 //! reading and resetting all 64 signal dispositions in the child, two system calls each, and
 //! checks the descriptor limit once per file action: about 140 system calls, ≈ 30 µs per handler
 //! on the benchmark machine, 5 % of a `sh -c true` (docs/BENCHMARKS.md). Here the child resets
-//! only the signals this process catches (read once from `/proc/self/status`) and SIGPIPE, which
-//! Rust ignores and std gives its children back; joins its own process group; moves its pipes to
-//! 0, 1 and 2; enters the project directory; unblocks signals; and executes. The kernel hands back
-//! a pidfd from the same clone call.
+//! only the signals this process catches ([`RESET`]) and SIGPIPE, which the dispatcher ignores
+//! and std gives its children back; joins its own process group; moves its pipes to 0, 1 and 2;
+//! enters the project directory; unblocks signals; and executes. The kernel hands back a pidfd
+//! from the same clone call.
 //!
 //! The child runs on a stack of its own while the parent thread waits (`CLONE_VFORK`), calls only
 //! async-signal-safe functions, allocates nothing and cannot panic: everything it needs is
@@ -250,9 +250,9 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 
 /// The signals the child resets to their default before executing: every one this process
 /// catches, since a handler must never run in the child, which shares our memory: SIGINT,
-/// SIGTERM and SIGHUP (`signals::install`), SIGSEGV and SIGBUS (the Rust runtime's stack
-/// overflow report); and SIGPIPE, which the Rust runtime ignores and std resets for the
-/// programs it starts. A test compares this list with `/proc/self/status`.
+/// SIGTERM and SIGHUP (`signals::install`), SIGSEGV and SIGBUS (std's stack overflow report,
+/// where std's own start-up runs: tests, other platforms); and SIGPIPE, which the dispatcher
+/// ignores and std resets for the programs it starts. A test compares this list with `/proc/self/status`.
 const RESET: [c_int; 6] = [
     libc::SIGINT,
     libc::SIGTERM,
