@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -59,24 +60,111 @@ pub struct Payload {
     has_cwd: bool,
 }
 
-/// The fields the dispatcher reads; every other field is skipped unparsed.
-#[derive(Deserialize)]
+/// The members the dispatcher reads from a payload, found in one pass; every other member is
+/// skipped unparsed. A member present with `null` is `Some(Value::Null)`, apart from a missing
+/// one. Read from a `serve` request line, also the request's own `id` and `options`, as written.
+#[derive(Default)]
 pub struct Fields {
-    #[serde(default, deserialize_with = "present")]
     event: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     hook_event_name: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     cwd: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     tool_name: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     team: Option<Value>,
+    pub id: Option<Box<RawValue>>,
+    pub options: Option<Box<RawValue>>,
 }
 
-/// Keeps an explicit `null` apart from a missing field.
-fn present<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(de).map(Some)
+impl Fields {
+    /// Reads the object `json`; with `request`, `id` and `options` too (a payload's own members
+    /// of those names are the payload's, skipped like any other). A member given twice is an
+    /// error, as serde's derived readers make it.
+    fn read(json: &[u8], request: bool) -> serde_json::Result<Fields> {
+        let mut de = serde_json::Deserializer::from_slice(json);
+        let fields = de.deserialize_map(FieldsVisitor { request })?;
+        de.end()?;
+        Ok(fields)
+    }
+}
+
+/// The member names [`Fields`] knows, told apart without allocating.
+enum Key {
+    Event,
+    HookEventName,
+    Cwd,
+    ToolName,
+    Team,
+    Id,
+    Options,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Key, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    "event" => Key::Event,
+                    "hook_event_name" => Key::HookEventName,
+                    "cwd" => Key::Cwd,
+                    "tool_name" => Key::ToolName,
+                    "team" => Key::Team,
+                    "id" => Key::Id,
+                    "options" => Key::Options,
+                    _ => Key::Other,
+                })
+            }
+        }
+        de.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct FieldsVisitor {
+    request: bool,
+}
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Fields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+        fn fill<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+            map: &mut A,
+            slot: &mut Option<T>,
+            name: &'static str,
+        ) -> Result<(), A::Error> {
+            if slot.is_some() {
+                return Err(serde::de::Error::duplicate_field(name));
+            }
+            *slot = Some(map.next_value()?);
+            Ok(())
+        }
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Event => fill(&mut map, &mut fields.event, "event")?,
+                Key::HookEventName => {
+                    fill(&mut map, &mut fields.hook_event_name, "hook_event_name")?
+                }
+                Key::Cwd => fill(&mut map, &mut fields.cwd, "cwd")?,
+                Key::ToolName => fill(&mut map, &mut fields.tool_name, "tool_name")?,
+                Key::Team => fill(&mut map, &mut fields.team, "team")?,
+                Key::Id if self.request => fill(&mut map, &mut fields.id, "id")?,
+                Key::Options if self.request => fill(&mut map, &mut fields.options, "options")?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(fields)
+    }
 }
 
 /// Reads stdin up to [`MAX_BYTES`], noticing signals while blocked.
@@ -150,43 +238,15 @@ impl Payload {
     /// Validates a payload (contract §2 and §8). `event_flag` is `--event`.
     pub fn parse(bytes: Vec<u8>, event_flag: Option<&str>) -> Result<Payload, String> {
         let raw = checked(bytes)?;
-        let fields: Fields = serde_json::from_slice(&raw).map_err(|e| json_error(&e))?;
+        let fields = Fields::read(&raw, false).map_err(|e| json_error(&e))?;
         Payload::build(raw, fields, event_flag)
     }
 
-    /// A `serve` request line in one pass: the payload's fields and the request's own `id` and
-    /// `options` members, each as written. `None` when the line is not valid JSON with at most
-    /// one of each member: the caller then reads it the slower way, which says what is wrong.
-    pub fn read_request(line: &[u8]) -> Option<RequestFields> {
-        #[derive(Deserialize)]
-        struct All {
-            #[serde(default, deserialize_with = "present")]
-            event: Option<Value>,
-            #[serde(default, deserialize_with = "present")]
-            hook_event_name: Option<Value>,
-            #[serde(default, deserialize_with = "present")]
-            cwd: Option<Value>,
-            #[serde(default, deserialize_with = "present")]
-            tool_name: Option<Value>,
-            #[serde(default, deserialize_with = "present")]
-            team: Option<Value>,
-            #[serde(default, deserialize_with = "present_raw")]
-            id: Option<Box<RawValue>>,
-            #[serde(default, deserialize_with = "present_raw")]
-            options: Option<Box<RawValue>>,
-        }
-        let all: All = serde_json::from_slice(line).ok()?;
-        Some(RequestFields {
-            fields: Fields {
-                event: all.event,
-                hook_event_name: all.hook_event_name,
-                cwd: all.cwd,
-                tool_name: all.tool_name,
-                team: all.team,
-            },
-            id: all.id,
-            options: all.options,
-        })
+    /// A `serve` request line in one pass: the payload's members and the request's own `id` and
+    /// `options`. `None` when the line is not valid JSON with at most one of each member: the
+    /// caller then reads it the slower way, which says what is wrong.
+    pub fn read_request(line: &[u8]) -> Option<Fields> {
+        Fields::read(line, true).ok()
     }
 
     /// The payload of a request read by [`Payload::read_request`]: `raw` is the line without
@@ -321,18 +381,6 @@ fn checked(bytes: Vec<u8>) -> Result<Vec<u8>, String> {
         );
     }
     Ok(raw)
-}
-
-/// What [`Payload::read_request`] read from a request line.
-pub struct RequestFields {
-    pub fields: Fields,
-    pub id: Option<Box<RawValue>>,
-    pub options: Option<Box<RawValue>>,
-}
-
-/// Keeps an explicit `null` apart from a missing member.
-fn present_raw<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(de).map(Some)
 }
 
 fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> {
@@ -515,6 +563,27 @@ mod tests {
         );
         assert!(too_deep(wide.as_bytes(), MAX_DEPTH).is_none());
         assert!(parse(&wide).is_ok());
+    }
+
+    #[test]
+    fn members_are_read_in_one_pass_as_a_derived_reader_would() {
+        // `id` and `options` are a payload's own members like any other; only serve reads them.
+        let twice = parse(r#"{"event":"Stop","id":1,"id":2,"options":[],"options":{}}"#);
+        assert!(twice.is_ok(), "{twice:?}");
+        let request = Payload::read_request(br#"{"event":"Stop","id":[1],"options":{"a":1}}"#)
+            .expect("a request line");
+        assert_eq!(request.id.as_deref().map(RawValue::get), Some("[1]"));
+        assert_eq!(
+            request.options.as_deref().map(RawValue::get),
+            Some(r#"{"a":1}"#)
+        );
+        assert!(Payload::read_request(br#"{"event":"Stop","id":1,"id":2}"#).is_none());
+        let error = parse(r#"{"event":"Stop","x":{"event":1},"event":"Stop"}"#).unwrap_err();
+        assert!(error.contains("duplicate field `event`"), "{error}");
+        let error = parse(r#"{"event":"Stop"} {}"#).unwrap_err();
+        assert!(error.contains("trailing characters"), "{error}");
+        let escaped = parse(r#"{"\u0065vent":"Stop","tool_name":5}"#).unwrap();
+        assert_eq!(escaped.event, "Stop");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::cli::OutputMode;
-use crate::payload::{Payload, RequestFields};
+use crate::payload::{Fields, Payload};
 
 /// A request line that can be dispatched.
 #[derive(Debug)]
@@ -110,9 +110,44 @@ fn parse_slowly(line: &[u8]) -> Result<Request, Rejection> {
             });
         }
     };
-    let id = envelope.id;
-    let has_own_members = id.is_some() || envelope.options.is_some();
-    let options = match envelope.options {
+    assemble(line, envelope.id, envelope.options, |bytes| {
+        Payload::parse(bytes, None)
+    })
+}
+
+/// A request from what [`Payload::read_request`] read of `line`.
+fn from_fields(line: &[u8], mut fields: Fields) -> Result<Request, Rejection> {
+    let id = fields.id.take();
+    // Read as JSON already, so this cannot fail; if it did, it would be the options' fault.
+    let options = match fields
+        .options
+        .take()
+        .map(|raw| serde_json::from_str(raw.get()))
+    {
+        None => None,
+        Some(Ok(value)) => Some(value),
+        Some(Err(e)) => {
+            return Err(Rejection {
+                message: format!("request: options: {e}"),
+                id,
+            })
+        }
+    };
+    assemble(line, id, options, |bytes| {
+        Payload::from_request(bytes, fields)
+    })
+}
+
+/// The request of a line whose `id` and `options` are read, checked in this order: the options,
+/// then the payload, which `payload` reads from the line without the request's own members.
+fn assemble(
+    line: &[u8],
+    id: Option<Box<RawValue>>,
+    options: Option<Value>,
+    payload: impl FnOnce(Vec<u8>) -> Result<Payload, String>,
+) -> Result<Request, Rejection> {
+    let has_own_members = id.is_some() || options.is_some();
+    let options = match options {
         None | Some(Value::Null) => RequestOptions::default(),
         Some(value) => match RequestOptions::deserialize(value) {
             Ok(options) => options,
@@ -129,51 +164,7 @@ fn parse_slowly(line: &[u8]) -> Result<Request, Rejection> {
     } else {
         line.to_vec()
     };
-    let payload = match Payload::parse(bytes, None) {
-        Ok(payload) => payload,
-        Err(message) => return Err(Rejection { message, id }),
-    };
-    Ok(Request {
-        id,
-        options,
-        payload,
-    })
-}
-
-/// A request from what [`Payload::read_request`] read of `line`, checked in the order the slow
-/// path checks: options first, then the payload.
-fn from_fields(line: &[u8], read: RequestFields) -> Result<Request, Rejection> {
-    let RequestFields {
-        fields,
-        id,
-        options,
-    } = read;
-    let has_own_members = id.is_some() || options.is_some();
-    let options = match options.map(|raw| serde_json::from_str::<Value>(raw.get())) {
-        None | Some(Ok(Value::Null)) => RequestOptions::default(),
-        Some(Ok(value)) => match RequestOptions::deserialize(value) {
-            Ok(options) => options,
-            Err(e) => {
-                return Err(Rejection {
-                    message: format!("request: options: {e}"),
-                    id,
-                })
-            }
-        },
-        // It was read as JSON already.
-        Some(Err(e)) => {
-            return Err(Rejection {
-                message: format!("request: options: {e}"),
-                id,
-            })
-        }
-    };
-    let bytes = if has_own_members {
-        without_own_members(line).into_owned()
-    } else {
-        line.to_vec()
-    };
-    match Payload::from_request(bytes, fields) {
+    match payload(bytes) {
         Ok(payload) => Ok(Request {
             id,
             options,
