@@ -109,6 +109,12 @@ fn start_process(invocation: &Invocation<'_>) -> Result<Process, String> {
             Err(Failure::Unavailable) => {}
         }
     }
+    start_with_std(invocation)
+}
+
+/// std's way of starting the handler: other Unixes, or a Linux that refuses the clone (a
+/// sandbox, say).
+fn start_with_std(invocation: &Invocation<'_>) -> Result<Process, String> {
     let mut command = command(invocation);
     command.process_group(0);
     let mut child = command
@@ -518,4 +524,58 @@ fn live_member_in_proc(pgid: libc::pid_t) -> Option<bool> {
         }
     }
     Some(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Program;
+
+    /// Runs `script` from `start` (the way the handler is started) to its end.
+    fn run_with(
+        start: fn(&Invocation<'_>) -> Result<Process, String>,
+        script: &str,
+        input: &[u8],
+    ) -> Finished {
+        let program = Program::Shell(script.into());
+        // The directory the tests run in: std's way enters it with a chdir of the whole test
+        // process, which then changes nothing for the tests beside this one.
+        let dir = std::env::current_dir().unwrap();
+        let invocation = Invocation {
+            program: &program,
+            dir: &dir,
+            input,
+            timeout: Duration::from_secs(20),
+        };
+        let began = Instant::now();
+        let process = start(&invocation).expect("the handler starts");
+        let mut session = Session::new(process, input);
+        session.drive(began + invocation.timeout);
+        restore_dir();
+        session.finish(began)
+    }
+
+    #[test]
+    fn both_ways_of_starting_a_handler_give_the_same_result() {
+        let big = vec![b'x'; 200 * 1024];
+        for start in [start_process, start_with_std] {
+            let small = run_with(start, "cat; echo err >&2; exit 3", b"payload");
+            assert!(
+                matches!(small.ending, Ending::Exited(3)),
+                "{:?}",
+                small.ending
+            );
+            assert_eq!(small.stdout.text(), "payload");
+            assert_eq!(small.stderr.text(), "err\n");
+            // Past the pipe's size: written as the handler reads, not at once.
+            let large = run_with(start, "wc -c", &big);
+            assert_eq!(large.stdout.text().trim(), "204800");
+            let killed = run_with(start, "kill -TERM $$", b"");
+            assert!(
+                matches!(killed.ending, Ending::Signaled(15)),
+                "{:?}",
+                killed.ending
+            );
+        }
+    }
 }
