@@ -222,8 +222,8 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
 }
 
 /// A pipe, close-on-exec, both ends numbered 3 or above, so the child's moves to 0, 1 and 2
-/// never overwrite one another. (The Rust runtime opens /dev/null on any of 0, 1 and 2 that is
-/// closed at start, so this matters only to a library caller that closed one since.)
+/// never overwrite one another. (The dispatcher's start opens /dev/null on any of 0, 1 and 2
+/// that is closed, so this matters only to a library caller that closed one since.)
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1; 2];
     // SAFETY: pipe2 writes two descriptors into the array we own.
