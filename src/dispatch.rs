@@ -135,6 +135,8 @@ pub fn load_groups_from(
                 groups.len() - before,
                 match events {
                     Events::Only(event) => format!(" for {event}"),
+                    Events::OnlyFor(event, tool) =>
+                        format!(" for {event} that can apply to {tool}"),
                     Events::All => String::new(),
                 }
             ));
@@ -146,8 +148,15 @@ pub fn load_groups_from(
 /// Dispatches one payload: loads the settings, runs the chain, and records the dispatch in the
 /// compliance log (team runs) and the execution log (`LEVELCODE_HOOKS_LOG`).
 pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: Instant) -> Report {
+    // Groups the chain would pass over silently need not be built, unless the trace says so.
+    let events = match payload.tool_name.as_deref() {
+        Some(tool) if payload.kind.is_tool_event() && !trace.enabled() => {
+            Events::OnlyFor(&payload.event, tool)
+        }
+        _ => Events::Only(&payload.event),
+    };
     dispatch_with(payload, options, trace, started, |paths, warnings| {
-        load_groups(paths, Events::Only(&payload.event), warnings, trace)
+        load_groups(paths, events, warnings, trace)
     })
 }
 

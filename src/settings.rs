@@ -106,6 +106,10 @@ impl Handler {
 #[derive(Clone, Copy)]
 pub enum Events<'a> {
     Only(&'a str),
+    /// One event's groups that can apply to one tool: a group with nothing to warn about that
+    /// the dispatch would certainly pass over (disabled, or its matcher rules the tool out) is
+    /// left out unbuilt. For a dispatch that prints no trace of the groups it passes over.
+    OnlyFor(&'a str, &'a str),
     All,
 }
 
@@ -138,12 +142,13 @@ pub fn parse(
     };
     let source = Rc::new(source);
     for (event, raw) in hooks {
-        if let Events::Only(wanted) = events {
-            if event != wanted {
-                continue;
-            }
-        }
-        if let Some(clean) = clean_event(&source, &event, raw.get()) {
+        let tool = match events {
+            Events::All => None,
+            Events::Only(wanted) | Events::OnlyFor(wanted, _) if event != wanted => continue,
+            Events::Only(_) => None,
+            Events::OnlyFor(_, tool) => Some(tool),
+        };
+        if let Some(clean) = clean_event(&source, &event, raw.get(), tool) {
             groups.extend(clean);
             continue;
         }
@@ -166,7 +171,12 @@ pub fn parse(
 /// warn about; `None` sends the event through the general path below, which reports each
 /// problem. Reading straight into these structs, borrowing the file's strings, costs a fraction
 /// of building a JSON tree of it (ordered maps, a copy of every string) and then walking that.
-fn clean_event(source: &Rc<Source>, event: &str, raw: &str) -> Option<Vec<Group>> {
+fn clean_event(
+    source: &Rc<Source>,
+    event: &str,
+    raw: &str,
+    tool: Option<&str>,
+) -> Option<Vec<Group>> {
     /// A group with only the keys the dispatcher reads; any other key fails the fast read.
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -201,50 +211,78 @@ fn clean_event(source: &Rc<Source>, event: &str, raw: &str) -> Option<Vec<Group>
         if entry.hooks.is_empty() {
             return None;
         }
-        let mut handlers = Vec::with_capacity(entry.hooks.len());
+        let enabled = entry.enabled.unwrap_or(true);
+        // Every handler is checked, so an event with something to warn about still goes the
+        // general way; only the building is saved for a group the dispatch would pass over.
+        let build = tool.is_none_or(|tool| enabled && may_apply(entry.matcher.as_deref(), tool));
+        let mut handlers = Vec::with_capacity(if build { entry.hooks.len() } else { 0 });
         for (h, handler) in entry.hooks.into_iter().enumerate() {
             if handler.kind.as_deref().is_some_and(|k| k != "command") {
                 return None;
             }
             let program = match (handler.command, handler.argv) {
-                (Some(c), None) if !c.trim().is_empty() => Program::Shell(c.into_owned()),
+                (Some(c), None) if !c.trim().is_empty() => {
+                    build.then(|| Program::Shell(c.into_owned()))
+                }
                 (None, Some(argv)) if argv.first().is_some_and(|p| !p.is_empty()) => {
-                    Program::Argv(argv.into_iter().map(|a| a.into_owned()).collect())
+                    build.then(|| {
+                        Program::Argv(argv.into_iter().map(std::borrow::Cow::into_owned).collect())
+                    })
                 }
                 _ => return None,
             };
-            let secs = match handler.timeout {
+            let secs = match handler.timeout.map(clamp_secs) {
                 None => DEFAULT_TIMEOUT_SECS,
-                Some(secs) => match clamp_secs(secs) {
-                    (secs, None) => secs,
-                    (_, Some(_)) => return None,
-                },
+                Some((secs, None)) => secs,
+                Some((_, Some(_))) => return None,
             };
-            let name = match handler.name {
-                None => None,
-                Some(n) if !n.trim().is_empty() => Some(n.into_owned()),
-                Some(_) => return None,
+            if handler.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+                return None;
+            }
+            let Some(program) = program else {
+                continue;
             };
             handlers.push(Handler {
                 index: h,
                 program,
                 timeout: Duration::from_secs_f64(secs),
                 enabled: handler.enabled.unwrap_or(true),
-                name,
+                name: handler.name.map(std::borrow::Cow::into_owned),
             });
+        }
+        if !build {
+            continue;
         }
         groups.push(Group {
             source: Rc::clone(source),
             event: event.to_string(),
             index,
             matcher: entry.matcher.map(std::borrow::Cow::into_owned),
-            enabled: entry.enabled.unwrap_or(true),
+            enabled,
             handlers,
             compiled: OnceCell::new(),
             parses: OnceCell::new(),
         });
     }
     Some(groups)
+}
+
+/// Returns true unless a group with `matcher` certainly passes over `tool`, judged as the
+/// dispatch judges it: a list of names without it, or a regex its anchors rule out.
+fn may_apply(matcher: Option<&str>, tool: &str) -> bool {
+    match matcher {
+        None => true,
+        Some(m) if matcher::is_name_list(m) => {
+            // A list with no name at all (`""`, `" | "`) matches every tool.
+            let mut names = m
+                .split('|')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .peekable();
+            names.peek().is_none() || names.any(|n| n == tool)
+        }
+        Some(m) => !matcher::ruled_out(m, tool),
+    }
 }
 
 /// Where problems are reported: the file, and the warnings list.
@@ -874,10 +912,81 @@ mod tests {
         #[test]
         fn the_fast_read_agrees_with_the_general_path(raw in event_text()) {
             let source = Rc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
-            if let Some(fast) = clean_event(&source, "Stop", &raw) {
+            if let Some(fast) = clean_event(&source, "Stop", &raw, None) {
                 let (general, warnings) = general(&source, &raw);
                 proptest::prop_assert!(warnings.is_empty(), "{}: {:?}", raw, warnings);
                 proptest::prop_assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{}", raw);
+            }
+        }
+    }
+
+    /// Events of groups with nothing to warn about, their matchers and switches of every kind.
+    fn clean_event_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let group = (
+            prop::option::of(prop::sample::select(vec![
+                "\"write_file\"",
+                "\"^a\"",
+                "\"write_file|str_replace\"",
+                "\"^read_\"",
+                "\"files?$\"",
+                "\"\"",
+                "\"*\"",
+                "\" | \"",
+                "\"(\"",
+                "\"^x(\"",
+                "\"x\"",
+                "\"^(read|write)_files?$\"",
+                "\"^write_file$\"",
+                "null",
+            ])),
+            prop::option::of(prop::sample::select(vec!["true", "false", "null"])),
+            prop::sample::select(vec![
+                r#"[{"command":"echo hi"}]"#,
+                r#"[{"argv":["true"]},{"command":"x","enabled":false}]"#,
+            ]),
+        )
+            .prop_map(|(matcher, enabled, hooks)| {
+                let mut fields = vec![format!("\"hooks\":{hooks}")];
+                if let Some(m) = matcher {
+                    fields.push(format!("\"matcher\":{m}"));
+                }
+                if let Some(e) = enabled {
+                    fields.push(format!("\"enabled\":{e}"));
+                }
+                format!("{{{}}}", fields.join(","))
+            });
+        prop::collection::vec(group, 1..6).prop_map(|g| format!("[{}]", g.join(",")))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+        /// Read for one tool, an event keeps every group the dispatch would use for that tool,
+        /// in order, and builds no group it does not read without it.
+        #[test]
+        fn the_read_for_one_tool_keeps_what_the_dispatch_uses(
+            raw in clean_event_text(),
+            tool in proptest::sample::select(vec!["write_file", "read_files", "x"]),
+        ) {
+            let source = Rc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
+            let all = clean_event(&source, "PreToolUse", &raw, None);
+            let for_tool = clean_event(&source, "PreToolUse", &raw, Some(tool));
+            proptest::prop_assert_eq!(all.is_some(), for_tool.is_some());
+            let (Some(all), Some(for_tool)) = (all, for_tool) else {
+                return Err(proptest::test_runner::TestCaseError::fail(format!("not read fast: {raw}")));
+            };
+            let kept: Vec<usize> = for_tool.iter().map(|g| g.index).collect();
+            let mut from_all = all.iter().filter(|g| kept.contains(&g.index));
+            for group in &for_tool {
+                let same = from_all.next().map(|g| format!("{g:?}"));
+                proptest::prop_assert_eq!(same, Some(format!("{group:?}")));
+            }
+            for group in &all {
+                let used = group.enabled
+                    && !group.ruled_out(tool)
+                    && group.compiled_matcher().as_ref().map_or(true, |m| m.matches(tool));
+                proptest::prop_assert!(!used || kept.contains(&group.index), "{} lost group {}", raw, group.index);
             }
         }
     }
@@ -889,7 +998,7 @@ mod tests {
             file: Path::new("s.json").into(),
         });
         let raw = r#"[{"matcher":"write_file","hooks":[{"type":"command","command":"./x.sh","timeout":5,"name":"x"},{"argv":["a","b"],"enabled":false}]},{"hooks":[{"command":"e\u0063ho"}],"enabled":null}]"#;
-        let fast = clean_event(&source, "Stop", raw).expect("the usual shape is read fast");
+        let fast = clean_event(&source, "Stop", raw, None).expect("the usual shape is read fast");
         assert_eq!(
             format!("{fast:?}"),
             format!("{:?}", general(&source, raw).0)
@@ -901,7 +1010,10 @@ mod tests {
             r#"[{"hooks":[{"command":"a","timeout":0}]}]"#,
             r#"[{"hooks":[]}]"#,
         ] {
-            assert!(clean_event(&source, "Stop", unusual).is_none(), "{unusual}");
+            assert!(
+                clean_event(&source, "Stop", unusual, None).is_none(),
+                "{unusual}"
+            );
         }
     }
 
