@@ -121,12 +121,12 @@ pub fn parse(
     groups: &mut Vec<Group>,
     warnings: &mut Vec<String>,
 ) {
-    let file = source.file.display().to_string();
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {
             warnings.push(format!(
-                "{file}: not UTF-8 (invalid byte at offset {}); layer skipped, save it as UTF-8",
+                "{}: not UTF-8 (invalid byte at offset {}); layer skipped, save it as UTF-8",
+                source.file.display(),
                 e.valid_up_to()
             ));
             return;
@@ -136,7 +136,10 @@ pub fn parse(
         Ok(Some(hooks)) => hooks,
         Ok(None) => return,
         Err(problem) => {
-            warnings.push(format!("{file}: {problem}; layer skipped"));
+            warnings.push(format!(
+                "{}: {problem}; layer skipped",
+                source.file.display()
+            ));
             return;
         }
     };
@@ -155,12 +158,15 @@ pub fn parse(
         let value: Value = match serde_json::from_str(raw.get()) {
             Ok(value) => value,
             Err(e) => {
-                warnings.push(format!("{file}: hooks.{event}: {e}; skipped"));
+                warnings.push(format!(
+                    "{}: hooks.{event}: {e}; skipped",
+                    source.file.display()
+                ));
                 continue;
             }
         };
         let mut at = Location {
-            file: &file,
+            file: &source.file,
             warnings,
         };
         parse_event(&source, &event, value, groups, &mut at);
@@ -287,14 +293,14 @@ fn may_apply(matcher: Option<&str>, tool: &str) -> bool {
 
 /// Where problems are reported: the file, and the warnings list.
 struct Location<'a> {
-    file: &'a str,
+    file: &'a Path,
     warnings: &'a mut Vec<String>,
 }
 
 impl Location<'_> {
     fn warn(&mut self, path: EntryPath<'_>, message: impl fmt::Display) {
         self.warnings
-            .push(format!("{}: {path}: {message}", self.file));
+            .push(format!("{}: {path}: {message}", self.file.display()));
     }
 }
 
@@ -792,7 +798,7 @@ mod tests {
         match serde_json::from_str::<Value>(raw) {
             Ok(value) => {
                 let mut at = Location {
-                    file: "s.json",
+                    file: Path::new("s.json"),
                     warnings: &mut warnings,
                 };
                 parse_event(source, "Stop", value, &mut groups, &mut at);
