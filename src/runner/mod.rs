@@ -88,35 +88,33 @@ impl Finished {
 pub fn export_env(set: &[(&str, String)], remove: &[&str]) {
     /// What the last call set; `None` before the first call.
     static EXPORTED: std::sync::Mutex<Option<Vec<(String, String)>>> = std::sync::Mutex::new(None);
-    {
-        let mut exported = EXPORTED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let before = exported.take();
-        let had = |key: &str, value: Option<&str>| {
-            before.as_ref().is_some_and(|before| {
-                before
-                    .iter()
-                    .any(|(k, v)| k == key && value.is_none_or(|value| v == value))
-            })
-        };
-        for (key, value) in set {
-            if !had(key, Some(value)) {
-                std::env::set_var(key, value);
-            }
+    let mut exported = EXPORTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let before = exported.take();
+    let had = |key: &str, value: Option<&str>| {
+        before.as_ref().is_some_and(|before| {
+            before
+                .iter()
+                .any(|(k, v)| k == key && value.is_none_or(|value| v == value))
+        })
+    };
+    for (key, value) in set {
+        if !had(key, Some(value)) {
+            std::env::set_var(key, value);
         }
-        for key in remove {
-            // Inherited, or set by the previous call: otherwise it is gone already.
-            if before.is_none() || had(key, None) {
-                std::env::remove_var(key);
-            }
-        }
-        *exported = Some(
-            set.iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        );
     }
+    for key in remove {
+        // Inherited, or set by the previous call: otherwise it is gone already.
+        if before.is_none() || had(key, None) {
+            std::env::remove_var(key);
+        }
+    }
+    *exported = Some(
+        set.iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    );
 }
 
 /// Moves the process back to the directory it started in, after a chain of handlers.
