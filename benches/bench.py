@@ -223,16 +223,17 @@ class Bench:
         env["HOME"] = str(home)
         return env
 
-    def dispatch_commands(self, compare: bool, minimal: bool) -> dict[str, str]:
+    def dispatch_commands(self, compare: bool, minimal: str | None) -> dict[str, str]:
         """The binary under test, then the dynamic build when `compare`, then the minimal
-        program when `minimal` (it spawns nothing, so it only compares where nothing runs)."""
+        program when `minimal` is given: its arguments, `""` where nothing runs, `"spawn"` where
+        one `sh -c true` handler runs."""
         commands = {"dispatcher": f"{shlex.quote(self.bin)} run"}
         if compare and self.dynamic_bin:
             commands["dispatcher (dynamic)"] = f"{shlex.quote(self.dynamic_bin)} run"
-        if minimal and self.args.minimal_static:
-            commands["minimal Rust program (static)"] = shlex.quote(self.args.minimal_static)
-        if minimal and self.args.minimal_dynamic:
-            commands["minimal Rust program (dynamic)"] = shlex.quote(self.args.minimal_dynamic)
+        for name, path in (("static", self.args.minimal_static),
+                           ("dynamic", self.args.minimal_dynamic)):
+            if minimal is not None and path:
+                commands[f"minimal Rust program ({name})"] = f"{shlex.quote(path)} {minimal}".strip()
         return commands
 
     # -- building the scenarios ----------------------------------------------------------------
@@ -245,7 +246,7 @@ class Bench:
 
     def scenario(self, name: str, title: str, project_settings: dict, payload: dict | None,
                  expected: int, floor_commands: dict[str, str], floor: list[str],
-                 compare: bool = False, minimal: bool = False, heavy: bool = False) -> Scenario:
+                 compare: bool = False, minimal: str | None = None, heavy: bool = False) -> Scenario:
         home = self.make_home(name)
         project = self.root / name / "project"
         dump(project / ".levelcode" / "settings.json", project_settings)
@@ -269,11 +270,11 @@ class Bench:
         argv_floors = {" ".join(a): " ".join(a) for a in five_argvs}
         self.scenario(
             "no_match", "no match (3 layers, 15 groups)", project_layer(), None, 0,
-            {}, ["/bin/true"], compare=True, minimal=True)
+            {}, ["/bin/true"], compare=True, minimal="")
         self.scenario(
             "one_command", "one handler, `command`",
             project_layer(group("write_file|str_replace", command("true"))), None, 1,
-            {"sh -c true": SH_TRUE}, ["/bin/true", "sh -c true"], compare=True)
+            {"sh -c true": SH_TRUE}, ["/bin/true", "sh -c true"], compare=True, minimal="spawn")
         self.scenario(
             "one_argv", "one handler, `argv`",
             project_layer(group("write_file|str_replace", argv("true"))), None, 1,
