@@ -192,8 +192,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return JSON.stringify({ ...rest, event });
   }
 
-  function requestLine(event: string, payload: HookPayload, id: number, inline: boolean): string {
-    const json = payloadJson(event, payload);
+  function requestLine(json: string, id: number, inline: boolean): string {
     let options = "";
     if (inlineJson !== null) {
       options = inline ? `,"options":{"hooks":${inlineJson}}` : `,"options":{"settings":${JSON.stringify([inlineSettingsFile()])}}`;
@@ -202,7 +201,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   }
 
   /** One `levelcode-hooks run` for the event: the fallback when `serve` cannot start. */
-  function runOnce(bin: string, event: string, payload: HookPayload): Promise<Reply> {
+  function runOnce(bin: string, event: string, payload: HookPayload, json: string): Promise<Reply> {
     return new Promise((resolve) => {
       const args = ["run"];
       if (inlineJson !== null) args.push("--settings", inlineSettingsFile());
@@ -237,7 +236,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         }
         finish({ kind: "fault", warning: `levelcode-hooks run ended (${signal ?? code}) without an answer`, neverStarted: false });
       });
-      child.stdin?.end(payloadJson(event, payload));
+      child.stdin?.end(json);
     });
   }
 
@@ -246,6 +245,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const bin = findOnce();
     if (!bin) return failOpen(`levelcode-hooks: no hook ran: ${binaryError}`);
 
+    const json = payloadJson(event, payload);
     let reply: Reply;
     let fallbackNote: string | null = null;
     if (serveFailure === null) {
@@ -256,7 +256,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       } else {
         const id = nextId++;
         const stop = watchdog(bin, event, payload, (ms) => server.kill(`levelcode-hooks serve gave no answer within ${ms} ms; it was stopped and will be replaced`));
-        reply = await server.send(requestLine(event, payload, id, server.inline), id);
+        reply = await server.send(requestLine(json, id, server.inline), id);
         stop();
         release(server, key);
         if (reply.kind === "fault" && reply.neverStarted) serveFailure = reply.warning;
@@ -267,7 +267,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       reportedServeFailure = true;
       fallbackNote = `levelcode-hooks: serve could not start (${serveFailure}); one run per event from now on`;
     }
-    reply = await runOnce(bin, event, payload);
+    reply = await runOnce(bin, event, payload, json);
     const outcome = finish(reply);
     if (fallbackNote) outcome.warnings.unshift(fallbackNote);
     return outcome;
