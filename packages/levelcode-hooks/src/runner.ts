@@ -34,7 +34,7 @@ export type HookRunnerOptions = {
   env?: Record<string, string | undefined> | undefined;
   /** The binary to run, instead of looking for one. */
   binary?: string | undefined;
-  /** Idle servers kept for reuse (default 4); busy ones are never limited. */
+  /** Idle servers kept for reuse (default 16); busy ones are never limited. */
   maxIdleServers?: number | undefined;
   /** Added to the handlers' own time limits before a server is declared hung (default 2000 ms). */
   hangMarginMs?: number | undefined;
@@ -54,6 +54,7 @@ const ENV_KEYS = [
   "LEVELCODE_TEAM",
   "LEVELCODE_TRUST_PROJECT_HOOKS",
   "NEXT_PUBLIC_CB_ENVIRONMENT",
+  "LEVELCODE_HOOKS_BINARY",
   "PATH",
 ] as const;
 
@@ -72,7 +73,7 @@ function clampTimeout(value: unknown): number {
 type Unrefable = { unref?: () => void };
 
 export function createHookRunner(options: HookRunnerOptions = {}) {
-  const maxIdle = options.maxIdleServers ?? 4;
+  const maxIdle = options.maxIdleServers ?? 16;
   const margin = options.hangMarginMs ?? 2000;
   let inlineJson = options.hooks ? JSON.stringify(options.hooks) : null;
   let settingsDir: string | null = null;
@@ -90,13 +91,16 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   let env: Record<string, string> = {};
 
   function environment(): void {
-    const merged: Record<string, string | undefined> = { ...process.env, ...options.env };
+    // Only the variables that change an answer are compared on each call; copying the whole
+    // environment would cost more than the rest of a dispatch.
+    const extra = options.env;
     let key = "";
-    for (const name of ENV_KEYS) key += `${merged[name] ?? "\u0001"}\u0000`;
+    for (const name of ENV_KEYS) key += `${(extra && name in extra ? extra[name] : process.env[name]) ?? "\u0001"}\u0000`;
     if (key === envKey) return;
     // The servers' environment is fixed when they start: those of an older one are retired.
     envKey = key;
     env = {};
+    const merged: Record<string, string | undefined> = { ...process.env, ...extra };
     for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
     for (const server of idle.splice(0)) server.kill("retired: the environment changed");
     binary = null;
