@@ -10,10 +10,12 @@
 import { spawn as nodeSpawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 
 import { failOpen, outcomeFromAnswer } from "./answer.js";
 import { findBinary } from "./binary.js";
+import { NoMatchCache, type CacheStats } from "./cache.js";
+import { inotifyReady } from "./inotify.js";
 import { listArgs, listAsync } from "./loader.js";
 import { Server, type Reply } from "./server.js";
 import type { HookEventName, HookEventOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
@@ -38,6 +40,12 @@ export type HookRunnerOptions = {
   maxIdleServers?: number | undefined;
   /** Added to the handlers' own time limits before a server is declared hung (default 2000 ms). */
   hangMarginMs?: number | undefined;
+  /**
+   * Remember the events that matched nothing and answer them again from memory, dropping that
+   * memory on any change of the files behind them (default true; Linux under Bun only, where
+   * the files can be watched synchronously; elsewhere every event goes to the dispatcher).
+   */
+  noMatchCache?: boolean | undefined;
 };
 
 /** The trust state of a project's hooks, as `trust --status` reports it (contract §13). */
@@ -84,6 +92,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   let reportedServeFailure = false;
   const seenWarnings = new Set<string>();
   let nextId = 1;
+  /** undefined: not decided yet; null: off or unavailable. */
+  let cache: NoMatchCache | null | undefined = options.noMatchCache === false ? null : undefined;
 
   const idle: Server[] = [];
   const all = new Set<Server>();
@@ -250,6 +260,25 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     if (!bin) return failOpen(`levelcode-hooks: no hook ran: ${binaryError}`);
 
     const json = payloadJson(event, payload);
+
+    if (cache === undefined) cache = (await inotifyReady) && NoMatchCache.available() ? new NoMatchCache() : null;
+    let ticket: number | null = null;
+    let key = "";
+    const cwd = payload.cwd;
+    // A dispatch that writes a log leaves a trace that an answer from memory would not.
+    if (cache && typeof cwd === "string" && isAbsolute(cwd) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM)) {
+      const context = `${envKey}\u0002${cwd}`;
+      key = `${context}\u0002${event}\u0002${typeof payload.tool_name === "string" ? payload.tool_name : "\u0003"}`;
+      const hit = cache.lookup(key);
+      if (hit) return hit;
+      const listEnv = env;
+      ticket = cache.ticket(context, inlineJson === null ? cwd : null, (dir) => listAsync(bin, listArgs(dir), listEnv));
+    }
+    const remember = (outcome: HookEventOutcome): HookEventOutcome => {
+      if (ticket !== null) cache?.store(key, ticket, outcome);
+      return outcome;
+    };
+
     let reply: Reply;
     let fallbackNote: string | null = null;
     if (serveFailure === null) {
@@ -264,7 +293,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         stop();
         release(server, key);
         if (reply.kind === "fault" && reply.neverStarted) serveFailure = reply.warning;
-        else return finish(reply);
+        else return remember(finish(reply));
       }
     }
     if (!reportedServeFailure) {
@@ -272,7 +301,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       fallbackNote = `levelcode-hooks: serve could not start (${serveFailure}); one run per event from now on`;
     }
     reply = await runOnce(bin, event, payload, json);
-    const outcome = finish(reply);
+    const outcome = remember(finish(reply));
     if (fallbackNote) outcome.warnings.unshift(fallbackNote);
     return outcome;
   }
@@ -313,12 +342,14 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     serveFailure = null;
     reportedServeFailure = false;
     seenWarnings.clear();
+    cache?.invalidate();
   }
 
   /** Ends every server of this runner. A later `runEvent` starts a new one. */
   function close(): void {
     for (const server of [...all]) server.kill("the runner was closed");
     idle.length = 0;
+    cache?.invalidate();
     if (settingsDir) rmSync(settingsDir, { recursive: true, force: true });
     settingsDir = null;
     settingsFile = null;
@@ -350,7 +381,12 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return (await trustRequest("trust", projectDir, `,"digest":${JSON.stringify(digest)}`)) as TrustStatus;
   }
 
-  return { runEvent, invalidate, close, trustStatus, trust };
+  /** How the no-match cache has done (all zero when it is off or unavailable). */
+  function cacheStats(): CacheStats {
+    return cache ? { ...cache.stats } : { hits: 0, misses: 0, stored: 0, invalidations: 0 };
+  }
+
+  return { runEvent, invalidate, close, trustStatus, trust, cacheStats };
 }
 
 export type HookRunner = ReturnType<typeof createHookRunner>;
