@@ -34,24 +34,24 @@ pub enum Command {
     /// Dispatch the event payload read on stdin (the default subcommand).
     Run(RunArgs),
     /// Show every hook of the merged layers, and what would run for an event and tool.
-    List(crate::list::ListArgs),
+    List(crate::commands::list::ListArgs),
     /// Check every settings layer for problems; exit 1 when anything is wrong.
-    Validate(crate::validate::ValidateArgs),
+    Validate(crate::commands::validate::ValidateArgs),
     /// Build a payload from flags and dispatch it as `run` would (or only show what would run).
-    Test(crate::test_event::TestArgs),
+    Test(crate::commands::test::TestArgs),
     /// Print the JSON Schema of settings.json's `hooks`.
-    Schema(crate::schema::SchemaArgs),
+    Schema(crate::commands::schema::SchemaArgs),
     /// Show the recent entries of the execution log (LEVELCODE_HOOKS_LOG).
-    Log(crate::exec_log::LogArgs),
+    Log(crate::commands::exec_log::LogArgs),
     /// Summarise the execution log per handler: runs, blocks, errors, timeouts, times.
-    Stats(crate::exec_log::StatsArgs),
+    Stats(crate::commands::exec_log::StatsArgs),
     /// Serve many events: one JSON payload per line on stdin, one result per line on stdout.
     Serve(crate::serve::ServeArgs),
     /// The signed compliance log of team runs.
     #[command(subcommand)]
     Compliance(compliance::ComplianceCommand),
     /// Print a shell completion script.
-    Completions(crate::completions::CompletionsArgs),
+    Completions(crate::commands::completions::CompletionsArgs),
 }
 
 /// Options of `run`, also accepted without the subcommand's name.
@@ -131,11 +131,11 @@ pub fn parse() -> Cli {
                 .unwrap_or("invalid arguments")
                 .trim_start_matches("error: ")
                 .to_string();
-            let _ = crate::output::write_line(&crate::output::error_json(&format!(
-                "arguments: {first}; see levelcode-hooks --help"
-            )));
+            let _ = crate::dispatch::output::write_line(&crate::dispatch::output::error_json(
+                &format!("arguments: {first}; see levelcode-hooks --help"),
+            ));
             eprint!("{rendered}");
-            std::process::exit(i32::from(crate::exit::Status::Failure.code()));
+            std::process::exit(i32::from(crate::dispatch::exit::Status::Failure.code()));
         }
     }
 }
@@ -207,15 +207,15 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => dispatch::run_command(&cli.run),
         Some(Command::Run(args)) => dispatch::run_command(&args),
-        Some(Command::List(args)) => crate::list::run(&args),
-        Some(Command::Validate(args)) => crate::validate::run(&args),
-        Some(Command::Test(args)) => crate::test_event::run(&args),
-        Some(Command::Schema(args)) => crate::schema::run(&args),
-        Some(Command::Log(args)) => crate::exec_log::run_log(&args),
-        Some(Command::Stats(args)) => crate::exec_log::run_stats(&args),
+        Some(Command::List(args)) => crate::commands::list::run(&args),
+        Some(Command::Validate(args)) => crate::commands::validate::run(&args),
+        Some(Command::Test(args)) => crate::commands::test::run(&args),
+        Some(Command::Schema(args)) => crate::commands::schema::run(&args),
+        Some(Command::Log(args)) => crate::commands::exec_log::run_log(&args),
+        Some(Command::Stats(args)) => crate::commands::exec_log::run_stats(&args),
         Some(Command::Serve(args)) => crate::serve::run(&args),
         Some(Command::Compliance(cmd)) => compliance::run_command(&cmd),
-        Some(Command::Completions(args)) => crate::completions::run(&args),
+        Some(Command::Completions(args)) => crate::commands::completions::run(&args),
     }
 }
 

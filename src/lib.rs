@@ -10,28 +10,12 @@
 //! The binary (`src/main.rs`) only parses the command line and calls [`cli::execute`]; everything
 //! else lives here, so tests and fuzz targets reach the same code.
 
-pub mod capture;
 pub mod cli;
-pub mod command_check;
-pub mod completions;
+pub mod commands;
 pub mod compliance;
 pub mod dispatch;
 pub mod environment;
-pub mod exec_log;
-pub mod exit;
-pub mod inspect;
-pub mod layers;
-pub mod list;
-pub mod matcher;
-pub mod outcome;
-pub mod output;
-pub mod payload;
 pub mod runner;
-pub mod schema;
 pub mod serve;
-pub mod settings;
 pub mod signals;
 pub mod style;
-pub mod suggest;
-pub mod test_event;
-pub mod validate;

@@ -8,8 +8,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::capture::Capture;
-use crate::settings::Program;
+use crate::dispatch::settings::Program;
+use crate::runner::capture::Capture;
+
+pub mod capture;
 
 #[cfg_attr(unix, path = "unix.rs")]
 #[cfg_attr(windows, path = "windows.rs")]

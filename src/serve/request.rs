@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::cli::OutputMode;
-use crate::payload::{Fields, Payload};
+use crate::dispatch::payload::{Fields, Payload};
 
 /// A request line that can be dispatched.
 #[derive(Debug)]

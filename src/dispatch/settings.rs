@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::layers::LayerKind;
-use crate::matcher::{self, Matcher};
-use crate::payload::short_json;
+use crate::dispatch::layers::LayerKind;
+use crate::dispatch::matcher::{self, Matcher};
+use crate::dispatch::payload::short_json;
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 pub const MAX_TIMEOUT_SECS: f64 = 600.0;

@@ -9,13 +9,21 @@ use std::time::Instant;
 use crate::cli::RunArgs;
 use crate::compliance;
 use crate::environment;
-use crate::layers::{self, LayerPath};
-use crate::outcome::{self, Outcome};
-use crate::output::{self, HandlerReport, Report, Trace};
-use crate::payload::{self, EventKind, Payload, ReadError};
 use crate::runner::{self, Ending, Invocation, Stop};
-use crate::settings::{self, Events, Group, Program};
 use crate::signals;
+use layers::LayerPath;
+use outcome::Outcome;
+use output::{HandlerReport, Report, Trace};
+use payload::{EventKind, Payload, ReadError};
+use settings::{Events, Group, Program};
+
+pub mod exit;
+pub mod layers;
+pub mod matcher;
+pub mod outcome;
+pub mod output;
+pub mod payload;
+pub mod settings;
 
 /// The options that shape a dispatch, from `run`'s flags (or a `serve` request).
 #[derive(Clone, Debug, Default)]
@@ -205,7 +213,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
-    crate::exec_log::append(&mut report);
+    crate::commands::exec_log::append(&mut report);
     report
 }
 
@@ -233,7 +241,7 @@ pub fn run_chain(
         }
         if let (true, Some(tool)) = (kind.is_tool_event(), tool) {
             let compiled = if group.ruled_out(tool) {
-                &Ok(crate::matcher::Matcher::Names(Vec::new()))
+                &Ok(crate::dispatch::matcher::Matcher::Names(Vec::new()))
             } else {
                 group.compiled_matcher()
             };

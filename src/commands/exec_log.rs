@@ -15,9 +15,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::list::write_stdout;
-use crate::outcome::Outcome;
-use crate::output::{millis, Report};
+use crate::commands::list::write_stdout;
+use crate::dispatch::outcome::Outcome;
+use crate::dispatch::output::{millis, Report};
 use crate::style::{Painter, Style};
 
 /// The environment variable naming the log file.

@@ -14,11 +14,11 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
+use crate::commands::inspect::{self, Entry, Inspection, LayerState};
+use crate::dispatch::payload::EventKind;
+use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
 use crate::environment;
-use crate::inspect::{self, Entry, Inspection, LayerState};
-use crate::payload::EventKind;
-use crate::settings::Program;
 use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]

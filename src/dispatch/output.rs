@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cli::OutputMode;
-use crate::exit::Status;
-use crate::outcome::Outcome;
-use crate::settings::Group;
+use crate::dispatch::exit::Status;
+use crate::dispatch::outcome::Outcome;
+use crate::dispatch::settings::Group;
 use crate::signals;
 use crate::style::{self, Painter, Style};
 
@@ -395,7 +395,7 @@ fn block_reason(entry: &HandlerReport) -> String {
     if entry.exit_code == Some(2) && !stderr.is_empty() {
         return stderr.to_string();
     }
-    json_reason().unwrap_or_else(|| crate::outcome::default_reason(&entry.label))
+    json_reason().unwrap_or_else(|| crate::dispatch::outcome::default_reason(&entry.label))
 }
 
 #[cfg(test)]

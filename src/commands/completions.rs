@@ -22,7 +22,7 @@ pub struct CompletionsArgs {
 pub fn run(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), NAME, &mut script);
-    crate::list::write_stdout(&String::from_utf8_lossy(&script))?;
+    crate::commands::list::write_stdout(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }
 

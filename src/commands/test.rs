@@ -14,11 +14,11 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::commands::inspect;
+use crate::commands::list::{self, HandlerJson, Planned, Verdict};
+use crate::dispatch::output::{self, Trace};
+use crate::dispatch::payload::Payload;
 use crate::dispatch::{self, Options};
-use crate::inspect;
-use crate::list::{self, HandlerJson, Planned, Verdict};
-use crate::output::{self, Trace};
-use crate::payload::Payload;
 use crate::signals;
 use crate::style::{Painter, Style};
 
@@ -87,7 +87,7 @@ fn build_payload(args: &TestArgs) -> Result<Vec<u8>, String> {
     object.insert("event".into(), Value::String(args.event.clone()));
     if let Some(tool) = &args.tool {
         object.insert("tool_name".into(), Value::String(tool.clone()));
-    } else if crate::payload::EventKind::of(&args.event).is_tool_event() {
+    } else if crate::dispatch::payload::EventKind::of(&args.event).is_tool_event() {
         return Err(format!(
             "--tool is required for {}: the tool's name, e.g. --tool write_file",
             args.event

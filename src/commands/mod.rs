@@ -1,0 +1,11 @@
+//! The commands for people: each file owns its arguments and its entry point.
+
+pub mod command_check;
+pub mod completions;
+pub mod exec_log;
+pub mod inspect;
+pub mod list;
+pub mod schema;
+pub mod suggest;
+pub mod test;
+pub mod validate;
