@@ -2,9 +2,10 @@
 
 pub mod command_check;
 pub mod completions;
-pub mod exec_log;
 pub mod inspect;
 pub mod list;
+pub mod log;
+pub mod run;
 pub mod schema;
 pub mod suggest;
 pub mod test;

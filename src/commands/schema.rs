@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::commands::list::write_stdout;
+use crate::dispatch::output::write_stdout;
 use crate::dispatch::payload::KNOWN_EVENTS;
 use crate::dispatch::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 

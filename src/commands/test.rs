@@ -57,7 +57,7 @@ pub struct TestArgs {
     pub json: bool,
 
     #[command(flatten)]
-    pub dispatch: crate::cli::DispatchArgs,
+    pub dispatch: crate::dispatch::DispatchArgs,
 }
 
 pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
@@ -182,7 +182,7 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
         };
         let mut line = serde_json::to_string(&value)?;
         line.push('\n');
-        list::write_stdout(&line)?;
+        output::write_stdout(&line)?;
         return Ok(ExitCode::SUCCESS);
     }
     let painter = Painter::stdout();
@@ -254,6 +254,6 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
             let _ = writeln!(out, "  {warning}");
         }
     }
-    list::write_stdout(&out)?;
+    output::write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -16,11 +16,11 @@ use serde_json::{Map, Value};
 
 use crate::commands::command_check::{self, Lookup};
 use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
-use crate::commands::list::write_stdout;
 use crate::commands::suggest;
 use crate::dispatch::exit::Status;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher;
+use crate::dispatch::output::write_stdout;
 use crate::dispatch::payload::{EventKind, KNOWN_EVENTS};
 use crate::dispatch::settings::Program;
 use crate::dispatch::Options;

@@ -3,10 +3,8 @@
 
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::cli::RunArgs;
 use crate::compliance;
 use crate::environment;
 use crate::runner::{self, Ending, Invocation, Stop};
@@ -14,51 +12,20 @@ use crate::signals;
 use layers::LayerPath;
 use outcome::Outcome;
 use output::{HandlerReport, Report, Trace};
-use payload::{EventKind, Payload, ReadError};
+use payload::{EventKind, Payload};
 use settings::{Events, Group, Program};
 
+pub mod exec_log;
 pub mod exit;
 pub mod layers;
 pub mod matcher;
+mod options;
 pub mod outcome;
 pub mod output;
 pub mod payload;
 pub mod settings;
 
-/// The options that shape a dispatch, from `run`'s flags (or a `serve` request).
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    pub project_dir: Option<PathBuf>,
-    pub settings: Vec<PathBuf>,
-    pub no_project: bool,
-    pub team: Option<String>,
-}
-
-/// `levelcode-hooks run`: stdin to stdout, with the exit status the caller acts on.
-pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    signals::install();
-    let started = Instant::now();
-    let trace = Trace::new(args.dispatch.verbose);
-    let bytes = match payload::read_stdin() {
-        Ok(bytes) => bytes,
-        Err(ReadError::Interrupted(sig)) => {
-            let mut report = Report::new(args.event.clone(), None, started);
-            report.interrupted = Some(sig);
-            report.warnings.push(format!(
-                "interrupted by {} while reading the payload; no handler ran",
-                signals::name(sig)
-            ));
-            return output::print_report(&report, args.dispatch.output, &trace);
-        }
-        Err(ReadError::Invalid(message)) => return output::print_error(&message),
-    };
-    let payload = match Payload::parse(bytes, args.event.as_deref()) {
-        Ok(payload) => payload,
-        Err(message) => return output::print_error(&message),
-    };
-    let report = dispatch(&payload, &args.dispatch.options(), &trace, started);
-    output::print_report(&report, args.dispatch.output, &trace)
-}
+pub use options::{DispatchArgs, Options, OutputMode};
 
 /// The project root: `--project-dir`, else the payload's `cwd`, else the current directory,
 /// made absolute.
@@ -213,7 +180,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
-    crate::commands::exec_log::append(&mut report);
+    exec_log::append(&mut report);
     report
 }
 

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::cli::OutputMode;
 use crate::dispatch::exit::Status;
 use crate::dispatch::outcome::Outcome;
 use crate::dispatch::settings::Group;
+use crate::dispatch::OutputMode;
 use crate::signals;
 use crate::style::{self, Painter, Style};
 
@@ -396,6 +396,15 @@ fn block_reason(entry: &HandlerReport) -> String {
         return stderr.to_string();
     }
     json_reason().unwrap_or_else(|| crate::dispatch::outcome::default_reason(&entry.label))
+}
+
+/// Writes to stdout; a reader that went away is no error.
+pub fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use request::{Rejection, Request};
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub dispatch: crate::cli::DispatchArgs,
+    pub dispatch: crate::dispatch::DispatchArgs,
 }
 
 /// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N, after answering

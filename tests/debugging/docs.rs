@@ -70,7 +70,7 @@ fn schema_describes_the_hooks_key() {
 
 #[test]
 fn man_page_is_current() {
-    let page = levelcode_hooks::commands::completions::man_page();
+    let page = levelcode_hooks::cli::man_page();
     assert_current("levelcode-hooks.1", &page);
     for needle in [
         ".TH LEVELCODE\\-HOOKS 1",
