@@ -8,7 +8,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::dispatch::settings::Program;
 use crate::runner::capture::Capture;
 
 pub mod capture;
@@ -18,6 +17,15 @@ pub mod capture;
 mod os;
 #[cfg(target_os = "linux")]
 mod spawn;
+
+/// What a handler runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    /// `command`: run by `/bin/sh -c` (`cmd.exe /d /s /c` on Windows).
+    Shell(String),
+    /// `argv`: run directly, `argv[0]` looked up on `PATH`.
+    Argv(Vec<String>),
+}
 
 /// After the handler exits, how long output still held open by something it started is read.
 pub const LEFTOVER_WAIT: Duration = Duration::from_millis(100);

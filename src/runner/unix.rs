@@ -529,7 +529,7 @@ fn live_member_in_proc(pgid: libc::pid_t) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::settings::Program;
+    use crate::runner::Program;
 
     /// Runs `script` from `start` (the way the handler is started) to its end.
     fn run_with(

@@ -21,18 +21,10 @@ pub const MAX_TIMEOUT_SECS: f64 = 600.0;
 mod checked;
 mod fast;
 
+pub use crate::runner::Program;
 pub use checked::clamp_timeout;
 use checked::{parse_event, Location};
 use fast::clean_event;
-
-/// What a handler runs.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Program {
-    /// `command`: run by `/bin/sh -c` (`cmd.exe /d /s /c` on Windows).
-    Shell(String),
-    /// `argv`: run directly, `argv[0]` looked up on `PATH`.
-    Argv(Vec<String>),
-}
 
 /// Where a group was written.
 #[derive(Debug)]
