@@ -12,10 +12,10 @@
 
 pub mod cli;
 pub mod commands;
-pub mod compliance;
+pub(crate) mod compliance;
 pub mod dispatch;
-pub mod environment;
+pub(crate) mod environment;
 pub mod runner;
-pub mod serve;
-pub mod signals;
-pub mod style;
+pub(crate) mod serve;
+pub(crate) mod signals;
+pub(crate) mod style;

@@ -276,7 +276,9 @@ pub fn run_chain(
                 } else {
                     &["LEVELCODE_TOOL_NAME"]
                 };
-                runner::export_env(&handler_env(payload, root), remove);
+                // SAFETY: dispatches run on the process's one thread (`run` and `serve` start no
+                // other), so nothing reads the environment while it changes.
+                unsafe { runner::export_env(&handler_env(payload, root), remove) };
                 env_exported = true;
             }
             let finished = runner::run(&Invocation {
