@@ -2,7 +2,7 @@
 //! block reason on stderr, and the readable trace of `-v`.
 
 use std::fmt;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -218,7 +218,7 @@ const DETAIL_LINES: usize = 5;
 
 impl Trace {
     pub fn new(enabled: bool) -> Trace {
-        let color = enabled && style::colors_wanted(std::io::stderr().is_terminal());
+        let color = enabled && style::colors_wanted(&std::io::stderr());
         Trace {
             enabled,
             painter: Painter::new(color),
@@ -505,6 +505,6 @@ mod tests {
             painter: Painter::new(true),
         };
         let text = colored.handler_text(&entry(Outcome::Block, Some(2), "", "no"));
-        assert!(text.contains("\x1b[31;1mBLOCK"), "{text}");
+        assert!(text.contains("\x1b[1m\x1b[31mBLOCK"), "{text}");
     }
 }
