@@ -1,11 +1,9 @@
 //! `levelcode-hooks`: the hook dispatcher of the levelcode coding agent.
 //!
-//! The modules follow the data as it flows through one dispatch:
-//! [`payload`] (stdin) → [`layers`] (which settings files) → [`settings`] (their `hooks`) →
-//! [`matcher`] (which groups apply) → [`runner`] (one handler process, its timeout and output) →
-//! [`outcome`] (what one handler decided) → [`dispatch`] (the chain) → [`output`] (the JSON the
-//! caller reads) → [`exit`] (the status it acts on). [`signals`] lets all of them notice
-//! SIGINT, SIGTERM and SIGHUP.
+//! Where things are (docs/ARCHITECTURE.md): [`dispatch`] is the pipeline of one dispatch, from
+//! the payload on stdin to the exit status; [`runner`] runs one handler process; [`commands`]
+//! are the commands for people; `serve` is the long-lived mode and `compliance` the signed log
+//! of team runs. `environment`, `signals` and `style` serve all of them.
 //!
 //! The binary (`src/main.rs`) only parses the command line and calls [`cli::execute`]; everything
 //! else lives here, so tests and fuzz targets reach the same code.

@@ -15,6 +15,8 @@ use output::{HandlerReport, Report, Trace};
 use payload::{EventKind, Payload};
 use settings::{Events, Group, Program};
 
+// Data flows payload → layers → settings → matcher → (this file: the chain, through the runner)
+// → outcome → exec_log → output → exit.
 pub mod exec_log;
 pub mod exit;
 pub mod layers;
