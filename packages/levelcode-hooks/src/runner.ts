@@ -46,6 +46,8 @@ export type HookRunnerOptions = {
    * the files can be watched synchronously; elsewhere every event goes to the dispatcher).
    */
   noMatchCache?: boolean | undefined;
+  /** A server that has not answered its first line within this time is given up (default 10 s). */
+  startTimeoutMs?: number | undefined;
 };
 
 /** The trust state of a project's hooks, as `trust --status` reports it (contract §13). */
@@ -147,7 +149,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         all.delete(dead);
         const at = idle.indexOf(dead);
         if (at >= 0) idle.splice(at, 1);
-      });
+      }, options.startTimeoutMs);
     } catch (error) {
       return `could not start ${bin} serve: ${error instanceof Error ? error.message : String(error)}`;
     }

@@ -56,6 +56,7 @@ export class Server {
     binary: string,
     env: Record<string, string>,
     private readonly onDeath: (server: Server) => void,
+    startTimeoutMs = 10_000,
   ) {
     installExitHook();
     live.add(this);
@@ -96,6 +97,11 @@ export class Server {
     });
     this.busy();
     this.proc.stdin?.write(PROBE_LINE);
+    const start = setTimeout(() => {
+      if (!this.answeredProbe) this.kill(`levelcode-hooks serve did not answer its first line within ${startTimeoutMs} ms`);
+    }, startTimeoutMs);
+    (start as Unrefable).unref?.();
+    void this.ready.then(() => clearTimeout(start));
   }
 
   /** Why the server could not start, once `ready` resolved false. */

@@ -151,6 +151,16 @@ describe("faults resolve fail-open", () => {
     expect(outcome.warnings.join("\n")).toContain("no answer within 2000 ms");
   });
 
+  test("a server that never answers its first line is given up, and events go to run", async () => {
+    const binary = fakeBinary(`exec sleep 30`);
+    const runner = runnerWith({ binary, startTimeoutMs: 500, hooks: { PreToolUse: [{ hooks: [{ command: "echo by run >&2; exit 2" }] }] } });
+    const started = performance.now();
+    const outcome = await runner.runEvent("PreToolUse", pre("a"));
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(outcome.blocked).toBe(true);
+    expect(outcome.warnings.join("\n")).toContain("did not answer its first line within 500 ms");
+  });
+
   test("when serve cannot start, each event is one run", async () => {
     const binary = fakeBinary(`echo "error: unrecognized subcommand 'serve'" >&2; exit 2`);
     const runner = runnerWith({ binary, hooks: { PreToolUse: [{ hooks: [{ command: "echo by run >&2; exit 2" }] }] } });
