@@ -36,8 +36,10 @@ export type HookRunnerOptions = {
   env?: Record<string, string | undefined> | undefined;
   /** The binary to run, instead of looking for one. */
   binary?: string | undefined;
-  /** Idle servers kept for reuse (default 16); busy ones are never limited. */
+  /** Idle servers kept for reuse (default 16). */
   maxIdleServers?: number | undefined;
+  /** Servers at most, busy or idle (default 64); a call beyond waits for one to be free. */
+  maxServers?: number | undefined;
   /** Added to the handlers' own time limits before a server is declared hung (default 2000 ms). */
   hangMarginMs?: number | undefined;
   /**
@@ -84,6 +86,10 @@ type Unrefable = { unref?: () => void };
 
 export function createHookRunner(options: HookRunnerOptions = {}) {
   const maxIdle = options.maxIdleServers ?? 16;
+  const maxServers = Math.max(1, options.maxServers ?? 64);
+  /** Calls waiting for a server because `maxServers` are out. */
+  const waiting: Array<() => void> = [];
+  const wakeOne = () => waiting.shift()?.();
   const margin = options.hangMarginMs ?? 2000;
   let inlineJson = options.hooks ? JSON.stringify(options.hooks) : null;
   let settingsDir: string | null = null;
@@ -139,9 +145,13 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   }
 
   async function acquire(bin: string): Promise<Server | string> {
-    while (idle.length > 0) {
-      const server = idle.pop()!;
-      if (server.alive) return server;
+    for (;;) {
+      while (idle.length > 0) {
+        const server = idle.pop()!;
+        if (server.alive) return server;
+      }
+      if (all.size < maxServers) break;
+      await new Promise<void>((resolve) => waiting.push(resolve));
     }
     let server: Server;
     try {
@@ -149,6 +159,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         all.delete(dead);
         const at = idle.indexOf(dead);
         if (at >= 0) idle.splice(at, 1);
+        wakeOne();
       }, options.startTimeoutMs);
     } catch (error) {
       return `could not start ${bin} serve: ${error instanceof Error ? error.message : String(error)}`;
@@ -161,7 +172,10 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   function release(server: Server, key: string): void {
     if (!server.alive) return;
     if (key !== envKey || idle.length >= maxIdle) server.kill("no longer needed");
-    else idle.push(server);
+    else {
+      idle.push(server);
+      wakeOne();
+    }
   }
 
   /** The longest the handlers of this event may take, in ms; `null` when it cannot be known. */

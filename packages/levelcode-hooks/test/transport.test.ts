@@ -89,6 +89,15 @@ describe("servers", () => {
     expect(concurrent - alone).toBeLessThan(50);
   });
 
+  test("beyond maxServers, a call waits for a server to be free", async () => {
+    const runner = runnerWith({ maxServers: 2, hooks: { Stop: [{ hooks: [{ command: "sleep 0.3" }, parentPid] }] } });
+    const started = performance.now();
+    const outcomes = await Promise.all([1, 2, 3].map(() => runner.runEvent("Stop", { event: "Stop", cwd: dir })));
+    expect(new Set(outcomes.map((o) => o.additionalContext)).size).toBe(2);
+    expect(outcomes.every((o) => o.warnings.length === 0)).toBe(true);
+    expect(performance.now() - started).toBeGreaterThan(550);
+  });
+
   test("a settings change in the environment reaches the next call", async () => {
     const runner = runnerWith({});
     writeFileSync(join(dir, "settings.json"), JSON.stringify({ hooks: { Stop: [{ hooks: [{ command: "echo '{\"additionalContext\":\"data layer\"}'" }] }] } }));
