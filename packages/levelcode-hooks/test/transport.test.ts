@@ -65,7 +65,8 @@ describe("servers", () => {
   });
 
   test("a 2-second hook in one call delays a concurrent no-match call by less than 50 ms", async () => {
-    const runner = runnerWith({ hooks: { PreToolUse: [{ matcher: "slow_tool", hooks: [{ command: "sleep 2" }] }] } });
+    // The transport itself: no answer from the no-match cache.
+    const runner = runnerWith({ noMatchCache: false, hooks: { PreToolUse: [{ matcher: "slow_tool", hooks: [{ command: "sleep 2" }] }] } });
     // Two servers ready, as a session that has been running for a while has.
     await Promise.all([runner.runEvent("PreToolUse", pre("warm")), runner.runEvent("PreToolUse", pre("warm"))]);
     let alone = Infinity;
