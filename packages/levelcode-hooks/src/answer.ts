@@ -1,8 +1,8 @@
 /**
- * The dispatcher's answer (contract §7, §11, §13), read into a `HookEventOutcome`, and the
+ * The dispatcher's answer (contract §7, §11, §13), read into a `HookDispatchOutcome`, and the
  * fail-open outcome that stands for an answer that never came.
  */
-import type { HookEventOutcome, HookRunResult, ProjectTrust } from "./types.js";
+import type { HookDispatchOutcome, HookDispatchResult, ProjectTrust } from "./types.js";
 
 type Json = Record<string, unknown>;
 
@@ -12,11 +12,11 @@ const isObject = (value: unknown): value is Json =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 
 /** The outcome of an event whose answer could not be had: proceed, and say why. */
-export function failOpen(warning: string): HookEventOutcome {
+export function failOpen(warning: string): HookDispatchOutcome {
   return { blocked: false, additionalContext: "", results: [], decision: "proceed", warnings: [warning], durationMs: 0 };
 }
 
-function handlerResult(handler: Json): HookRunResult {
+function handlerResult(handler: Json): HookDispatchResult {
   const outcome = str(handler.outcome) ?? "error";
   const message = str(handler.message) ?? null;
   return {
@@ -53,12 +53,12 @@ function projectTrust(value: unknown): ProjectTrust | undefined {
  * Reads one answer object. An `{"error": ...}` answer (the dispatcher refused the payload) is
  * fail-open with the error as a warning, as every code but a block is "proceed" for callers.
  */
-export function outcomeFromAnswer(answer: Json): HookEventOutcome {
+export function outcomeFromAnswer(answer: Json): HookDispatchOutcome {
   const error = str(answer.error);
   if (error !== undefined) return failOpen(`levelcode-hooks: ${error}`);
 
   const decision = answer.decision === "block" || answer.decision === "ask" ? answer.decision : "proceed";
-  const outcome: HookEventOutcome = {
+  const outcome: HookDispatchOutcome = {
     blocked: decision !== "proceed",
     additionalContext: str(answer.additionalContext) ?? "",
     results: Array.isArray(answer.handlers) ? answer.handlers.filter(isObject).map(handlerResult) : [],

@@ -16,7 +16,7 @@ import { lstatSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
 
 import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, Inotify } from "./inotify.js";
-import type { HookEventOutcome } from "./types.js";
+import type { HookDispatchOutcome } from "./types.js";
 
 type Json = Record<string, unknown>;
 
@@ -31,7 +31,7 @@ type Context = { ready: boolean };
 const ALARMS = IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED;
 
 /** Whether an outcome is the plain "nothing matched": no handler, no warning, nothing to say. */
-export function isNoMatch(outcome: HookEventOutcome): boolean {
+export function isNoMatch(outcome: HookDispatchOutcome): boolean {
   return (
     outcome.decision === "proceed" &&
     outcome.results.length === 0 &&
@@ -78,7 +78,7 @@ export function watchedFiles(listing: Json): string[] | null {
 }
 
 export class NoMatchCache {
-  private readonly answers = new Map<string, HookEventOutcome>();
+  private readonly answers = new Map<string, HookDispatchOutcome>();
   private readonly contexts = new Map<string, Context>();
   private inotify: Inotify | null = null;
   /** For each watch, the names in its folder that matter (null: every name). */
@@ -95,7 +95,7 @@ export class NoMatchCache {
   }
 
   /** The remembered answer for `key`, after reading the watches; null when there is none. */
-  lookup(key: string): HookEventOutcome | null {
+  lookup(key: string): HookDispatchOutcome | null {
     const hit = this.answers.get(key);
     if (hit === undefined) {
       this.stats.misses++;
@@ -127,7 +127,7 @@ export class NoMatchCache {
   }
 
   /** Stores a no-match answer, unless a watch fired since the ticket was given. */
-  store(key: string, ticket: number, outcome: HookEventOutcome): void {
+  store(key: string, ticket: number, outcome: HookDispatchOutcome): void {
     this.check();
     if (ticket !== this.generation || !isNoMatch(outcome)) return;
     this.answers.set(key, { ...outcome, durationMs: 0 });

@@ -20,6 +20,9 @@ export type {
   HookPayload,
   HookProtocol,
   HookRunResult,
+  HookRunDetail,
+  HookDispatchResult,
+  HookDispatchOutcome,
   HooksConfig,
   ProjectTrust,
 } from "./types.js";

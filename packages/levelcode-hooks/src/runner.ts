@@ -18,7 +18,7 @@ import { NoMatchCache, type CacheStats } from "./cache.js";
 import { inotifyReady } from "./inotify.js";
 import { listArgs, listAsync } from "./loader.js";
 import { Server, type Reply } from "./server.js";
-import type { HookEventName, HookEventOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
+import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
 type Json = Record<string, unknown>;
 
@@ -270,7 +270,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     });
   }
 
-  async function dispatch(event: string, payload: HookPayload): Promise<HookEventOutcome> {
+  async function dispatch(event: string, payload: HookPayload): Promise<HookDispatchOutcome> {
     environment();
     const bin = findOnce();
     if (!bin) return failOpen(`levelcode-hooks: no hook ran: ${binaryError}`);
@@ -290,7 +290,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const listEnv = env;
       ticket = cache.ticket(context, inlineJson === null ? cwd : null, (dir) => listAsync(bin, listArgs(dir), listEnv));
     }
-    const remember = (outcome: HookEventOutcome): HookEventOutcome => {
+    const remember = (outcome: HookDispatchOutcome): HookDispatchOutcome => {
       if (ticket !== null) cache?.store(key, ticket, outcome);
       return outcome;
     };
@@ -322,7 +322,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return outcome;
   }
 
-  function finish(reply: Reply): HookEventOutcome {
+  function finish(reply: Reply): HookDispatchOutcome {
     if (reply.kind === "fault") return failOpen(`levelcode-hooks: no hook ran: ${reply.warning}`);
     const outcome = outcomeFromAnswer(reply.answer);
     if (options.onConfigWarning) {
@@ -336,7 +336,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   }
 
   /** Dispatches one event. Never rejects: any fault resolves "proceed" with a warning. */
-  async function runEvent(event: HookEventName | string, payload: HookPayload): Promise<HookEventOutcome> {
+  async function runEvent(event: HookEventName | string, payload: HookPayload): Promise<HookDispatchOutcome> {
     try {
       return await dispatch(event, payload);
     } catch (error) {

@@ -85,7 +85,7 @@ export type HookHandlerOutcome =
   | "skipped"
   | (string & {});
 
-/** One handler that matched: what the in-process engine reported, then this dispatcher's detail. */
+/** One handler that matched, as the in-process engine reported it. */
 export type HookRunResult = {
   /** The handler's `name`, else its `command`, else its `argv` quoted as a shell would. */
   label: string;
@@ -95,6 +95,10 @@ export type HookRunResult = {
   timedOut: boolean;
   /** The handler could not be started (not found, not executable, ...). */
   spawnError?: string | undefined;
+} & Partial<HookRunDetail>;
+
+/** What this dispatcher adds about each handler. */
+export type HookRunDetail = {
   outcome: HookHandlerOutcome;
   /** Milliseconds the handler ran, `null` when it did not run. */
   durationMs: number | null;
@@ -113,6 +117,9 @@ export type HookRunResult = {
   rewroteInput: boolean;
 };
 
+/** A handler's result as `runEvent` gives it: every detail present. */
+export type HookDispatchResult = HookRunResult & HookRunDetail;
+
 /** The trust state of the project layer (contract §13). */
 export type ProjectTrust = {
   state: "trusted" | "untrusted" | "changed" | "denied" | (string & {});
@@ -123,7 +130,12 @@ export type ProjectTrust = {
   handlers: number;
 };
 
-/** The answer to one event. */
+/**
+ * The answer to one event, as the in-process engine's type has it, with this dispatcher's
+ * members optional: code written for the engine that builds such objects itself (a default
+ * when hooks are off, a test's stub) still type-checks. `runEvent` gives the stricter
+ * `HookDispatchOutcome`.
+ */
 export type HookEventOutcome = {
   /** The tool must not run: a handler blocked it, or asked for approval (see `decision`). */
   blocked: boolean;
@@ -133,7 +145,7 @@ export type HookEventOutcome = {
   additionalContext: string;
   results: HookRunResult[];
   /** `ask`: the tool needs a person's approval; `blocked` is true too, to stay on the safe side. */
-  decision: "proceed" | "block" | "ask";
+  decision?: "proceed" | "block" | "ask" | undefined;
   /** PreToolUse: the tool's input after the handlers' rewrites. */
   updatedInput?: Record<string, unknown> | undefined;
   /** A handler asked the agent to stop its loop. */
@@ -141,9 +153,17 @@ export type HookEventOutcome = {
   /** Messages for the person, not the model. */
   systemMessage?: string | undefined;
   /** Problems with the settings, and with reaching the dispatcher. */
-  warnings: string[];
+  warnings?: string[] | undefined;
   /** Present when the project layer's hooks did not run for want of trust. */
   projectTrust?: ProjectTrust | undefined;
   /** The dispatch's own time in milliseconds, as the dispatcher measured it. */
+  durationMs?: number | undefined;
+};
+
+/** The answer `runEvent` resolves: the outcome with everything this dispatcher always says. */
+export type HookDispatchOutcome = HookEventOutcome & {
+  results: HookDispatchResult[];
+  decision: "proceed" | "block" | "ask";
+  warnings: string[];
   durationMs: number;
 };

@@ -10,7 +10,7 @@ import { join } from "node:path";
 
 import { NoMatchCache, watchedFiles } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
-import { createHookRunner, type HookEventOutcome, type HookPayload } from "../src/index.ts";
+import { createHookRunner, type HookDispatchOutcome, type HookPayload } from "../src/index.ts";
 import { serverSupports, tempDir } from "./helpers.ts";
 
 const cacheAvailable = (await inotifyReady) !== null && NoMatchCache.available();
@@ -32,7 +32,7 @@ const reply = (text: string) => ({ argv: ["printf", `{"additionalContext":"${tex
 const settings = (hooks: unknown) => JSON.stringify({ hooks });
 
 /** What two answers must share: everything but the times. */
-function comparable(outcome: HookEventOutcome) {
+function comparable(outcome: HookDispatchOutcome) {
   const { durationMs: _d, results, ...rest } = outcome;
   return { ...rest, results: results.map(({ durationMs: _r, ...result }) => result) };
 }

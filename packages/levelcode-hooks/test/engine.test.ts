@@ -8,7 +8,14 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { createHookRunner, getHookConfigPaths, loadHooks, parseHookDecision, type HooksConfig } from "../src/index.ts";
+import {
+  createHookRunner,
+  getHookConfigPaths,
+  loadHooks,
+  parseHookDecision,
+  type HookEventOutcome,
+  type HooksConfig,
+} from "../src/index.ts";
 import { BUN, tempDir, writeProjectHooks } from "./helpers.ts";
 
 let dir: string;
@@ -235,5 +242,14 @@ describe("createHookRunner, real handlers", () => {
     const outcome = await runner.runEvent("PreToolUse", preToolUse());
     expect(outcome.results[0]!.exitCode).toBe(0);
     expect(outcome.results[0]!.label).toBe(`${BUN} ${script}`);
+  });
+
+  test("the engine's outcome type still fits code that builds one, and runEvent's answer is one", async () => {
+    // Both lines are checked by `tsc --noEmit`: an outcome built by hand, as code written for
+    // the engine does, and the richer answer used where the engine's type is expected.
+    const off: HookEventOutcome = { blocked: false, additionalContext: "", results: [] };
+    const answered: HookEventOutcome = await runnerWith({ Stop: [{ hooks: [{ command: "true" }] }] }).runEvent("Stop", { event: "Stop", cwd: dir });
+    expect(answered.blocked).toBe(off.blocked);
+    expect(answered.results[0]!.outcome).toBe("proceed");
   });
 });
