@@ -68,6 +68,32 @@ describe("parseHookDecision", () => {
   });
 });
 
+describe("parseHookDecision reads a reply as the dispatcher does", () => {
+  const replies = [
+    '{"decision":"block","reason":"not today"}',
+    '  {"decision":"block"}  ',
+    '{"additionalContext":"lint ok"}',
+    '{"decision":"allow","additionalContext":"fine"}',
+    '{"reason":"a reason alone"}',
+    "plain text",
+    "[1,2,3]",
+    "{not json",
+    JSON.stringify({ decision: "block", reason: "r".repeat(20 * 1024) }),
+    '{"decision":"block","reason":"  padded  ","additionalContext":"and context"}',
+  ];
+  for (const reply of replies) {
+    test(reply.length > 60 ? `${reply.slice(0, 60)}…` : reply, async () => {
+      const file = join(dir, "reply.txt");
+      writeFileSync(file, reply);
+      const outcome = await runnerWith({ PreToolUse: [{ hooks: [{ argv: ["cat", file] }] }] }).runEvent("PreToolUse", preToolUse());
+      const parsed = parseHookDecision(reply);
+      expect(outcome.decision === "block").toBe(parsed?.decision === "block");
+      expect(outcome.additionalContext).toBe(parsed?.additionalContext ?? "");
+      if (parsed?.decision === "block" && parsed.reason !== undefined) expect(outcome.reason).toBe(parsed.reason.trim());
+    });
+  }
+});
+
 describe("loadHooks", () => {
   test("reads the project's .levelcode/settings.json", () => {
     const project = join(dir, "project");
