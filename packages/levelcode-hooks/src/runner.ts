@@ -371,6 +371,12 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     settingsFile = null;
   }
 
+  /** The trust state in an answer: at its top level, or under `project_trust` or `trust`. */
+  function trustOf(answer: Json): TrustStatus {
+    const nested = [answer.project_trust, answer.trust].find((value) => value !== null && typeof value === "object" && !Array.isArray(value));
+    return { ...answer, ...(nested as Json | undefined) } as TrustStatus;
+  }
+
   /** Sends one trust request (contract §14) to a server and returns its answer. */
   async function trustRequest(op: string, projectDir: string, extra: string): Promise<Json> {
     environment();
@@ -389,12 +395,12 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
 
   /** The trust state of a project's hooks, for a prompt that asks the person (contract §13). */
   async function trustStatus(projectDir: string = process.cwd()): Promise<TrustStatus> {
-    return (await trustRequest("trust_status", projectDir, "")) as TrustStatus;
+    return trustOf(await trustRequest("trust_status", projectDir, ""));
   }
 
   /** Records the person's trust in exactly the hooks of this digest (from `trustStatus`). */
   async function trust(digest: string, projectDir: string = process.cwd()): Promise<TrustStatus> {
-    return (await trustRequest("trust", projectDir, `,"digest":${JSON.stringify(digest)}`)) as TrustStatus;
+    return trustOf(await trustRequest("trust", projectDir, `,"digest":${JSON.stringify(digest)}`));
   }
 
   /** How the no-match cache has done (all zero when it is off or unavailable). */

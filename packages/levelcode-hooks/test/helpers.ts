@@ -54,7 +54,7 @@ export function serverSupports(feature: "inline" | "trust" | "rewrite"): boolean
       answer = reply?.additionalContext === "inline";
     } else if (feature === "trust") {
       const [reply] = serveAnswers([JSON.stringify({ id: 1, op: "trust_status", options: { project_dir: dir } })]);
-      answer = reply !== undefined && typeof reply.error !== "string" && typeof reply.state === "string";
+      answer = reply !== undefined && typeof reply.error !== "string";
     } else {
       const settings = join(dir, "settings.json");
       writeFileSync(settings, JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ command: "echo '{\"decision\":\"ask\",\"reason\":\"r\"}'" }] }] } }));
