@@ -82,7 +82,8 @@ export class Server {
 
     this.proc = spawn(binary, ["serve"], { stdio: ["pipe", "pipe", "pipe"], env, windowsHide: true });
     this.proc.on("error", (error) => this.kill(`could not run ${binary} serve: ${error.message}`));
-    this.proc.on("exit", (code, signal) => {
+    // `close`, not `exit`: an answer written just before the end is read first.
+    this.proc.on("close", (code, signal) => {
       const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
       const tail = this.stderrTail.trim();
       this.kill(`levelcode-hooks serve ${how}${tail ? `: ${tail}` : ""}`);
