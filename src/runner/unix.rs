@@ -12,7 +12,8 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::time::{Duration, Instant};
 
 use super::{
-    command, spawn_message, Ending, Finished, Invocation, Stop, KILL_GRACE, LEFTOVER_WAIT,
+    command, spawn_message, Ending, Finished, Invocation, Stop, KILL_GRACE, KILL_SETTLE,
+    LEFTOVER_WAIT,
 };
 use crate::capture::Capture;
 use crate::signals;
@@ -24,8 +25,11 @@ const RECHECK: Duration = Duration::from_millis(5);
 /// The most a write to a pipe with room for it is guaranteed to put in at once (POSIX).
 const PIPE_BUF: usize = 4096;
 
-/// How long after SIGKILL the group may take to disappear before the dispatcher moves on.
-const KILL_SETTLE: Duration = Duration::from_millis(500);
+/// The longest pause between two searches of `/proc` for a live member of a stopped handler's
+/// group. The first comes [`RECHECK`] after the stop, each next one twice as late as the one
+/// before, up to this: about 18 searches over the 1.5 s a stop may take, instead of one every
+/// [`RECHECK`] (docs/RELIABILITY.md has the measured cost of one).
+const MAX_SCAN_INTERVAL: Duration = Duration::from_millis(100);
 
 thread_local! {
     /// Where `enter_dir` moved the process, if anywhere.
@@ -153,6 +157,11 @@ struct Session<'a> {
     term_sent_at: Option<Instant>,
     killed: bool,
     leftover_output: bool,
+    /// When `/proc` may next be searched for the group, and the pause after that search.
+    next_scan: Option<Instant>,
+    scan_interval: Duration,
+    /// How many times `/proc` was searched.
+    scans: u32,
 }
 
 impl<'a> Session<'a> {
@@ -184,6 +193,9 @@ impl<'a> Session<'a> {
             term_sent_at: None,
             killed: false,
             leftover_output: false,
+            next_scan: None,
+            scan_interval: RECHECK,
+            scans: 0,
         }
     }
 
@@ -211,6 +223,11 @@ impl<'a> Session<'a> {
             if self.ending.is_some() && self.done(now) {
                 return;
             }
+            if self.ending.is_none() && self.past_kill_settle(now) {
+                // Not gone after SIGKILL and a grace: it cannot be killed. Move on without it;
+                // nothing may hang (contract §8).
+                return;
+            }
             let wait = self.poll_timeout(now, deadline);
             self.poll_once(wait);
         }
@@ -221,11 +238,9 @@ impl<'a> Session<'a> {
     fn done(&mut self, now: Instant) -> bool {
         // After a stop, wait for the group to be gone; after SIGKILL that takes the kernel a
         // moment, bounded in case something sits in uninterruptible sleep.
-        let group_settled = match (self.stopped, self.term_sent_at) {
-            (Some(_), Some(term)) => {
-                !group_alive(self.pid) || (self.killed && now >= term + KILL_GRACE + KILL_SETTLE)
-            }
-            _ => true,
+        let group_settled = match self.stopped {
+            Some(_) => self.past_kill_settle(now) || self.group_gone(now),
+            None => true,
         };
         if !group_settled {
             return false;
@@ -241,6 +256,31 @@ impl<'a> Session<'a> {
         false
     }
 
+    /// Returns true once SIGKILL went out and [`KILL_SETTLE`] has passed since.
+    fn past_kill_settle(&self, now: Instant) -> bool {
+        self.killed
+            && self
+                .term_sent_at
+                .is_some_and(|term| now >= term + KILL_GRACE + KILL_SETTLE)
+    }
+
+    /// Returns true if and only if no process of the stopped handler's group is left, zombies
+    /// aside. `kill(-pgid, 0)` answers at once and is asked every time; only while it says
+    /// something is there (which a zombie no one reaps also makes it say) is `/proc` searched,
+    /// at growing intervals ([`MAX_SCAN_INTERVAL`]).
+    fn group_gone(&mut self, now: Instant) -> bool {
+        if !group_exists(self.pid) {
+            return true;
+        }
+        if self.next_scan.is_some_and(|next| now < next) {
+            return false;
+        }
+        self.next_scan = Some(now + self.scan_interval);
+        self.scan_interval = (self.scan_interval * 2).min(MAX_SCAN_INTERVAL);
+        self.scans += 1;
+        !live_member_in_proc(self.pid).unwrap_or(true)
+    }
+
     fn poll_timeout(&self, now: Instant, deadline: Instant) -> Option<Duration> {
         let mut until: Option<Instant> = None;
         let mut earliest = |t: Instant| until = Some(until.map_or(t, |u| u.min(t)));
@@ -250,6 +290,8 @@ impl<'a> Session<'a> {
         if let Some(term) = self.term_sent_at {
             if !self.killed {
                 earliest(term + KILL_GRACE);
+            } else {
+                earliest(term + KILL_GRACE + KILL_SETTLE);
             }
             if self.ending.is_some() {
                 // Waiting for the rest of the group to go: nothing wakes us when it does.
@@ -332,6 +374,12 @@ impl<'a> Session<'a> {
         let streams_ended = self.stdout.is_none() && self.stderr.is_none();
         if fired(EXIT) || self.pidfd.is_none() || streams_ended {
             self.reap();
+            if fired(EXIT) && self.ending.is_none() {
+                // The pidfd says it exited, yet there is no status to collect (a tracer holds
+                // it, say): polling the pidfd again would return at once, for ever. Look every
+                // RECHECK instead, as without a pidfd.
+                self.pidfd = None;
+            }
         }
         let _ = WAKE; // readable only after a signal, which the loop reads from `signals`
     }
@@ -379,8 +427,9 @@ impl<'a> Session<'a> {
                 }
             }
             _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => return,
-            // ECHILD: nothing left to wait for; its status is lost.
-            _ => Ending::Exited(-1),
+            // ECHILD: something else reaped it (SIGCHLD ignored, say); its status is lost, and
+            // must not read as any exit code.
+            _ => Ending::Lost,
         };
         self.ending = Some(ending);
         self.exited_at = Some(Instant::now());
@@ -390,7 +439,8 @@ impl<'a> Session<'a> {
     fn finish(mut self, start: Instant) -> Finished {
         let duration = start.elapsed();
         Finished {
-            ending: self.ending.take().unwrap_or(Ending::Exited(-1)),
+            // `drive` returns without an ending only when it gave up on an unkillable handler.
+            ending: self.ending.take().unwrap_or(Ending::Unkillable),
             stopped: self.stopped,
             killed: self.killed,
             stdout: std::mem::take(&mut self.out),
@@ -486,15 +536,13 @@ fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
     unsafe { libc::kill(-pgid, sig) };
 }
 
-/// Returns true if and only if some process of the group is still running. Zombies do not count:
-/// an orphan's zombie waits for init to reap it, which may take a long time, and holds nothing.
-fn group_alive(pgid: libc::pid_t) -> bool {
+/// Returns true if and only if the group has a member, zombies included: an orphan's zombie
+/// waits for init to reap it, which may take a long time (an init that never reaps, in a
+/// container), and holds nothing; [`live_member_in_proc`] tells those apart.
+fn group_exists(pgid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks for existence.
     let rc = unsafe { libc::kill(-pgid, 0) };
-    if rc != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
-        return false;
-    }
-    live_member_in_proc(pgid).unwrap_or(true)
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Looks through /proc for a member of the group that is not a zombie; `None` without /proc.
