@@ -222,8 +222,7 @@ if os.fork() == 0:
     os.write(ready_w, b"y")
     os.kill(os.getpid(), signal.SIGSTOP)
     os._exit(0)
-with open("traced", "w") as f:
-    f.write(os.read(ready_r, 1).decode() + "\n")
+os.read(ready_r, 1)
 time.sleep(60)
 "#;
 
@@ -236,33 +235,41 @@ fn a_handler_that_cannot_be_killed_is_given_up_on_within_its_bound() {
     ) {
         return;
     }
+    // The interpreter itself, not a wrapper script that finds it (pyenv's shims take a while).
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
     let test = Test::new().project_file("traced.py", TRACED);
+    // Long enough for python to start and the tracer to attach on a loaded machine.
+    let timeout = 4.0;
     let out = test
         .user_settings(group(
             "Stop",
             None,
-            json!([{"argv": ["python3", "traced.py"], "timeout": 1}]),
+            json!([{"argv": [python, "traced.py"], "timeout": timeout}]),
         ))
         .reap("tracer")
         .event("Stop")
         .run();
-    let traced = std::fs::read_to_string(out.project().join("traced")).unwrap_or_default();
-    assert_eq!(traced, "y\n", "the tracer could not attach");
+    // Written by the tracer once attached, and only then.
+    assert!(
+        out.project_has("tracer"),
+        "the tracer did not attach: {}",
+        out.stdout()
+    );
     let handler = out.handler(0);
     assert_eq!(handler["outcome"], "timeout", "{handler}");
     let message = handler["message"].as_str().unwrap();
     assert!(message.contains("could not be killed"), "{message}");
-    // Timeout 1 s, SIGKILL 1 s later, given up 0.5 s after that: 2.5 s, with room for a loaded
-    // machine; the harness itself would fail the test at 45 s.
+    // The timeout, SIGKILL 1 s later, given up 0.5 s after that: timeout + 1.5 s, with room for
+    // a loaded machine; the harness itself would fail the test at 45 s.
     let duration = handler["duration_ms"].as_f64().unwrap();
+    let bound = timeout * 1000.0 + 1500.0;
     assert!(
-        (2400.0..4500.0).contains(&duration),
+        (bound - 100.0..bound + 2000.0).contains(&duration),
         "{duration} ms: {handler}"
-    );
-    assert!(
-        out.elapsed() < Duration::from_secs(6),
-        "{:?}",
-        out.elapsed()
     );
 }
 

@@ -157,13 +157,7 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     drop((stdin_child, stdout_child, stderr_child));
     if pid < 0 {
-        return match clone_error.raw_os_error() {
-            Some(libc::EAGAIN | libc::ENOMEM) => Err(Failure::Program(clone_error)),
-            _ => {
-                CLONE_REFUSED.store(true, Ordering::Relaxed);
-                Err(Failure::Unavailable)
-            }
-        };
+        return Err(clone_failed(clone_error));
     }
     // Kernels before 5.2 ignore CLONE_PIDFD and leave -1.
     let pidfd = if pidfd >= 0 {
@@ -197,6 +191,18 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
         stdout,
         stderr,
     })
+}
+
+/// What a failed `clone` means: a passing shortage (EAGAIN, ENOMEM) is this handler's failure to
+/// start; anything else is a refusal of this way of spawning, remembered for good.
+fn clone_failed(error: io::Error) -> Failure {
+    match error.raw_os_error() {
+        Some(libc::EAGAIN | libc::ENOMEM) => Failure::Program(error),
+        _ => {
+            CLONE_REFUSED.store(true, Ordering::Relaxed);
+            Failure::Unavailable
+        }
+    }
 }
 
 /// The paths the child tries: the program itself when it names a path, otherwise the name in
@@ -390,6 +396,47 @@ mod tests {
                 "signal {sig} has a handler in the dispatcher but is not in RESET: a spawned \
                  child could run it before executing"
             );
+        }
+    }
+
+    /// A refused clone is remembered: later spawns do not try again. Run in a process of its
+    /// own (this test binary, started again for this one test), since the refusal lasts as long
+    /// as the process and would change how every other test here spawns.
+    #[test]
+    fn a_refused_clone_is_remembered_for_the_life_of_the_process() {
+        const CHILD: &str = "LEVELCODE_HOOKS_TEST_CLONE_REFUSED";
+        if std::env::var_os(CHILD).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "runner::spawn::tests::a_refused_clone_is_remembered_for_the_life_of_the_process",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{text}");
+            assert!(
+                text.contains("1 passed"),
+                "the test ran in the child: {text}"
+            );
+            return;
+        }
+        let dir = std::env::temp_dir();
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        // A passing shortage is not a refusal.
+        let shortage = clone_failed(io::Error::from_raw_os_error(libc::EAGAIN));
+        assert!(matches!(shortage, Failure::Program(_)), "{shortage:?}");
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        // A sandbox's EPERM is, and from then on this way is not tried again.
+        let refusal = clone_failed(io::Error::from_raw_os_error(libc::EPERM));
+        assert!(matches!(refusal, Failure::Unavailable), "{refusal:?}");
+        for _ in 0..3 {
+            assert!(matches!(
+                spawn(&["/bin/sh", "-c", "exit 0"], &dir),
+                Err(Failure::Unavailable)
+            ));
         }
     }
 

@@ -603,6 +603,70 @@ mod tests {
         session.finish(began)
     }
 
+    /// Runs `script` to its end with `timeout`; also returns how often `/proc` was searched.
+    fn drive_with(script: &str, timeout: Duration) -> (Finished, u32) {
+        let program = Program::Shell(script.into());
+        let dir = std::env::current_dir().unwrap();
+        let invocation = Invocation {
+            program: &program,
+            dir: &dir,
+            input: b"",
+            timeout,
+        };
+        let began = Instant::now();
+        let process = start_process(&invocation).expect("the handler starts");
+        let mut session = Session::new(process, b"");
+        session.drive(began + timeout);
+        restore_dir();
+        let scans = session.scans;
+        (session.finish(began), scans)
+    }
+
+    /// A handler whose exit status something else collected (a caller that ignores SIGCHLD has
+    /// the kernel do it): the status is lost, and never read as an exit code.
+    #[test]
+    fn a_status_reaped_by_someone_else_is_lost_not_an_exit_code() {
+        let program = Program::Shell("exit 2".into());
+        let dir = std::env::current_dir().unwrap();
+        let invocation = Invocation {
+            program: &program,
+            dir: &dir,
+            input: b"",
+            timeout: Duration::from_secs(20),
+        };
+        let began = Instant::now();
+        let process = start_process(&invocation).expect("the handler starts");
+        let mut status = 0;
+        // SAFETY: waits for our own child, as the kernel would reap it under SIG_IGN.
+        assert_eq!(
+            unsafe { libc::waitpid(process.pid, &mut status, 0) },
+            process.pid
+        );
+        let mut session = Session::new(process, b"");
+        session.drive(began + invocation.timeout);
+        restore_dir();
+        let finished = session.finish(began);
+        assert!(
+            matches!(finished.ending, Ending::Lost),
+            "{:?}",
+            finished.ending
+        );
+    }
+
+    /// After a stop, a group that takes a while to empty (a member ignores SIGTERM, so it goes
+    /// only with SIGKILL a second later) is looked for in `/proc` at growing intervals: a
+    /// handful of searches, not one every 5 ms (docs/RELIABILITY.md).
+    #[test]
+    fn a_stop_searches_proc_a_bounded_number_of_times() {
+        let (finished, scans) = drive_with(
+            "sh -c 'trap \"\" TERM; exec sleep 30' & exec sleep 30",
+            Duration::from_millis(200),
+        );
+        assert_eq!(finished.stopped, Some(Stop::Timeout));
+        assert!(finished.killed);
+        assert!((1..=25).contains(&scans), "{scans} searches of /proc");
+    }
+
     #[test]
     fn both_ways_of_starting_a_handler_give_the_same_result() {
         let big = vec![b'x'; 200 * 1024];
