@@ -14,17 +14,17 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::command_check::{self, Lookup};
+use crate::commands::command_check::{self, Lookup};
+use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
+use crate::commands::suggest;
+use crate::dispatch::exit::Status;
+use crate::dispatch::layers::LayerKind;
+use crate::dispatch::matcher;
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::{EventKind, KNOWN_EVENTS};
+use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
-use crate::exit::Status;
-use crate::inspect::{self, Inspection, LayerState, LayerView};
-use crate::layers::LayerKind;
-use crate::list::write_stdout;
-use crate::matcher;
-use crate::payload::{EventKind, KNOWN_EVENTS};
-use crate::settings::Program;
 use crate::style::{Painter, Style};
-use crate::suggest;
 
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
