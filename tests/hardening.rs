@@ -300,3 +300,28 @@ fn a_stopped_process_outside_the_group_holding_the_output_does_not_hold_the_disp
         "the holder outside the group is left alone"
     );
 }
+
+/// A NUL byte in a handler's `command` or `argv` (settings are JSON too) cannot become an
+/// argument: that handler is a `spawn_error` saying so, and the chain goes on.
+#[test]
+fn a_nul_byte_in_a_handler_is_a_spawn_error_and_the_chain_goes_on() {
+    let out = Test::new()
+        .user_settings(group(
+            "Stop",
+            None,
+            json!([
+                {"command": "echo a\u{0}b"},
+                {"argv": ["echo", "a\u{0}b"]},
+                {"command": "echo after"},
+            ]),
+        ))
+        .event("Stop")
+        .run();
+    assert_eq!(out.status(), 0, "{}", out.stdout());
+    assert_eq!(out.outcomes(), ["spawn_error", "spawn_error", "proceed"]);
+    for i in 0..2 {
+        let message = out.handler(i)["message"].as_str().unwrap().to_string();
+        assert!(message.contains("NUL byte"), "{message}");
+    }
+    assert_eq!(out.stdouts()[2], "after");
+}
