@@ -54,10 +54,12 @@ pub enum Ending {
     /// It could not be started; the text says why.
     SpawnFailed(String),
     /// It ended, but its exit status could not be read: something else reaped it (a caller that
-    /// left SIGCHLD ignored, say). Never read as success.
+    /// left SIGCHLD ignored, say). Never read as success. (Unix only, as the next.)
+    #[cfg_attr(windows, allow(dead_code))]
     Lost,
     /// It was still there a while after SIGKILL (stuck in uninterruptible sleep, on a hung
     /// network mount say), so the dispatcher gave up waiting for it.
+    #[cfg_attr(windows, allow(dead_code))]
     Unkillable,
 }
 

@@ -288,10 +288,12 @@ impl<'a> Session<'a> {
             earliest(deadline);
         }
         if let Some(term) = self.term_sent_at {
+            let settle = term + KILL_GRACE + KILL_SETTLE;
             if !self.killed {
                 earliest(term + KILL_GRACE);
-            } else {
-                earliest(term + KILL_GRACE + KILL_SETTLE);
+            } else if settle > now {
+                // Past it, `drive` returns or only the leftover wait is left: never a 0 ms poll.
+                earliest(settle);
             }
             if self.ending.is_some() {
                 // Waiting for the rest of the group to go: nothing wakes us when it does.
