@@ -77,30 +77,30 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
       }
     };
 
-    await agree("start")
+    await agree("start");
     const userDir = join(home, ".config", "levelcode");
     mkdirSync(userDir, { recursive: true });
     writeFileSync(join(userDir, "settings.json"), settings({ PreToolUse: [{ matcher: "str_replace", hooks: [reply("user")] }] }));
-    await agree("a user layer appears, in a folder that did not exist")
+    await agree("a user layer appears, in a folder that did not exist");
 
     writeFileSync(projectSettings, settings({ PreToolUse: [{ matcher: "read_files", hooks: [reply("p1 write")] }] }));
-    await agree("the project layer edited in place, same size")
+    await agree("the project layer edited in place, same size");
 
     writeFileSync(`${projectSettings}.tmp`, settings({ PreToolUse: [{ matcher: "run_terminal_command", hooks: [reply("p1 run")] }] }));
     renameSync(`${projectSettings}.tmp`, projectSettings);
-    await agree("the project layer saved by rename")
+    await agree("the project layer saved by rename");
 
     renameSync(join(p1, ".levelcode"), join(p1, ".levelcode-off"));
-    await agree("the project's .levelcode folder renamed away")
+    await agree("the project's .levelcode folder renamed away");
     renameSync(join(p1, ".levelcode-off"), join(p1, ".levelcode"));
-    await agree("and back")
+    await agree("and back");
 
     mkdirSync(join(home, ".levelcode"));
     writeFileSync(join(home, ".levelcode", "settings.json"), settings({ SessionStart: [{ hooks: [reply("data")] }] }));
-    await agree("a data layer appears")
+    await agree("a data layer appears");
 
     writeFileSync(join(home, ".levelcode", "trusted-hooks.json"), JSON.stringify({ [p2]: "denied" }));
-    await agree("the trust store changes by hand")
+    await agree("the trust store changes by hand");
     if (serverSupports("trust")) {
       const status = await cached.trustStatus(p2);
       await cached.trust(status.digest, p2);
@@ -108,22 +108,22 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     }
 
     writeFileSync(join(p2, ".levelcode", "stop.sh"), 'echo \'{"additionalContext":"stop script"}\'\n');
-    await agree("a script the project's hooks name appears")
+    await agree("a script the project's hooks name appears");
     writeFileSync(join(p2, ".levelcode", "stop.sh"), 'echo \'{"additionalContext":"stop script, changed"}\'\n');
-    await agree("and changes")
+    await agree("and changes");
 
     chmodSync(projectSettings, 0o000);
-    await agree("the project layer made unreadable")
+    await agree("the project layer made unreadable");
     chmodSync(projectSettings, 0o644);
-    await agree("and readable again")
+    await agree("and readable again");
 
     renameSync(p2, join(dir, "p2-old"));
     mkdirSync(join(p2, ".levelcode"), { recursive: true });
     writeFileSync(join(p2, ".levelcode", "settings.json"), settings({ PreToolUse: [{ hooks: [reply("new p2")] }] }));
-    await agree("the project folder replaced by another")
+    await agree("the project folder replaced by another");
 
     rmSync(join(userDir, "settings.json"));
-    await agree("the user layer removed")
+    await agree("the user layer removed");
 
     const stats = cached.cacheStats();
     expect(compared).toBeGreaterThan(300);
