@@ -1,10 +1,13 @@
 /** Finding the binary: LEVELCODE_HOOKS_BINARY, then the platform package, then PATH. */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
 import { BinaryNotFoundError, findBinary, platformPackages } from "../src/index.ts";
 import { tempDir, writeScript } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
 
 let dir: string;
 let cleanup: () => void;

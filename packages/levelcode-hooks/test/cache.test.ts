@@ -4,7 +4,7 @@
  * (settings edits in place and by rename, folders renamed away and back, new layers, trust,
  * named scripts that appear and change, permissions), and the answers must be identical.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -12,6 +12,9 @@ import { NoMatchCache, watchedFiles } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
 import { createHookRunner, type HookDispatchOutcome, type HookPayload } from "../src/index.ts";
 import { serverSupports, tempDir } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
 
 const cacheAvailable = (await inotifyReady) !== null && NoMatchCache.available();
 

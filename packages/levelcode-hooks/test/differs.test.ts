@@ -3,12 +3,15 @@
  * contract's **(differs)** marks). Each test checks the behaviour of this package; the list is
  * in docs/levelcode.md.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { realpathSync } from "node:fs";
 import { join } from "node:path";
 
 import { createHookRunner, parseHookDecision, type HooksConfig } from "../src/index.ts";
 import { serverSupports, tempDir, writeProjectHooks } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
 
 let dir: string;
 let cleanup: () => void;

@@ -4,7 +4,7 @@
  * Where the contract marks a difference, the test checks this package's behaviour and
  * differs.test.ts says what changed.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -17,6 +17,9 @@ import {
   type HooksConfig,
 } from "../src/index.ts";
 import { BUN, tempDir, writeProjectHooks } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
 
 let dir: string;
 let cleanup: () => void;

@@ -3,13 +3,16 @@
  * installs them with Bun, offline and from the tarballs only, then blocks a tool call through the
  * installed client (Bun and Node) and through the `levelcode-hooks` shim (bunx and npx).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join, resolve } from "node:path";
 
 import { platformPackages } from "../src/index.ts";
 import { BUN, tempDir, writeProjectHooks } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
 
 const repo = resolve(import.meta.dir, "../../..");
 const npmDir = join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "npm");

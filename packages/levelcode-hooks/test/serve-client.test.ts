@@ -3,10 +3,13 @@
  * systemMessage), inline hooks sent to `serve`, and the trust ops. These parts of the dispatcher
  * are built separately; each test asks the binary whether it has them.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 
 import { createHookRunner, type HookRunnerOptions } from "../src/index.ts";
 import { serverSupports, tempDir, writeProjectHooks } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
 
 let dir: string;
 let cleanup: () => void;

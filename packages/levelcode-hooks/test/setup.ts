@@ -2,13 +2,9 @@
  * Preloaded before every test file: the tests never see the real HOME, and they run the binary
  * built from this repository (`cargo build`), unless LEVELCODE_HOOKS_BINARY names another.
  */
-import { setDefaultTimeout } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-
-// Real processes on a loaded machine: more than the default 5 s for the longest tests.
-setDefaultTimeout(60_000);
 
 const repo = resolve(import.meta.dir, "../../..");
 const built = join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "levelcode-hooks");

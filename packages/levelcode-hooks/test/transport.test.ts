@@ -3,13 +3,16 @@
  * other, faults that resolve fail-open, the fallback to `run`, and servers that never outlive
  * their host.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 import { createHookRunner, type HookRunnerOptions } from "../src/index.ts";
 import { alive, BINARY, BUN, tempDir, writeProjectHooks, writeScript } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
 
 let dir: string;
 let cleanup: () => void;
