@@ -130,7 +130,8 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
 
     const stats = cached.cacheStats();
     expect(compared).toBeGreaterThan(300);
-    expect(stats.hits).toBeGreaterThan(20);
+    // Fewer where project hooks wait for trust: an answer with a trust warning is not remembered.
+    expect(stats.hits).toBeGreaterThan(5);
     expect(stats.invalidations).toBeGreaterThanOrEqual(5);
     expect(plain.cacheStats().hits).toBe(0);
   });
