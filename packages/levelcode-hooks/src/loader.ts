@@ -101,7 +101,8 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (Array.isArray(h.argv)) handler.argv = h.argv.map(String);
     if (typeof h.timeout === "number") handler.timeout = h.timeout;
     if (typeof h.name === "string") handler.name = h.name;
-    if (h.protocol === "claude" || h.protocol === "levelcode") handler.protocol = h.protocol;
+    // Only the protocol that is not the default: what a person would have had to write.
+    if (h.protocol === "claude") handler.protocol = h.protocol;
     const groups = (hooks[event] ??= []);
     if (groupKey !== lastGroup || groups.length === 0) {
       const group: HookMatcher = { hooks: [] };
