@@ -50,6 +50,8 @@ pub enum Command {
     /// The signed compliance log of team runs.
     #[command(subcommand)]
     Compliance(compliance::ComplianceCommand),
+    /// Review a project's hooks and the scripts they run, and trust them (or deny them).
+    Trust(crate::trust::command::TrustArgs),
     /// Print a shell completion script.
     Completions(crate::completions::CompletionsArgs),
 }
@@ -215,6 +217,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Stats(args)) => crate::exec_log::run_stats(&args),
         Some(Command::Serve(args)) => crate::serve::run(&args),
         Some(Command::Compliance(cmd)) => compliance::run_command(&cmd),
+        Some(Command::Trust(args)) => crate::trust::command::run(&args),
         Some(Command::Completions(args)) => crate::completions::run(&args),
     }
 }

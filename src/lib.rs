@@ -34,4 +34,5 @@ pub mod signals;
 pub mod style;
 pub mod suggest;
 pub mod test_event;
+pub mod trust;
 pub mod validate;

@@ -96,9 +96,13 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
     };
-    let report = dispatch::dispatch_with(&payload, &options, trace, started, |paths, warnings| {
-        cache.groups(paths, &payload.event, warnings, trace)
-    });
+    let report = dispatch::dispatch_with(
+        &payload,
+        &options,
+        trace,
+        started,
+        |paths, warnings, gate| cache.groups(paths, &payload.event, warnings, trace, gate),
+    );
     trace.summary(&report);
     with_id(
         report.to_json(asked.output.unwrap_or(args.dispatch.output)),

@@ -23,3 +23,5 @@ mod serve;
 mod signals;
 #[cfg(unix)]
 mod timeouts;
+#[cfg(unix)]
+mod trust;

@@ -50,6 +50,10 @@ const CLEARED: [&str; 8] = [
     "LEVELCODE_PROJECT_DIR",
 ];
 
+/// The variable that trusts a project's hooks for one run; set to `1` in every child unless a
+/// test removes it.
+pub const TRUST: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
+
 /// How long any one dispatch may take before the harness kills it and fails the test: far above
 /// every bound a test asserts, so only a hang reaches it.
 const HANG_LIMIT: Duration = Duration::from_secs(45);
@@ -150,6 +154,12 @@ impl Test {
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Test {
         self.env
             .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// Runs without the opt-in that trusts the project's hooks, as a person's machine does.
+    pub fn untrusted(mut self) -> Test {
+        self.env.push((OsString::from(TRUST), None));
         self
     }
 
@@ -279,6 +289,9 @@ impl Test {
         for key in CLEARED {
             command.env_remove(key);
         }
+        // Project hooks run only once trusted (contract §13); tests about something else trust
+        // them for the run. Tests about trust remove it with `.untrusted()`.
+        command.env(TRUST, "1");
         for (key, value) in &self.env {
             match value {
                 Some(value) => command.env(key, value),
