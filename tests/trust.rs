@@ -550,3 +550,176 @@ fn no_project_skips_the_layer_without_a_word_about_trust() {
     assert!(out.warnings().is_empty(), "{:?}", out.warnings());
     assert!(out.json().get("project_trust").is_none());
 }
+
+/// A `serve` process in the world's project, answering one line at a time.
+struct Served {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    answers: std::sync::mpsc::Receiver<String>,
+}
+
+impl World {
+    fn serve(&self, args: &[&str], stderr: &Path) -> Served {
+        let mut command = self.command(&[&["serve"], args].concat(), &self.project());
+        command.stderr(std::fs::File::create(stderr).unwrap());
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Served {
+            child,
+            stdin,
+            answers,
+        }
+    }
+}
+
+impl Served {
+    fn ask(&mut self, request: &Value) -> Value {
+        writeln!(self.stdin, "{request}").unwrap();
+        self.stdin.flush().unwrap();
+        let line = self
+            .answers
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("an answer");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn serve_notices_a_script_edited_between_two_requests() {
+    let world = guarded();
+    assert_eq!(world.trust(&["--yes"]).0, 0);
+    let trace = world.root.join("serve.log");
+    let mut server = world.serve(&["-v"], &trace);
+    let stop = json!({"id": 1, "event": "Stop"});
+    assert_eq!(stdouts(&server.ask(&stop)), ["hello"]);
+    // Past the window in which a file's times are too fresh to rely on, the scripts are
+    // hashed once more, then no more while nothing changes.
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    assert_eq!(stdouts(&server.ask(&stop)), ["hello"]);
+    assert_eq!(stdouts(&server.ask(&stop)), ["hello"]);
+    let log = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        log.contains("settings unchanged since they were read"),
+        "{log}"
+    );
+
+    // The same size, so only the contents differ.
+    world.script(&world.project(), ".levelcode/hooks/hello.sh", "echo HELLO");
+    let out = server.ask(&stop);
+    assert!(stdouts(&out).is_empty(), "{out}");
+    assert_eq!(out["project_trust"]["state"], "changed", "{out}");
+    assert_eq!(out["id"], 1);
+
+    // The client asks its person, then records the answer.
+    let status = server.ask(&json!({"op": "trust_status", "id": "s"}));
+    assert_eq!(status["id"], "s");
+    let state = &status["project_trust"];
+    assert_eq!(state["state"], "changed", "{status}");
+    assert_eq!(state["handlers"], 1);
+    assert_eq!(state["scripts"][0]["path"], ".levelcode/hooks/hello.sh");
+    let digest = state["digest"].as_str().unwrap().to_string();
+    assert_eq!(digest, out["project_trust"]["digest"]);
+
+    let wrong = format!("sha256:{}", "2".repeat(64));
+    let refused = server.ask(&json!({"op": "trust", "digest": wrong, "id": 2}));
+    assert!(
+        refused["error"].as_str().unwrap().contains("changed"),
+        "{refused}"
+    );
+    assert_eq!(refused["id"], 2);
+
+    let trusted = server.ask(&json!({"op": "trust", "digest": digest, "id": 3}));
+    assert_eq!(trusted["project_trust"]["state"], "trusted", "{trusted}");
+    assert_eq!(stdouts(&server.ask(&stop)), ["HELLO"]);
+
+    let unknown = server.ask(&json!({"op": "nope", "id": 4}));
+    assert!(
+        unknown["error"].as_str().unwrap().contains("unknown op"),
+        "{unknown}"
+    );
+    // An event that carries an `op` of its own is still an event.
+    let event = server.ask(&json!({"op": "nope", "event": "Stop", "id": 5}));
+    assert_eq!(stdouts(&event), ["HELLO"], "{event}");
+}
+
+#[test]
+fn serve_trust_ops_take_the_project_from_options() {
+    let world = World::new();
+    let other = world.root.join("other");
+    world.settings(&other, &on("Stop", "echo other"));
+    let mut server = world.serve(&[], &world.root.join("serve.log"));
+    let asked = json!({"op": "trust_status", "options": {"project_dir": other}});
+    let status = server.ask(&asked);
+    assert_eq!(status["project_trust"]["state"], "untrusted", "{status}");
+    assert_eq!(
+        status["project_trust"]["project_dir"],
+        other.to_str().unwrap()
+    );
+    let here = server.ask(&json!({"op": "trust_status"}));
+    assert_eq!(here["project_trust"]["state"], "no_hooks", "{here}");
+    let digest = status["project_trust"]["digest"].clone();
+    let trusted =
+        server.ask(&json!({"op": "trust", "digest": digest, "options": {"project_dir": other}}));
+    assert_eq!(trusted["project_trust"]["state"], "trusted", "{trusted}");
+    let out = server.ask(&json!({"event": "Stop", "options": {"project_dir": other}}));
+    assert_eq!(stdouts(&out), ["other"]);
+}
+
+#[test]
+fn serve_inline_hooks_replace_every_layer_and_need_no_trust() {
+    let world = guarded();
+    write(
+        &world.home().join(".config/levelcode/settings.json"),
+        on("Stop", "echo user").to_string(),
+    );
+    let mut server = world.serve(&[], &world.root.join("serve.log"));
+    let inline =
+        json!({"id": 1, "event": "Stop", "options": {"hooks": on("Stop", "echo inline")["hooks"]}});
+    let out = server.ask(&inline);
+    assert_eq!(stdouts(&out), ["inline"], "{out}");
+    assert_eq!(out["handlers"][0]["layer"], "inline");
+    assert!(out.get("project_trust").is_none(), "{out}");
+    assert!(warnings(&out).is_empty(), "{out}");
+
+    let bad = server.ask(
+        &json!({"id": 2, "event": "Stop", "options": {"hooks": {"Stop": [{"command": "x"}]}}}),
+    );
+    assert_eq!(bad["handlers"], json!([]));
+    assert!(
+        warnings(&bad)[0].starts_with("options.hooks: hooks.Stop[0]"),
+        "{bad}"
+    );
+
+    let not_object = server.ask(&json!({"id": 3, "event": "Stop", "options": {"hooks": [1]}}));
+    assert!(
+        not_object["error"]
+            .as_str()
+            .unwrap()
+            .contains("hooks must be an object"),
+        "{not_object}"
+    );
+    assert_eq!(not_object["id"], 3);
+
+    // Without inline hooks, the layers as usual: the user's runs, the project's is held back.
+    let out = server.ask(&json!({"id": 4, "event": "Stop"}));
+    assert_eq!(stdouts(&out), ["user"]);
+    assert_eq!(out["project_trust"]["state"], "untrusted");
+}

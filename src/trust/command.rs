@@ -265,20 +265,27 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
     out
 }
 
-fn record_trust(store_path: &Path, assessment: &Assessment) -> anyhow::Result<ExitCode> {
+/// Records the assessed digest as trusted in the store at `store_path`.
+pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updated, String> {
     let Some(digest) = &assessment.digest else {
-        anyhow::bail!("no digest to record");
+        return Err("no digest to record".into());
     };
-    let key = root_key(&digest.root)?;
+    let key = root_key(&digest.root).map_err(|e| e.to_string())?;
     let entry = Entry::Trusted {
         digest: digest.digest.clone(),
         content: Some(digest.content.clone()),
         at: Some(store::now_ms()),
     };
-    let updated = store::update(store_path, |s| {
+    store::update(store_path, |s| {
         s.projects.insert(key, entry);
     })
-    .map_err(anyhow::Error::msg)?;
+}
+
+fn record_trust(store_path: &Path, assessment: &Assessment) -> anyhow::Result<ExitCode> {
+    let Some(digest) = &assessment.digest else {
+        anyhow::bail!("no digest to record");
+    };
+    let updated = record(store_path, assessment).map_err(anyhow::Error::msg)?;
     if let Some(aside) = updated.set_aside {
         eprintln!(
             "warning: {} could not be read; it was moved to {} and a new store started",
