@@ -723,3 +723,49 @@ fn serve_inline_hooks_replace_every_layer_and_need_no_trust() {
     assert_eq!(stdouts(&out), ["user"]);
     assert_eq!(out["project_trust"]["state"], "untrusted");
 }
+
+#[test]
+fn list_and_validate_show_the_trust_state() {
+    let world = guarded();
+    let project = world.project();
+    let (code, stdout, _) = world.exec(&["list", "--json", "--event", "Stop"], &project, b"");
+    assert_eq!(code, 0);
+    let list: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(list["project_trust"]["state"], "untrusted", "{list}");
+    assert_eq!(list["handlers"][0]["state"], "untrusted", "{list}");
+    assert!(list["handlers"][0]["why"]
+        .as_str()
+        .unwrap()
+        .contains("levelcode-hooks trust"));
+    let (_, table, _) = world.exec(&["list"], &project, b"");
+    assert!(table.contains("project hooks untrusted"), "{table}");
+
+    let (code, stdout, _) = world.exec(&["validate", "--json"], &project, b"");
+    assert_eq!(
+        code, 0,
+        "untrusted is not a problem of the settings: {stdout}"
+    );
+    let validate: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(validate["project_trust"]["state"], "untrusted");
+    let (_, text, _) = world.exec(&["validate"], &project, b"");
+    assert!(text.contains("trust: project hooks untrusted"), "{text}");
+
+    assert_eq!(world.trust(&["--yes"]).0, 0);
+    let (_, stdout, _) = world.exec(&["list", "--json", "--event", "Stop"], &project, b"");
+    let list: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(list["project_trust"]["state"], "trusted");
+    assert_eq!(list["handlers"][0]["state"], "would_run");
+
+    // A project that tries to trust itself is told it cannot.
+    world.settings(
+        &project,
+        &json!({"trustAllProjectHooks": true, "hooks": {}}),
+    );
+    let (code, stdout, _) = world.exec(&["validate", "--json"], &project, b"");
+    assert_eq!(code, 1, "{stdout}");
+    let validate: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        validate["problems"][0]["kind"], "ignored_in_project",
+        "{validate}"
+    );
+}
