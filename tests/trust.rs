@@ -769,3 +769,64 @@ fn list_and_validate_show_the_trust_state() {
         "{validate}"
     );
 }
+
+/// Runs `trust` with its stdin and stderr on a new terminal, typing `answer`; the exit status
+/// and what the terminal showed.
+fn trust_on_a_terminal(world: &World, answer: &str) -> (i32, String) {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors; the null pointers ask for default settings.
+    let made = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(made, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let project = world.project();
+    let mut command = world.command(
+        &["trust", "--project-dir", project.to_str().unwrap()],
+        &project,
+    );
+    command
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let child = command.spawn().unwrap();
+    // The command holds the terminal's other end until dropped.
+    drop(command);
+    let mut terminal = std::fs::File::from(master);
+    terminal.write_all(answer.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    // Everything the child wrote is in the terminal's buffer by now; the slave is closed, so
+    // reading ends with an error (EIO) once it is drained.
+    let mut shown = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while let Ok(n @ 1..) = terminal.read(&mut buffer) {
+        shown.extend_from_slice(&buffer[..n]);
+    }
+    let _ = out.stdout;
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&shown).into_owned(),
+    )
+}
+
+#[test]
+fn on_a_terminal_trust_asks_and_records_only_a_yes() {
+    let world = guarded();
+    let (code, shown) = trust_on_a_terminal(&world, "n\n");
+    assert_eq!(code, 1, "{shown}");
+    assert!(shown.contains("[y/N]"), "{shown}");
+    assert!(shown.contains("Not trusted"), "{shown}");
+    assert_eq!(world.run()["project_trust"]["state"], "untrusted");
+
+    let (code, shown) = trust_on_a_terminal(&world, "y\n");
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(stdouts(&world.run()), ["hello"]);
+}
