@@ -9,14 +9,14 @@ use std::time::Instant;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
-use levelcode_hooks::capture::{Capture, KEEP_BYTES};
-use levelcode_hooks::cli::OutputMode;
-use levelcode_hooks::layers::LayerKind;
-use levelcode_hooks::matcher::{self, Matcher};
-use levelcode_hooks::outcome::Outcome;
-use levelcode_hooks::output::{HandlerReport, Report};
-use levelcode_hooks::payload::Payload;
-use levelcode_hooks::settings::{self, Events, Group, Program, MAX_TIMEOUT_SECS};
+use levelcode_hooks::dispatch::layers::LayerKind;
+use levelcode_hooks::dispatch::matcher::{self, Matcher};
+use levelcode_hooks::dispatch::outcome::Outcome;
+use levelcode_hooks::dispatch::output::{HandlerReport, Report};
+use levelcode_hooks::dispatch::payload::Payload;
+use levelcode_hooks::dispatch::settings::{self, Events, Group, Program, MAX_TIMEOUT_SECS};
+use levelcode_hooks::dispatch::OutputMode;
+use levelcode_hooks::runner::capture::{Capture, KEEP_BYTES};
 
 const FILE: &str = "/p/.levelcode/settings.json";
 

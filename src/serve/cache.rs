@@ -17,9 +17,9 @@ use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
 use crate::dispatch;
-use crate::layers::{self, LayerPath, Loaded};
-use crate::output::Trace;
-use crate::settings::{Events, Group};
+use crate::dispatch::layers::{self, LayerPath, Loaded};
+use crate::dispatch::output::Trace;
+use crate::dispatch::settings::{Events, Group};
 use crate::trust::{Assessment, Gate};
 
 /// Timestamps closer than this to the check are not trusted alone. Coarse file-system clocks tick
@@ -291,7 +291,7 @@ impl Meta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::LayerKind;
+    use crate::dispatch::layers::LayerKind;
 
     fn layer(path: &Path) -> Vec<LayerPath> {
         vec![LayerPath {

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::output;
-use crate::trust::{self, command, State};
+use crate::dispatch::output;
+use crate::trust::{self, status as command, State};
 
 use super::ServeArgs;
 
@@ -72,7 +72,7 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
         Some(other) => {
             return Err(format!(
                 "request: digest must be \"sha256:\" and 64 hex digits, not {}",
-                crate::payload::short_json(other)
+                crate::dispatch::payload::short_json(other)
             ))
         }
         None => return Err(
@@ -128,7 +128,7 @@ fn project_root(line: &OpLine, args: &ServeArgs) -> Result<PathBuf, String> {
         Some(other) => {
             return Err(format!(
                 "request: options: project_dir must be a string, not {}",
-                crate::payload::short_json(other)
+                crate::dispatch::payload::short_json(other)
             ))
         }
     };

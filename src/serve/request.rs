@@ -9,8 +9,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::cli::OutputMode;
-use crate::payload::{Fields, Payload};
+use crate::dispatch::payload::{Fields, Payload};
+use crate::dispatch::OutputMode;
 
 /// A request line that can be dispatched.
 #[derive(Debug)]
@@ -51,7 +51,7 @@ fn inline_hooks<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Er
         Some(hooks @ Value::Object(_)) => Ok(Some(hooks)),
         Some(other) => Err(serde::de::Error::custom(format!(
             "hooks must be an object of events, like settings.json's \"hooks\", not {}",
-            crate::payload::short_json(&other)
+            crate::dispatch::payload::short_json(&other)
         ))),
     }
 }

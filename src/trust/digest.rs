@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use sha2::{Digest as _, Sha256};
 
-use crate::settings::{Group, Program};
+use crate::dispatch::settings::{Group, Program};
 
 /// A named file larger than this is identified, not hashed.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -458,8 +458,8 @@ impl<'de> Visitor<'de> for CanonVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::LayerKind;
-    use crate::settings::{self, Events, Source};
+    use crate::dispatch::layers::LayerKind;
+    use crate::dispatch::settings::{self, Events, Source};
 
     fn groups(bytes: &[u8]) -> Vec<Group> {
         let mut groups = Vec::new();

@@ -6,8 +6,8 @@
 //! project, and [`Gate`] applies it to the layers of one dispatch. User, data and `--settings`
 //! layers are always trusted; only the project layer is ever held back.
 
-pub mod command;
 pub mod digest;
+pub mod status;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::layers::{LayerKind, LayerPath};
-use crate::settings::{self, Events, Group};
+use crate::dispatch::layers::{LayerKind, LayerPath};
+use crate::dispatch::settings::{self, Events, Group};
 
 pub use digest::Digest;
 
@@ -158,7 +158,7 @@ pub fn trust_all_in(bytes: &[u8]) -> Result<Option<bool>, String> {
             trust_all: Some(other),
         }) => Err(format!(
             "{TRUST_ALL} must be true or false, not {}; ignored",
-            crate::payload::short_json(&other)
+            crate::dispatch::payload::short_json(&other)
         )),
         // Invalid JSON is the settings reader's to report.
         Err(_) => Ok(None),

@@ -51,7 +51,7 @@ pub struct Store {
 
 /// `<data dir>/trusted-hooks.json`, the data directory found as the compliance log finds it.
 pub fn path() -> Option<PathBuf> {
-    crate::layers::data_dir().map(|dir| dir.join(FILE))
+    crate::dispatch::layers::data_dir().map(|dir| dir.join(FILE))
 }
 
 /// Reads the store at `path`: empty when there is none; a warning naming the file when it cannot

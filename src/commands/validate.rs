@@ -14,17 +14,17 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::command_check::{self, Lookup};
+use crate::commands::command_check::{self, Lookup};
+use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
+use crate::commands::suggest;
+use crate::dispatch::exit::Status;
+use crate::dispatch::layers::LayerKind;
+use crate::dispatch::matcher;
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::{EventKind, KNOWN_EVENTS};
+use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
-use crate::exit::Status;
-use crate::inspect::{self, Inspection, LayerState, LayerView};
-use crate::layers::LayerKind;
-use crate::list::write_stdout;
-use crate::matcher;
-use crate::payload::{EventKind, KNOWN_EVENTS};
-use crate::settings::Program;
 use crate::style::{Painter, Style};
-use crate::suggest;
 
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
@@ -508,7 +508,10 @@ fn to_json<'a>(inspection: &'a Inspection, problems: &'a [Problem]) -> ValidateJ
             .collect(),
         problems,
         notes: &inspection.notes,
-        project_trust: inspection.trust.as_ref().map(crate::list::trust_json),
+        project_trust: inspection
+            .trust
+            .as_ref()
+            .map(crate::commands::list::trust_json),
     }
 }
 
@@ -552,7 +555,7 @@ fn report(inspection: &Inspection, problems: &[Problem], painter: Painter) -> St
     for note in &inspection.notes {
         let _ = writeln!(out, "{} {note}", painter.paint(Style::Warn, "note:"));
     }
-    if let Some(line) = crate::list::trust_line(inspection) {
+    if let Some(line) = crate::commands::list::trust_line(inspection) {
         let _ = writeln!(out, "{} {line}", painter.paint(Style::Warn, "trust:"));
     }
     if inspection

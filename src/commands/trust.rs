@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 
-use super::store::{self, Entry};
-use super::{assess, Assessment, State};
-use crate::layers::{self, Loaded};
-use crate::settings::Program;
+use crate::dispatch::settings::Program;
+use crate::trust::status::{self, read_project_layer, root_key, trust_all_from_layers};
+use crate::trust::store::{self, Entry};
+use crate::trust::{self, assess, Assessment, State};
 
 #[derive(Debug, Clone, Args)]
 pub struct TrustArgs {
@@ -73,7 +73,7 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         return status(&root, &assessment, &warnings, args.json);
     }
     if assessment.state == State::NoHooks {
-        crate::list::write_stdout(&format!(
+        crate::dispatch::output::write_stdout(&format!(
             "{}: no hooks to run, so nothing to trust\n",
             assessment.path.display()
         ))?;
@@ -98,7 +98,7 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         return record_trust(&store_path, &assessment);
     }
     let bytes = std::fs::read(&assessment.path).unwrap_or(bytes);
-    crate::list::write_stdout(&review(&assessment, &bytes))?;
+    crate::dispatch::output::write_stdout(&review(&assessment, &bytes))?;
     if args.yes {
         return record_trust(&store_path, &assessment);
     }
@@ -121,54 +121,8 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         record_trust(&store_path, &assessment)
     } else {
         eprintln!("Not trusted; nothing recorded.");
-        Ok(crate::exit::Status::Failure.into())
+        Ok(crate::dispatch::exit::Status::Failure.into())
     }
-}
-
-/// The project layer's bytes (empty when there is none), and a warning when it is unusable.
-pub fn read_project_layer(root: &Path) -> (Vec<u8>, Option<String>) {
-    match layers::Reader::default().read(&super::settings_file(root)) {
-        Loaded::Contents(bytes) => (bytes, None),
-        Loaded::Unusable(warning) => (Vec::new(), Some(warning)),
-        Loaded::Missing | Loaded::Repeated => (Vec::new(), None),
-    }
-}
-
-/// Whether the user or data layer sets `trustAllProjectHooks`, with warnings about it.
-pub fn trust_all_from_layers() -> (bool, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut on = false;
-    let mut reader = layers::Reader::default();
-    for layer in layers::standard(Path::new("."), false, &mut Vec::new()) {
-        if let Loaded::Contents(bytes) = reader.read(&layer.path) {
-            match super::trust_all_in(&bytes) {
-                Ok(Some(value)) => on |= value,
-                Ok(None) => {}
-                Err(problem) => warnings.push(format!("{}: {problem}", layer.path.display())),
-            }
-        }
-    }
-    (on, warnings)
-}
-
-/// The state as `--status --json` and `serve`'s `trust_status` give it.
-pub fn status_json(root: &Path, assessment: &Assessment, warnings: &[String]) -> serde_json::Value {
-    let digest = assessment.digest.as_ref();
-    json!({
-        "project_dir": root.display().to_string(),
-        "state": assessment.state.name(),
-        "trusted_by": match assessment.state {
-            State::Trusted(by) => Some(by.name()),
-            _ => None,
-        },
-        "digest": digest.map(|d| d.digest.clone()),
-        "path": assessment.path.display().to_string(),
-        "handlers": assessment.handlers,
-        "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash})).collect()),
-        "trusted_at": assessment.trusted_at,
-        "untrustable": assessment.untrustable,
-        "warnings": warnings,
-    })
 }
 
 fn status(
@@ -178,7 +132,7 @@ fn status(
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
     let text = if as_json {
-        let mut line = status_json(root, assessment, warnings).to_string();
+        let mut line = status::status_json(root, assessment, warnings).to_string();
         line.push('\n');
         line
     } else {
@@ -207,7 +161,7 @@ fn status(
         }
         text
     };
-    crate::list::write_stdout(&text)?;
+    crate::dispatch::output::write_stdout(&text)?;
     Ok(ExitCode::from(assessment.state.exit_code()))
 }
 
@@ -217,7 +171,7 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(out, "Hooks in {}:", assessment.path.display());
-    for group in super::all_groups(&assessment.path, bytes) {
+    for group in trust::all_groups(&assessment.path, bytes) {
         for handler in &group.handlers {
             let off = if group.enabled && handler.enabled {
                 ""
@@ -265,27 +219,11 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
     out
 }
 
-/// Records the assessed digest as trusted in the store at `store_path`.
-pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updated, String> {
-    let Some(digest) = &assessment.digest else {
-        return Err("no digest to record".into());
-    };
-    let key = root_key(&digest.root).map_err(|e| e.to_string())?;
-    let entry = Entry::Trusted {
-        digest: digest.digest.clone(),
-        content: Some(digest.content.clone()),
-        at: Some(store::now_ms()),
-    };
-    store::update(store_path, |s| {
-        s.projects.insert(key, entry);
-    })
-}
-
 fn record_trust(store_path: &Path, assessment: &Assessment) -> anyhow::Result<ExitCode> {
     let Some(digest) = &assessment.digest else {
         anyhow::bail!("no digest to record");
     };
-    let updated = record(store_path, assessment).map_err(anyhow::Error::msg)?;
+    let updated = status::record(store_path, assessment).map_err(anyhow::Error::msg)?;
     if let Some(aside) = updated.set_aside {
         eprintln!(
             "warning: {} could not be read; it was moved to {} and a new store started",
@@ -293,7 +231,7 @@ fn record_trust(store_path: &Path, assessment: &Assessment) -> anyhow::Result<Ex
             aside.display()
         );
     }
-    crate::list::write_stdout(&format!(
+    crate::dispatch::output::write_stdout(&format!(
         "Trusted {} handler(s) of {} ({}).\n",
         assessment.handlers,
         digest.root.display(),
@@ -306,7 +244,7 @@ fn record_decision(root: &Path, store_path: &Path, deny: bool) -> anyhow::Result
     let canonical = root
         .canonicalize()
         .map_err(|e| anyhow::anyhow!("cannot resolve the project root {}: {e}", root.display()))?;
-    let key = root_key(&canonical)?;
+    let key = root_key(&canonical).map_err(anyhow::Error::msg)?;
     let mut had = false;
     let updated = store::update(store_path, |s| {
         if deny {
@@ -339,16 +277,6 @@ fn record_decision(root: &Path, store_path: &Path, deny: bool) -> anyhow::Result
         ),
         (false, false) => format!("Nothing was recorded for {}.\n", canonical.display()),
     };
-    crate::list::write_stdout(&message)?;
+    crate::dispatch::output::write_stdout(&message)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn root_key(root: &Path) -> anyhow::Result<String> {
-    root.to_str().map(str::to_string).ok_or_else(|| {
-        anyhow::anyhow!(
-            "the project root {} is not a UTF-8 path; the trust store cannot record it (use {}=1 instead)",
-            root.display(),
-            super::ENV
-        )
-    })
 }

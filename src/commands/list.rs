@@ -7,18 +7,18 @@
 //! `invalid`, `off`). [`plan`] follows the same rules, in the same order, as
 //! [`crate::dispatch::run_chain`]; `test --dry-run` prints it too.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use serde::Serialize;
 
+use crate::commands::inspect::{self, Entry, Inspection, LayerState};
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::EventKind;
+use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
 use crate::environment;
-use crate::inspect::{self, Entry, Inspection, LayerState};
-use crate::payload::EventKind;
-use crate::settings::Program;
 use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]
@@ -134,7 +134,7 @@ pub fn plan<'a>(
     });
     for entry in inspect::entries(inspection) {
         let (verdict, why) = match &held_back {
-            Some(reason) if entry.layer.kind == crate::layers::LayerKind::Project => {
+            Some(reason) if entry.layer.kind == crate::dispatch::layers::LayerKind::Project => {
                 // Judged as if it ran, without taking a place in the chain.
                 let (mut order, mut already) = (order, already.clone());
                 match judge(&entry, event, tool, &mut order, &mut already) {
@@ -292,15 +292,6 @@ pub fn tool_for<'a>(event: Option<&str>, tool: Option<&'a str>) -> Option<&'a st
     match event {
         Some(event) if EventKind::of(event).is_tool_event() => tool,
         _ => None,
-    }
-}
-
-/// Writes to stdout; a reader that went away is no error.
-pub fn write_stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
     }
 }
 

@@ -20,10 +20,10 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::value::RawValue;
 
+use crate::dispatch::exit::Status;
+use crate::dispatch::output::{self, Trace};
+use crate::dispatch::payload::MAX_BYTES;
 use crate::dispatch::{self, Options};
-use crate::exit::Status;
-use crate::output::{self, Trace};
-use crate::payload::MAX_BYTES;
 use crate::signals;
 
 use cache::Cache;
@@ -34,7 +34,7 @@ use request::{Rejection, Request};
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub dispatch: crate::cli::DispatchArgs,
+    pub dispatch: crate::dispatch::DispatchArgs,
 }
 
 /// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N, after answering
@@ -127,17 +127,17 @@ fn inline_groups(
     hooks: &serde_json::Value,
     event: &str,
     warnings: &mut Vec<String>,
-) -> Vec<crate::settings::Group> {
+) -> Vec<crate::dispatch::settings::Group> {
     let bytes = serde_json::to_vec(&serde_json::json!({ "hooks": hooks })).unwrap_or_default();
-    let source = crate::settings::Source {
-        layer: crate::layers::LayerKind::Inline,
+    let source = crate::dispatch::settings::Source {
+        layer: crate::dispatch::layers::LayerKind::Inline,
         file: std::path::Path::new("options.hooks").into(),
     };
     let mut groups = Vec::new();
-    crate::settings::parse(
+    crate::dispatch::settings::parse(
         source,
         &bytes,
-        crate::settings::Events::Only(event),
+        crate::dispatch::settings::Events::Only(event),
         &mut groups,
         warnings,
     );

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::payload::EventKind;
+use crate::dispatch::payload::EventKind;
+use crate::dispatch::settings::Program;
 use crate::runner::{Ending, Finished, Stop};
-use crate::settings::Program;
 use crate::signals;
 
 /// The result of one handler, as the output names it.
