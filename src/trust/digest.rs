@@ -11,6 +11,7 @@
 //! device never is), and sizes and counts are bounded. A file past the size bounds is identified
 //! by its size, inode and change time instead of its contents, which any write moves.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
@@ -144,11 +145,13 @@ fn field(hasher: &mut Sha256, bytes: &[u8]) {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(64), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }
 
 #[cfg(unix)]
@@ -242,13 +245,14 @@ fn inside(root: &Path, word: &str) -> Option<PathBuf> {
 /// The relative path and hash of the regular file at `path`, when it is one and, all symlinks
 /// resolved, is still inside `root`.
 fn examine(root: &Path, path: &Path, hashed: &mut u64) -> Option<(String, String)> {
+    // `stat` first: a word naming nothing costs one system call, and a FIFO or a device is
+    // never opened.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let real = path.canonicalize().ok()?;
     let relative = real.strip_prefix(root).ok()?;
     if relative.as_os_str().is_empty() {
-        return None;
-    }
-    // `stat` first: a FIFO or a device is never opened.
-    if !std::fs::metadata(&real).ok()?.is_file() {
         return None;
     }
     let file = open_nonblocking(&real).ok()?;
@@ -265,27 +269,22 @@ fn examine(root: &Path, path: &Path, hashed: &mut u64) -> Option<(String, String
     if size > MAX_FILE_BYTES || *hashed + size > MAX_TOTAL_BYTES {
         return Some((relative, identity(&meta)));
     }
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 64 << 10];
-    let mut reader = file.take(MAX_FILE_BYTES + 1);
-    let mut read = 0u64;
-    loop {
-        match reader.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => {
-                hasher.update(&buffer[..n]);
-                read += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return Some((relative, identity(&meta))),
-        }
-    }
-    if read > MAX_FILE_BYTES {
-        // Grew while being read: not a file to take a content hash of.
+    // Sized to the file: a script is small, and a zeroed buffer would cost more than its hash.
+    let mut contents = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
+    if file
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut contents)
+        .is_err()
+        || contents.len() as u64 > MAX_FILE_BYTES
+    {
+        // Unreadable, or grew while being read: not a file to take a content hash of.
         return Some((relative, identity(&meta)));
     }
-    *hashed += read;
-    Some((relative, format!("sha256:{}", hex(&hasher.finalize()))))
+    *hashed += contents.len() as u64;
+    Some((
+        relative,
+        format!("sha256:{}", hex(&Sha256::digest(&contents))),
+    ))
 }
 
 #[cfg(unix)]
@@ -339,17 +338,43 @@ pub fn canonical_hooks(bytes: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// A JSON value that keeps every member of an object, repeated keys included.
-enum Canon {
+/// A JSON value that keeps every member of an object, repeated keys included; its strings are
+/// borrowed from the file where they hold no escape.
+enum Canon<'a> {
     Null,
     Bool(bool),
     Number(serde_json::Number),
-    String(String),
-    Array(Vec<Canon>),
-    Object(Vec<(String, Canon)>),
+    String(Cow<'a, str>),
+    Array(Vec<Canon<'a>>),
+    Object(Vec<(Cow<'a, str>, Canon<'a>)>),
 }
 
-impl Canon {
+/// An object's key, borrowed where it can be.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key<'de>, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+impl Canon<'_> {
     fn write(mut self, out: &mut Vec<u8>) {
         match &mut self {
             Canon::Null => out.extend_from_slice(b"null"),
@@ -389,8 +414,8 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
     let _ = serde_json::to_writer(&mut *out, s);
 }
 
-impl<'de> Deserialize<'de> for Canon {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Canon, D::Error> {
+impl<'de> Deserialize<'de> for Canon<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Canon<'de>, D::Error> {
         deserializer.deserialize_any(CanonVisitor)
     }
 }
@@ -398,47 +423,51 @@ impl<'de> Deserialize<'de> for Canon {
 struct CanonVisitor;
 
 impl<'de> Visitor<'de> for CanonVisitor {
-    type Value = Canon;
+    type Value = Canon<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Canon, E> {
+    fn visit_unit<E>(self) -> Result<Canon<'de>, E> {
         Ok(Canon::Null)
     }
 
-    fn visit_none<E>(self) -> Result<Canon, E> {
+    fn visit_none<E>(self) -> Result<Canon<'de>, E> {
         Ok(Canon::Null)
     }
 
-    fn visit_bool<E>(self, b: bool) -> Result<Canon, E> {
+    fn visit_bool<E>(self, b: bool) -> Result<Canon<'de>, E> {
         Ok(Canon::Bool(b))
     }
 
-    fn visit_i64<E>(self, n: i64) -> Result<Canon, E> {
+    fn visit_i64<E>(self, n: i64) -> Result<Canon<'de>, E> {
         Ok(Canon::Number(n.into()))
     }
 
-    fn visit_u64<E>(self, n: u64) -> Result<Canon, E> {
+    fn visit_u64<E>(self, n: u64) -> Result<Canon<'de>, E> {
         Ok(Canon::Number(n.into()))
     }
 
-    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Canon, E> {
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Canon<'de>, E> {
         serde_json::Number::from_f64(n)
             .map(Canon::Number)
             .ok_or_else(|| E::custom("a number JSON cannot hold"))
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<Canon, E> {
-        Ok(Canon::String(s.to_string()))
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Canon<'de>, E> {
+        Ok(Canon::String(Cow::Borrowed(s)))
     }
 
-    fn visit_string<E>(self, s: String) -> Result<Canon, E> {
-        Ok(Canon::String(s))
+    fn visit_str<E>(self, s: &str) -> Result<Canon<'de>, E> {
+        Ok(Canon::String(Cow::Owned(s.to_string())))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Canon, A::Error> {
+    fn visit_string<E>(self, s: String) -> Result<Canon<'de>, E> {
+        Ok(Canon::String(Cow::Owned(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Canon<'de>, A::Error> {
         let mut items = Vec::new();
         while let Some(item) = seq.next_element()? {
             items.push(item);
@@ -446,9 +475,9 @@ impl<'de> Visitor<'de> for CanonVisitor {
         Ok(Canon::Array(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Canon, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Canon<'de>, A::Error> {
         let mut members = Vec::new();
-        while let Some((key, value)) = map.next_entry::<String, Canon>()? {
+        while let Some((Key(key), value)) = map.next_entry::<Key<'de>, Canon<'de>>()? {
             members.push((key, value));
         }
         Ok(Canon::Object(members))
