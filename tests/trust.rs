@@ -830,3 +830,17 @@ fn on_a_terminal_trust_asks_and_records_only_a_yes() {
     assert_eq!(code, 0, "{shown}");
     assert_eq!(stdouts(&world.run()), ["hello"]);
 }
+
+#[test]
+fn trust_names_a_project_directory_that_is_not_there() {
+    let world = World::new();
+    let gone = world.root.join("gone");
+    let (code, _, stderr) = world.exec(
+        &["trust", "--yes", "--project-dir", gone.to_str().unwrap()],
+        &world.project(),
+        b"",
+    );
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no such directory"), "{stderr}");
+    assert!(stderr.contains(gone.to_str().unwrap()), "{stderr}");
+}

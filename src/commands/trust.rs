@@ -58,6 +58,12 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
             "no data directory (neither LEVELCODE_DIR nor HOME is set): nowhere to record trust"
         );
     };
+    if !root.is_dir() {
+        anyhow::bail!(
+            "{}: no such directory; pass the project's root with --project-dir",
+            root.display()
+        );
+    }
     if args.deny || args.revoke {
         return record_decision(&root, &store_path, args.deny);
     }
@@ -97,7 +103,7 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         }
         return record_trust(&store_path, &assessment);
     }
-    let bytes = std::fs::read(&assessment.path).unwrap_or(bytes);
+    // The review shows the very bytes the digest was computed from.
     crate::dispatch::output::write_stdout(&review(&assessment, &bytes))?;
     if args.yes {
         return record_trust(&store_path, &assessment);
