@@ -10,6 +10,8 @@ mod faults;
 #[cfg(unix)]
 mod handlers;
 #[cfg(unix)]
+mod hardening;
+#[cfg(unix)]
 mod io;
 #[cfg(unix)]
 mod layers;
