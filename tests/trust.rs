@@ -635,6 +635,8 @@ fn serve_notices_a_script_edited_between_two_requests() {
     assert_eq!(state["state"], "changed", "{status}");
     assert_eq!(state["handlers"], 1);
     assert_eq!(state["scripts"][0]["path"], ".levelcode/hooks/hello.sh");
+    assert_eq!(state["hooks"][0]["command"], "sh .levelcode/hooks/hello.sh");
+    assert_eq!(state["hooks"][0]["path"], "hooks.Stop[0].hooks[0]");
     let digest = state["digest"].as_str().unwrap().to_string();
     assert_eq!(digest, out["project_trust"]["digest"]);
 

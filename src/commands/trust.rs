@@ -76,7 +76,7 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {warning}");
     }
     if args.status {
-        return status(&root, &assessment, &warnings, args.json);
+        return status(&root, &assessment, &bytes, &warnings, args.json);
     }
     if assessment.state == State::NoHooks {
         crate::dispatch::output::write_stdout(&format!(
@@ -134,11 +134,12 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
 fn status(
     root: &Path,
     assessment: &Assessment,
+    bytes: &[u8],
     warnings: &[String],
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
     let text = if as_json {
-        let mut line = status::status_json(root, assessment, warnings).to_string();
+        let mut line = status::status_json(root, assessment, bytes, warnings).to_string();
         line.push('\n');
         line
     } else {

@@ -65,7 +65,9 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
     warnings.extend(problem);
     warnings.extend(assessment.warnings.iter().cloned());
     if op == "trust_status" {
-        return Ok(json!({ "project_trust": command::status_json(&root, &assessment, &warnings) }));
+        return Ok(
+            json!({ "project_trust": command::status_json(&root, &assessment, &bytes, &warnings) }),
+        );
     }
     let wanted = match &line.digest {
         Some(Value::String(d)) if trust::digest::is_digest(d) => d.clone(),
@@ -116,7 +118,7 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
         ));
     }
     let after = trust::assess(&root, &bytes, trust_all, true);
-    Ok(json!({ "project_trust": command::status_json(&root, &after, &warnings) }))
+    Ok(json!({ "project_trust": command::status_json(&root, &after, &bytes, &warnings) }))
 }
 
 /// `options.project_dir`, else the server's `--project-dir`, else the line's `cwd`, else the

@@ -8,6 +8,7 @@ use serde_json::json;
 use super::store::{self, Entry};
 use super::{Assessment, State};
 use crate::dispatch::layers::{self, Loaded};
+use crate::dispatch::settings::Program;
 
 /// The project layer's bytes (empty when there is none), and a warning when it is unusable.
 pub fn read_project_layer(root: &Path) -> (Vec<u8>, Option<String>) {
@@ -36,8 +37,33 @@ pub fn trust_all_from_layers() -> (bool, Vec<String>) {
 }
 
 /// The state as `--status --json` and `serve`'s `trust_status` give it.
-pub fn status_json(root: &Path, assessment: &Assessment, warnings: &[String]) -> serde_json::Value {
+///
+/// `bytes` are the project layer's, from which the digest was computed: `hooks` lists each of
+/// its handlers (every event, disabled ones too) with what it runs, for a client to show.
+pub fn status_json(
+    root: &Path,
+    assessment: &Assessment,
+    bytes: &[u8],
+    warnings: &[String],
+) -> serde_json::Value {
     let digest = assessment.digest.as_ref();
+    let mut hooks = Vec::new();
+    for group in super::all_groups(&assessment.path, bytes) {
+        for handler in &group.handlers {
+            let (command, argv) = match &handler.program {
+                Program::Shell(c) => (Some(c.clone()), None),
+                Program::Argv(a) => (None, Some(a.clone())),
+            };
+            hooks.push(json!({
+                "event": group.event,
+                "path": format!("{}.hooks[{}]", group.path(), handler.index),
+                "matcher": group.matcher,
+                "command": command,
+                "argv": argv,
+                "enabled": group.enabled && handler.enabled,
+            }));
+        }
+    }
     json!({
         "project_dir": root.display().to_string(),
         "state": assessment.state.name(),
@@ -48,6 +74,7 @@ pub fn status_json(root: &Path, assessment: &Assessment, warnings: &[String]) ->
         "digest": digest.map(|d| d.digest.clone()),
         "path": assessment.path.display().to_string(),
         "handlers": assessment.handlers,
+        "hooks": hooks,
         "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash})).collect()),
         "trusted_at": assessment.trusted_at,
         "untrustable": assessment.untrustable,
