@@ -190,9 +190,14 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                 .as_deref()
                 .map(|m| format!("  matcher {m:?}"))
                 .unwrap_or_default();
+            let name = handler
+                .name
+                .as_deref()
+                .map(|n| format!("  name {n:?}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {} {}.hooks[{}]{matcher}{off}",
+                "  {} {}.hooks[{}]{matcher}{name}{off}",
                 group.event,
                 group.path(),
                 handler.index
