@@ -846,3 +846,25 @@ fn trust_names_a_project_directory_that_is_not_there() {
     assert!(stderr.contains("no such directory"), "{stderr}");
     assert!(stderr.contains(gone.to_str().unwrap()), "{stderr}");
 }
+
+#[test]
+fn what_a_writer_killed_midway_leaves_behind_does_not_stop_the_next() {
+    let world = guarded();
+    assert_eq!(world.trust(&["--yes"]).0, 0);
+    let before = std::fs::read_to_string(world.store()).unwrap();
+    // A writer killed after creating its temporary file, its lock file left too.
+    let dir = world.store().parent().unwrap().to_path_buf();
+    std::fs::write(dir.join("trusted-hooks.json.tmp"), "{\"version\":1,\"pro").unwrap();
+    std::fs::write(dir.join("trusted-hooks.json.lock"), "").unwrap();
+    assert_eq!(std::fs::read_to_string(world.store()).unwrap(), before);
+    assert_eq!(stdouts(&world.run()), ["hello"], "the store is whole");
+
+    let other = world.root.join("other");
+    world.settings(&other, &on("Stop", "echo other"));
+    let (code, _, stderr) = world.trust_in(&["--yes"], &other);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!dir.join("trusted-hooks.json.tmp").exists());
+    let store: Value =
+        serde_json::from_str(&std::fs::read_to_string(world.store()).unwrap()).unwrap();
+    assert_eq!(store["projects"].as_object().unwrap().len(), 2, "{store}");
+}
