@@ -65,7 +65,8 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
         .map_err(|e| format!("cannot resolve the project root {}: {e}", root.display()))?;
     let hooks = canonical_hooks(bytes)?;
 
-    let mut words: Vec<String> = Vec::new();
+    // Each distinct word once: resolving a path costs more than comparing a string.
+    let mut words: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for group in groups {
         for handler in &group.handlers {
             match &handler.program {
@@ -74,20 +75,20 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
             }
         }
     }
-    let mut candidates: Vec<PathBuf> = Vec::new();
+    // A tree, not a list: a settings file of many megabytes can repeat a word millions of times.
+    let mut candidates: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
     for word in &words {
         if let Some(path) = inside(&root, word) {
-            if !candidates.contains(&path) {
-                if candidates.len() == MAX_NAMED_PATHS {
-                    return Err(format!(
-                        "the handlers name more than {MAX_NAMED_PATHS} paths inside the project; \
-                         such hooks cannot be reviewed, so they cannot be trusted"
-                    ));
-                }
-                candidates.push(path);
+            if candidates.len() == MAX_NAMED_PATHS && !candidates.contains(&path) {
+                return Err(format!(
+                    "the handlers name more than {MAX_NAMED_PATHS} paths inside the project; \
+                     such hooks cannot be reviewed, so they cannot be trusted"
+                ));
             }
+            candidates.insert(path);
         }
     }
+    let candidates: Vec<PathBuf> = candidates.into_iter().collect();
 
     let mut scripts: Vec<Script> = Vec::new();
     let mut hashed = 0u64;
