@@ -868,3 +868,21 @@ fn what_a_writer_killed_midway_leaves_behind_does_not_stop_the_next() {
         serde_json::from_str(&std::fs::read_to_string(world.store()).unwrap()).unwrap();
     assert_eq!(store["projects"].as_object().unwrap().len(), 2, "{store}");
 }
+
+#[test]
+fn serve_sees_trust_given_and_taken_from_another_terminal() {
+    let world = guarded();
+    let mut server = world.serve(&[], &world.root.join("serve.log"));
+    let stop = json!({"event": "Stop"});
+    assert_eq!(server.ask(&stop)["project_trust"]["state"], "untrusted");
+    assert_eq!(world.trust(&["--yes"]).0, 0);
+    assert_eq!(stdouts(&server.ask(&stop)), ["hello"]);
+    assert_eq!(world.trust(&["--revoke"]).0, 0);
+    assert_eq!(server.ask(&stop)["project_trust"]["state"], "untrusted");
+    // The blanket opt-in of the user layer, written while the server runs.
+    write(
+        &world.home().join(".config/levelcode/settings.json"),
+        json!({"trustAllProjectHooks": true}).to_string(),
+    );
+    assert_eq!(stdouts(&server.ask(&stop)), ["hello"]);
+}
