@@ -103,7 +103,13 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
     let report = match &asked.hooks {
         Some(hooks) => {
             dispatch::dispatch_with(&payload, &options, trace, started, |_, warnings, _| {
-                inline_groups(hooks, &payload.event, warnings)
+                let groups = inline_groups(hooks, &payload.event, warnings);
+                trace.line(format_args!(
+                    "inline layer: options.hooks, instead of every layer ({} group(s) for {})",
+                    groups.len(),
+                    payload.event
+                ));
+                groups
             })
         }
         None => dispatch::dispatch_with(
