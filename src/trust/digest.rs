@@ -6,15 +6,15 @@
 //! the *digest* covers the canonical root and the content hash, so the same hooks at another
 //! path have another digest, yet can be recognised as copied or moved.
 //!
-//! Reading named files is guarded: only words that lead inside the root are looked at, `..`
-//! and symlinks are resolved before that check, only regular files are opened (a FIFO or a
-//! device never is), and sizes and counts are bounded. A file past the size bounds is identified
-//! by its size, inode and change time instead of its contents, which any write moves.
+//! Reading named files is guarded: a path is resolved by the file system as the handler's would
+//! be, symlinks and `..` alike, and only a regular file that is then inside the root is opened
+//! (a FIFO or a device never is); sizes and counts are bounded. A file past the size bounds is
+//! identified by its size, inode and change time instead of its contents, which any write moves.
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::Read as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use sha2::{Digest as _, Sha256};
@@ -25,8 +25,9 @@ use crate::dispatch::settings::{Group, Program};
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
 /// Once this much has been hashed, further files are identified, not hashed.
 pub const MAX_TOTAL_BYTES: u64 = 64 << 20;
-/// Distinct paths inside the project that handlers may name; more makes the hooks untrustable.
-pub const MAX_NAMED_PATHS: usize = 1024;
+/// Distinct words that may name a file in the project (every relative word, and absolute ones
+/// under the root); more makes the hooks untrustable.
+pub const MAX_NAMED_PATHS: usize = 4096;
 
 const VERSION: &[u8] = b"levelcode-hooks trust v1";
 
@@ -78,11 +79,12 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
     // A tree, not a list: a settings file of many megabytes can repeat a word millions of times.
     let mut candidates: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
     for word in &words {
-        if let Some(path) = inside(&root, word) {
+        if let Some(path) = candidate(&root, word) {
             if candidates.len() == MAX_NAMED_PATHS && !candidates.contains(&path) {
                 return Err(format!(
-                    "the handlers name more than {MAX_NAMED_PATHS} paths inside the project; \
-                     such hooks cannot be reviewed, so they cannot be trusted"
+                    "the handlers' commands hold more than {MAX_NAMED_PATHS} different words \
+                     that could name a file in the project; such hooks cannot be reviewed, so \
+                     they cannot be trusted"
                 ));
             }
             candidates.insert(path);
@@ -220,27 +222,21 @@ fn expand_project_dir(word: &str) -> String {
     word.to_string()
 }
 
-/// The path `word` names when it leads inside `root` (relative to it, or absolute), judged
-/// lexically: `..` is resolved without touching the disk, and a word that leaves the root is
-/// not looked at any further.
-fn inside(root: &Path, word: &str) -> Option<PathBuf> {
-    if word.is_empty() || word.contains('\0') || word.starts_with('-') && !word.contains('/') {
+/// The path `word` names as a handler running in `root` would open it: a relative word joined
+/// to the root as written, an absolute one only when it is written under the root. `..` is
+/// left for the file system to resolve, as it does for the handler: after a symlink, `..`
+/// leads to the link's target's parent, so resolving it by text could hash one file while the
+/// handler runs another. Whether the file is inside the root is decided once every link is
+/// resolved ([`examine`]).
+fn candidate(root: &Path, word: &str) -> Option<PathBuf> {
+    if word.is_empty() || word.contains('\0') || (word.starts_with('-') && !word.contains('/')) {
         return None;
     }
-    let joined = root.join(word);
-    let mut clean = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            Component::ParentDir => {
-                if !clean.pop() {
-                    return None;
-                }
-            }
-            Component::CurDir => {}
-            other => clean.push(other.as_os_str()),
-        }
+    let path = Path::new(word);
+    if path.is_absolute() {
+        return (path.starts_with(root) && path != root).then(|| path.to_path_buf());
     }
-    (clean.starts_with(root) && clean != root).then_some(clean)
+    Some(root.join(path))
 }
 
 /// The relative path and hash of the regular file at `path`, when it is one and, all symlinks
@@ -590,10 +586,10 @@ mod tests {
         let d = digest(&root, &settings);
         assert!(d.scripts.is_empty(), "{:?}", d.scripts);
         let root = root.canonicalize().unwrap();
-        assert_eq!(
-            d.watched,
-            [root.join("sh")],
-            "only the program's name is inside"
+        assert!(
+            !d.watched.contains(&outside),
+            "an absolute path outside the root is not looked at: {:?}",
+            d.watched
         );
 
         // A symlink inside the project that leads out is not followed out.
@@ -606,6 +602,37 @@ mod tests {
             );
             assert!(d.scripts.is_empty(), "{:?}", d.scripts);
         }
+    }
+
+    /// After a symlink, `..` leads to the parent of the link's target, for the handler as for
+    /// the digest: the file hashed is the file the handler runs.
+    #[cfg(unix)]
+    #[test]
+    fn dot_dot_after_a_symlink_is_resolved_as_the_handler_resolves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        std::fs::write(root.join("sub/x.sh"), "echo runs").unwrap();
+        std::fs::write(root.join("x.sh"), "echo decoy").unwrap();
+        std::os::unix::fs::symlink("sub/deeper", root.join("link")).unwrap();
+        let settings = r#"{"hooks":{"Stop":[{"hooks":[{"command":"sh link/../x.sh"}]}]}}"#;
+        let d = digest(&root, settings);
+        let paths: Vec<&str> = d.scripts.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(paths, ["sub/x.sh"]);
+        let before = d.digest;
+        std::fs::write(root.join("sub/x.sh"), "echo evil").unwrap();
+        assert_ne!(digest(&root, settings).digest, before);
+
+        // And a `..` that a link brings back inside is followed too.
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/b"), root.join("up")).unwrap();
+        let settings = r#"{"hooks":{"Stop":[{"hooks":[{"command":"sh up/../../sub/x.sh"}]}]}}"#;
+        let paths: Vec<String> = digest(&root, settings)
+            .scripts
+            .into_iter()
+            .map(|s| s.path)
+            .collect();
+        assert_eq!(paths, ["sub/x.sh"]);
     }
 
     #[cfg(unix)]
