@@ -71,8 +71,8 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
     for group in groups {
         for handler in &group.handlers {
             match &handler.program {
-                Program::Shell(command) => words.extend(command_words(command)),
-                Program::Argv(argv) => words.extend(argv.iter().cloned()),
+                Program::Shell(command) => add_words(command_words(command), 0, &mut words),
+                Program::Argv(argv) => add_words(argv.iter().cloned(), 0, &mut words),
             }
         }
     }
@@ -205,6 +205,25 @@ pub fn command_words(command: &str) -> Vec<String> {
         }
     }
     words
+}
+
+/// How deep commands inside commands (`sh -c '…'`) are split.
+const NESTING: usize = 3;
+
+/// Adds `words`, and the words of each one that reads as a command of its own: a word with white
+/// space in it, as in `sh -c 'sh .levelcode/hooks/x.sh'` or `["bash", "-lc", "./x.sh --fast"]`,
+/// is split again, so the script such a hook runs is hashed too.
+fn add_words(
+    words: impl IntoIterator<Item = String>,
+    depth: usize,
+    out: &mut std::collections::BTreeSet<String>,
+) {
+    for word in words {
+        if depth < NESTING && word.contains(char::is_whitespace) && !out.contains(&word) {
+            add_words(command_words(&word), depth + 1, out);
+        }
+        out.insert(word);
+    }
 }
 
 /// `$LEVELCODE_PROJECT_DIR/x`, `${CLAUDE_PROJECT_DIR}/x` and the like, as handlers see them:
@@ -666,6 +685,23 @@ mod tests {
         );
         // Unbalanced quotes: split on white space instead.
         assert_eq!(command_words("sh 'a.sh"), ["sh", "'a.sh"]);
+    }
+
+    #[test]
+    fn a_command_inside_a_command_has_its_script_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("inner.sh"), "echo inner").unwrap();
+        std::fs::write(root.join("deep.sh"), "echo deep").unwrap();
+        let settings = r#"{"hooks":{"Stop":[{"hooks":[
+            {"command":"sh -c 'sh inner.sh'"},
+            {"argv":["bash","-lc","env X=1 sh -c \"./deep.sh --fast\""]}]}]}}"#;
+        let paths: Vec<String> = digest(&root, settings)
+            .scripts
+            .into_iter()
+            .map(|s| s.path)
+            .collect();
+        assert_eq!(paths, ["deep.sh", "inner.sh"]);
     }
 
     #[test]
