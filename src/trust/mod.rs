@@ -3,8 +3,9 @@
 //!
 //! [`digest`] computes what is trusted, [`store`] keeps what was trusted, and this module
 //! decides, for one project layer, whether it may contribute: [`assess`] gives the state of a
-//! project, and [`Gate`] applies it to the layers of one dispatch. User, data and `--settings`
-//! layers are always trusted; only the project layer is ever held back.
+//! project, and [`Gate`] applies it to the layers of one dispatch. User, data, `--settings` and
+//! inline layers are always trusted; only the project layer is ever held back. [`status`] is a
+//! project's state as the `trust` command and `serve`'s trust requests report it.
 
 pub mod digest;
 pub mod status;
