@@ -886,3 +886,27 @@ fn serve_sees_trust_given_and_taken_from_another_terminal() {
     );
     assert_eq!(stdouts(&server.ask(&stop)), ["hello"]);
 }
+
+#[test]
+fn without_project_hooks_the_store_is_not_even_read() {
+    // A store that would give a warning if anything looked at it.
+    let world = World::new();
+    write(&world.store(), "{not json");
+    write(
+        &world.home().join(".config/levelcode/settings.json"),
+        on("Stop", "echo user").to_string(),
+    );
+    let out = world.run();
+    assert_eq!(stdouts(&out), ["user"]);
+    assert!(warnings(&out).is_empty(), "{out}");
+    world.settings(
+        &world.project(),
+        &json!({"hooks": {"Stop": [{"enabled": false, "hooks": [{"command": "echo off"}]}]}}),
+    );
+    let out = world.run();
+    assert_eq!(stdouts(&out), ["user"]);
+    assert!(
+        warnings(&out).is_empty(),
+        "only disabled handlers need no trust: {out}"
+    );
+}
