@@ -9,4 +9,5 @@ pub mod run;
 pub mod schema;
 pub mod suggest;
 pub mod test;
+pub mod trust;
 pub mod validate;
