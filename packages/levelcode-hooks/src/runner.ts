@@ -52,8 +52,14 @@ export type HookRunnerOptions = {
   startTimeoutMs?: number | undefined;
 };
 
-/** The trust state of a project's hooks, as `trust --status` reports it (contract §13). */
-export type TrustStatus = ProjectTrust & { [key: string]: unknown };
+/** The trust state of a project's hooks, as `trust --status --json` reports it (contract §13). */
+export type TrustStatus = ProjectTrust & {
+  /** Each project handler, where it is written and what it runs: what the person is asked about. */
+  hooks?: Array<{ event: string; path: string; matcher: string | null; command: string | null; argv: string[] | null; enabled: boolean }>;
+  /** Each file inside the project that a handler names, with its hash. */
+  scripts?: Array<{ path: string; hash: string }>;
+  [key: string]: unknown;
+};
 
 /** The dispatcher's environment variables that change what it answers. */
 const ENV_KEYS = [

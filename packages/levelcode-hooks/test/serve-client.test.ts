@@ -96,6 +96,7 @@ describe.skipIf(!serverSupports("trust"))("trust (§13, §14)", () => {
     expect(status.state).toBe("untrusted");
     expect(status.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(status.digest).toBe(before.projectTrust!.digest);
+    expect(status.hooks?.map((h) => h.command)).toEqual(["echo guarded >&2; exit 2"]);
 
     const trusted = await runner.trust(status.digest, dir);
     expect(trusted.state).toBe("trusted");
