@@ -9,11 +9,15 @@ use std::time::Instant;
 use crate::cli::RunArgs;
 use crate::compliance;
 use crate::environment;
+use crate::handler_input::{ClaudeRun, Inputs};
 use crate::layers::{self, LayerPath};
-use crate::outcome::{self, Outcome};
+use crate::outcome::{self, Dialect, Outcome};
 use crate::output::{self, HandlerReport, Report, Trace};
 use crate::payload::{self, EventKind, Payload, ReadError};
+use crate::protocol::claude::{self, Rewrite};
+use crate::protocol::Protocol;
 use crate::runner::{self, Ending, Invocation, Stop};
+use crate::session_env;
 use crate::settings::{self, Events, Group, Program};
 use crate::signals;
 
@@ -209,7 +213,8 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     report
 }
 
-/// Runs the matching handlers of `groups` one after another; the first block ends the chain.
+/// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
+/// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
 pub fn run_chain(
     payload: &Payload,
     root: &Path,
@@ -219,56 +224,27 @@ pub fn run_chain(
 ) {
     let kind = payload.kind;
     let tool = payload.tool_name.as_deref();
-    let mut input: Option<std::borrow::Cow<[u8]>> = None;
-    let mut env_exported = false;
+    let mut inputs = Inputs::new(payload, root);
+    let mut exported: Option<Vec<(&'static str, String)>> = None;
     // A list, not a set: a chain runs few handlers, and a hash set's random seed costs a
     // system call per dispatch.
     let mut already_run: Vec<&Program> = Vec::new();
     let mut dir: Option<PathBuf> = None;
-    let mut ended = false;
+    let mut ended: Option<&'static str> = None;
 
     for group in groups {
-        if !group.enabled {
+        if !group.enabled || !group_applies(group, kind, tool, report, trace) {
             continue;
-        }
-        if let (true, Some(tool)) = (kind.is_tool_event(), tool) {
-            let compiled = if group.ruled_out(tool) {
-                &Ok(crate::matcher::Matcher::Names(Vec::new()))
-            } else {
-                group.compiled_matcher()
-            };
-            match compiled {
-                Ok(matcher) if matcher.matches(tool) => {}
-                Ok(_) => {
-                    if trace.enabled() {
-                        trace.line(format_args!(
-                            "  {} {}: matcher {:?} does not match {tool}",
-                            group.source.file.display(),
-                            group.path(),
-                            group.matcher.as_deref().unwrap_or("")
-                        ));
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    report.warnings.push(format!(
-                        "{}: {}.matcher: invalid regular expression ({}); group skipped",
-                        group.source.file.display(),
-                        group.path(),
-                        e.lines().last().unwrap_or("invalid").trim()
-                    ));
-                    continue;
-                }
-            }
         }
         for handler in group.handlers.iter().filter(|h| h.enabled) {
             let label = handler.label();
             let mut entry = HandlerReport::new(group, &label);
-            if ended {
+            entry.protocol = handler.protocol;
+            if let Some(why) = ended {
                 entry.outcome = Outcome::Skipped;
                 entry.message = Some(match report.interrupted {
                     Some(sig) => format!("not run: the dispatcher received {}", signals::name(sig)),
-                    None => "not run: an earlier handler blocked".into(),
+                    None => format!("not run: an earlier handler {why}"),
                 });
                 report.handlers.push(entry);
                 continue;
@@ -284,7 +260,7 @@ pub fn run_chain(
             already_run.push(&handler.program);
             if let Some(sig) = signals::received() {
                 report.interrupted = Some(sig);
-                ended = true;
+                ended = Some("was interrupted");
                 entry.outcome = Outcome::Skipped;
                 entry.message = Some(format!(
                     "not run: the dispatcher received {}",
@@ -294,59 +270,202 @@ pub fn run_chain(
                 continue;
             }
             let dir = dir.get_or_insert_with(|| handler_dir(root, &mut report.warnings));
-            let input = input.get_or_insert_with(|| payload.handler_input(root));
-            if !env_exported {
-                let remove: &[&str] = if kind.is_tool_event() {
-                    &[]
+            let claude = handler.protocol == Protocol::Claude;
+            let runs = if claude {
+                inputs.claude_runs()
+            } else {
+                vec![ClaudeRun {
+                    call: None,
+                    input: Vec::new(),
+                }]
+            };
+            let parts = runs.len();
+            for (i, run) in runs.into_iter().enumerate() {
+                let mut entry = if i + 1 == parts {
+                    std::mem::replace(&mut entry, HandlerReport::new(group, &label))
                 } else {
-                    &["LEVELCODE_TOOL_NAME"]
+                    let mut copy = HandlerReport::new(group, &label);
+                    copy.protocol = handler.protocol;
+                    copy
                 };
-                runner::export_env(&handler_env(payload, root), remove);
-                env_exported = true;
+                if parts > 1 {
+                    if let Some(path) = run.call.as_ref().and_then(|c| c.input.get("file_path")) {
+                        entry.message = Some(format!(
+                            "run for {} ({} of {parts} paths of read_files)",
+                            path.as_str().unwrap_or_default(),
+                            i + 1
+                        ));
+                    }
+                }
+                // Each per-path run sees the input as the runs before it left it.
+                let run = if i > 0 && claude {
+                    inputs.claude_runs().into_iter().nth(i).unwrap_or(run)
+                } else {
+                    run
+                };
+                let env_file = (claude && kind == EventKind::SessionStart)
+                    .then(|| session_env::create(&mut report.warnings))
+                    .flatten();
+                let mut env = handler_env(payload, root);
+                let mut remove = Vec::new();
+                if !kind.is_tool_event() {
+                    remove.push("LEVELCODE_TOOL_NAME");
+                }
+                match &env_file {
+                    Some(file) => env.push(("CLAUDE_ENV_FILE", file.display().to_string())),
+                    None => remove.push("CLAUDE_ENV_FILE"),
+                }
+                if exported.as_ref() != Some(&env) {
+                    runner::export_env(&env, &remove);
+                    exported = Some(env);
+                }
+                let original = claude.then(|| inputs.tool_input());
+                let input: &[u8] = if claude { &run.input } else { inputs.native() };
+                let finished = runner::run(&Invocation {
+                    program: &handler.program,
+                    dir,
+                    input,
+                    timeout: handler.timeout,
+                });
+                if let Some(file) = &env_file {
+                    session_env::collect(file, report);
+                }
+                let dialect = match (&original, &run.call, tool) {
+                    (Some(original), Some(call), Some(tool)) => Dialect::Claude(Some(Rewrite {
+                        tool,
+                        input: original,
+                        call,
+                        root,
+                    })),
+                    _ if claude => Dialect::Claude(None),
+                    _ => Dialect::Levelcode,
+                };
+                let judgement = outcome::judge(
+                    kind,
+                    &payload.event,
+                    &label,
+                    &handler.program,
+                    &finished,
+                    handler.timeout,
+                    dialect,
+                );
+                entry.outcome = judgement.outcome;
+                entry.duration_ms = output::millis(finished.duration);
+                match finished.ending {
+                    Ending::Exited(code) if finished.stopped.is_none() => {
+                        entry.exit_code = Some(code)
+                    }
+                    Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
+                    Ending::Signaled(sig) => entry.signal = Some(sig),
+                    _ => {}
+                }
+                entry.stdout_truncated = finished.stdout.truncated();
+                entry.stderr_truncated = finished.stderr.truncated();
+                entry.stdout = finished.stdout.text();
+                entry.stderr = finished.stderr.text();
+                if judgement.suppress_output {
+                    entry.stdout = String::new();
+                    entry.stdout_truncated = false;
+                }
+                entry.message = match (entry.message.take(), judgement.message) {
+                    (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+                    (a, b) => a.or(b),
+                };
+                if let Some(warning) = judgement.warning {
+                    report.warnings.push(warning);
+                }
+                if let Some(context) = judgement.context {
+                    report.additional_context.push(context);
+                }
+                if let Some(message) = judgement.system_message {
+                    report.system_messages.push(message);
+                }
+                if let Some(updated) = judgement.updated_input {
+                    if inputs.differs(&updated) {
+                        entry.rewrote_input = true;
+                        report.updated_input = Some(updated.clone());
+                        inputs.rewrite(updated);
+                    }
+                }
+                if let Some(Stop::Interrupted(sig)) = finished.stopped {
+                    report.interrupted = Some(sig);
+                    ended = Some("was interrupted");
+                }
+                match judgement.outcome {
+                    Outcome::Block => {
+                        if report.reason.is_none() {
+                            report.reason = judgement.reason;
+                        }
+                        ended = Some("blocked");
+                    }
+                    Outcome::Ask => report.asks.extend(judgement.reason),
+                    Outcome::Stop => {
+                        if report.reason.is_none() {
+                            report.reason = judgement.reason;
+                        }
+                        if report.stop.is_none() {
+                            report.stop = judgement.stop;
+                        }
+                        ended = Some("asked the agent to stop");
+                    }
+                    _ => {}
+                }
+                trace.handler(&entry);
+                report.handlers.push(entry);
+                if ended.is_some() {
+                    break;
+                }
             }
-            let finished = runner::run(&Invocation {
-                program: &handler.program,
-                dir,
-                input,
-                timeout: handler.timeout,
-            });
-            let judgement = outcome::judge(
-                kind,
-                &payload.event,
-                &label,
-                &handler.program,
-                &finished,
-                handler.timeout,
-            );
-            entry.outcome = judgement.outcome;
-            entry.duration_ms = output::millis(finished.duration);
-            match finished.ending {
-                Ending::Exited(code) if finished.stopped.is_none() => entry.exit_code = Some(code),
-                Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
-                Ending::Signaled(sig) => entry.signal = Some(sig),
-                _ => {}
+        }
+    }
+}
+
+/// Returns true if and only if `group` applies to this dispatch: for a tool event, its matcher
+/// matches the tool (or, for a group speaking Claude Code's protocol, the tool's Claude Code
+/// name); on `SessionStart`, a Claude Code group's matcher matches `startup`; other groups of
+/// other events always apply.
+fn group_applies(
+    group: &Group,
+    kind: EventKind,
+    tool: Option<&str>,
+    report: &mut Report,
+    trace: &Trace,
+) -> bool {
+    let claude = group.speaks_claude();
+    let (subject, others): (&str, &[&str]) = match (kind.is_tool_event(), tool) {
+        (true, Some(tool)) if claude => (tool, claude::tool_names(tool)),
+        (true, Some(tool)) => (tool, &[]),
+        _ if claude && kind == EventKind::SessionStart => (claude::SESSION_SOURCE, &[]),
+        _ => return true,
+    };
+    let compiled = if group.ruled_out(subject) && others.iter().all(|n| group.ruled_out(n)) {
+        &Ok(crate::matcher::Matcher::Names(Vec::new()))
+    } else {
+        group.compiled_matcher()
+    };
+    match compiled {
+        Ok(matcher) if matcher.matches(subject) || others.iter().any(|n| matcher.matches(n)) => {
+            true
+        }
+        Ok(_) => {
+            if trace.enabled() {
+                trace.line(format_args!(
+                    "  {} {}: matcher {:?} does not match {subject}",
+                    group.source.file.display(),
+                    group.path(),
+                    group.matcher.as_deref().unwrap_or("")
+                ));
             }
-            entry.stdout_truncated = finished.stdout.truncated();
-            entry.stderr_truncated = finished.stderr.truncated();
-            entry.stdout = finished.stdout.text();
-            entry.stderr = finished.stderr.text();
-            entry.message = judgement.message;
-            if let Some(warning) = judgement.warning {
-                report.warnings.push(warning);
-            }
-            if let Some(context) = judgement.context {
-                report.additional_context.push(context);
-            }
-            if let Some(Stop::Interrupted(sig)) = finished.stopped {
-                report.interrupted = Some(sig);
-                ended = true;
-            }
-            if judgement.outcome == Outcome::Block && report.reason.is_none() {
-                report.reason = judgement.reason;
-                ended = true;
-            }
-            trace.handler(&entry);
-            report.handlers.push(entry);
+            false
+        }
+        Err(e) => {
+            report.warnings.push(format!(
+                "{}: {}.matcher: invalid regular expression ({}); group skipped",
+                group.source.file.display(),
+                group.path(),
+                e.lines().last().unwrap_or("invalid").trim()
+            ));
+            false
         }
     }
 }
@@ -369,6 +488,9 @@ fn handler_env(payload: &Payload, root: &Path) -> Vec<(&'static str, String)> {
     let mut env = vec![
         ("LEVELCODE_PROJECT_DIR", root.to_string_lossy().into_owned()),
         ("LEVELCODE_HOOK_EVENT", payload.event.clone()),
+        // Claude Code's name for the project root, for scripts written for it (contract §12);
+        // given to every handler, since it names the same directory.
+        ("CLAUDE_PROJECT_DIR", root.to_string_lossy().into_owned()),
         (
             "LEVELCODE_HOOKS_DEPTH",
             (environment::depth() + 1).to_string(),

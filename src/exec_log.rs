@@ -187,6 +187,8 @@ fn outcome_name(outcome: Outcome) -> &'static str {
         Outcome::Duplicate => "duplicate",
         Outcome::Skipped => "skipped",
         Outcome::Interrupted => "interrupted",
+        Outcome::Ask => "ask",
+        Outcome::Stop => "stop",
     }
 }
 

@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::layers::LayerKind;
 use crate::matcher::{self, Matcher};
 use crate::payload::short_json;
+use crate::protocol::{claude, Protocol};
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 pub const MAX_TIMEOUT_SECS: f64 = 600.0;
@@ -44,6 +45,8 @@ pub struct Group {
     pub index: usize,
     pub matcher: Option<String>,
     pub enabled: bool,
+    /// The group's own `"protocol"`, when it has one; its handlers' default.
+    pub protocol: Option<Protocol>,
     pub handlers: Vec<Handler>,
     /// The matcher, compiled the first time a tool event needs it.
     compiled: OnceCell<Result<Matcher, String>>,
@@ -60,6 +63,8 @@ pub struct Handler {
     pub timeout: Duration,
     pub enabled: bool,
     pub name: Option<String>,
+    /// The handler's protocol: its own `"protocol"`, else its group's, else levelcode's.
+    pub protocol: Protocol,
 }
 
 impl Group {
@@ -80,6 +85,14 @@ impl Group {
         };
         matcher::anchors_rule_out(pattern, tool)
             && *self.parses.get_or_init(|| matcher::parses(pattern))
+    }
+
+    /// Returns true if and only if the group's matcher is also tested against Claude Code's
+    /// names (contract §12): its protocol is `claude`, or all of its handlers' are.
+    pub fn speaks_claude(&self) -> bool {
+        self.protocol == Some(Protocol::Claude)
+            || (!self.handlers.is_empty()
+                && self.handlers.iter().all(|h| h.protocol == Protocol::Claude))
     }
 
     /// The compiled matcher, or the regex error; compiled once per group, on first use.
@@ -183,6 +196,8 @@ struct CleanGroup<'a> {
     hooks: Vec<CleanHandler<'a>>,
     #[serde(default)]
     enabled: Option<bool>,
+    #[serde(borrow, default)]
+    protocol: Option<std::borrow::Cow<'a, str>>,
 }
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -199,6 +214,8 @@ struct CleanHandler<'a> {
     enabled: Option<bool>,
     #[serde(borrow, default)]
     name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    protocol: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// An event's groups when they have the shape nearly every settings file has, with nothing to
@@ -269,9 +286,29 @@ fn clean_group(
         return None;
     }
     let enabled = entry.enabled.unwrap_or(true);
+    let protocol = match entry.protocol.as_deref() {
+        None => None,
+        Some(name) => Some(Protocol::parse(name)?),
+    };
+    let mut protocols = Vec::with_capacity(entry.hooks.len());
+    for handler in &entry.hooks {
+        protocols.push(match handler.protocol.as_deref() {
+            None => protocol.unwrap_or_default(),
+            Some(name) => Protocol::parse(name)?,
+        });
+    }
+    let speaks_claude =
+        protocol == Some(Protocol::Claude) || protocols.iter().all(|p| *p == Protocol::Claude);
     // Every handler is checked, so an event with something to warn about still goes the
     // general way; only the building is saved for a group the dispatch would pass over.
-    let build = tool.is_none_or(|tool| enabled && may_apply(entry.matcher.as_deref(), tool));
+    let build = tool.is_none_or(|tool| {
+        enabled
+            && (may_apply(entry.matcher.as_deref(), tool)
+                || (speaks_claude
+                    && claude::tool_names(tool)
+                        .iter()
+                        .any(|name| may_apply(entry.matcher.as_deref(), name))))
+    });
     let mut handlers = Vec::with_capacity(if build { entry.hooks.len() } else { 0 });
     for (h, handler) in entry.hooks.into_iter().enumerate() {
         if handler.kind.as_deref().is_some_and(|k| k != "command") {
@@ -303,6 +340,7 @@ fn clean_group(
             timeout: Duration::from_secs_f64(secs),
             enabled: handler.enabled.unwrap_or(true),
             name: handler.name.map(std::borrow::Cow::into_owned),
+            protocol: protocols[h],
         });
     }
     if !build {
@@ -314,6 +352,7 @@ fn clean_group(
         index,
         matcher: entry.matcher.map(std::borrow::Cow::into_owned),
         enabled,
+        protocol,
         handlers,
         compiled: OnceCell::new(),
         parses: OnceCell::new(),
@@ -600,9 +639,13 @@ fn parse_group(
         }
     };
     let enabled = parse_enabled(fields.get("enabled"), path.key("enabled"), at);
+    let protocol = match fields.get("protocol") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(parse_protocol(value, path.key("protocol"), "group", at)?),
+    };
     let mut handlers = Vec::with_capacity(hooks.len());
     for (h, value) in hooks.into_iter().enumerate() {
-        if let Some(handler) = parse_handler(h, value, path.handler(h), at) {
+        if let Some(handler) = parse_handler(h, value, protocol, path.handler(h), at) {
             handlers.push(handler);
         }
     }
@@ -612,6 +655,7 @@ fn parse_group(
         index,
         matcher,
         enabled,
+        protocol,
         handlers,
         compiled: OnceCell::new(),
         parses: OnceCell::new(),
@@ -635,9 +679,31 @@ fn parse_enabled(value: Option<&Value>, path: EntryPath<'_>, at: &mut Location<'
     }
 }
 
+/// A `"protocol"` value; `None` (after a warning) when it names no protocol, since running a
+/// handler in a protocol it does not speak would misread its answers.
+fn parse_protocol(
+    value: &Value,
+    path: EntryPath<'_>,
+    what: &str,
+    at: &mut Location<'_>,
+) -> Option<Protocol> {
+    if let Some(protocol) = value.as_str().and_then(Protocol::parse) {
+        return Some(protocol);
+    }
+    at.warn(
+        path,
+        format!(
+            "{} is not a protocol (use \"claude\" for Claude Code hook scripts, or \"levelcode\"); {what} skipped",
+            short_json(value)
+        ),
+    );
+    None
+}
+
 fn parse_handler(
     index: usize,
     value: Value,
+    group_protocol: Option<Protocol>,
     path: EntryPath<'_>,
     at: &mut Location<'_>,
 ) -> Option<Handler> {
@@ -738,12 +804,17 @@ fn parse_handler(
             None
         }
     };
+    let protocol = match fields.get("protocol") {
+        None | Some(Value::Null) => group_protocol.unwrap_or_default(),
+        Some(value) => parse_protocol(value, path.key("protocol"), "handler", at)?,
+    };
     Some(Handler {
         index,
         program,
         timeout: Duration::from_secs_f64(secs),
         enabled,
         name,
+        protocol,
     })
 }
 

@@ -718,6 +718,8 @@ proptest! {
                 stdout_truncated: out.truncated(),
                 stderr_truncated: err.truncated(),
                 message: Some(label.clone()),
+                rewrote_input: false,
+                protocol: Default::default(),
             });
         }
         report.warnings = warnings;
