@@ -52,6 +52,8 @@ pub enum Command {
     Compliance(compliance::ComplianceCommand),
     /// Print a shell completion script.
     Completions(crate::completions::CompletionsArgs),
+    /// Read another agent's hook settings (Claude Code's) and print them as levelcode settings.
+    Import(crate::import::ImportArgs),
 }
 
 /// Options of `run`, also accepted without the subcommand's name.
@@ -216,6 +218,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Serve(args)) => crate::serve::run(&args),
         Some(Command::Compliance(cmd)) => compliance::run_command(&cmd),
         Some(Command::Completions(args)) => crate::completions::run(&args),
+        Some(Command::Import(args)) => crate::import::run(&args),
     }
 }
 

@@ -14,7 +14,7 @@ use crate::layers::{self, LayerPath};
 use crate::outcome::{self, Dialect, Outcome};
 use crate::output::{self, HandlerReport, Report, Trace};
 use crate::payload::{self, EventKind, Payload, ReadError};
-use crate::protocol::claude::{self, Rewrite};
+use crate::protocol::claude::Rewrite;
 use crate::protocol::Protocol;
 use crate::runner::{self, Ending, Invocation, Stop};
 use crate::session_env;
@@ -420,10 +420,8 @@ pub fn run_chain(
     }
 }
 
-/// Returns true if and only if `group` applies to this dispatch: for a tool event, its matcher
-/// matches the tool (or, for a group speaking Claude Code's protocol, the tool's Claude Code
-/// name); on `SessionStart`, a Claude Code group's matcher matches `startup`; other groups of
-/// other events always apply.
+/// Returns true if and only if `group` applies to this dispatch ([`Group::applies`]); an
+/// invalid matcher is a warning, and its group does not apply.
 fn group_applies(
     group: &Group,
     kind: EventKind,
@@ -431,29 +429,16 @@ fn group_applies(
     report: &mut Report,
     trace: &Trace,
 ) -> bool {
-    let claude = group.speaks_claude();
-    let (subject, others): (&str, &[&str]) = match (kind.is_tool_event(), tool) {
-        (true, Some(tool)) if claude => (tool, claude::tool_names(tool)),
-        (true, Some(tool)) => (tool, &[]),
-        _ if claude && kind == EventKind::SessionStart => (claude::SESSION_SOURCE, &[]),
-        _ => return true,
-    };
-    let compiled = if group.ruled_out(subject) && others.iter().all(|n| group.ruled_out(n)) {
-        &Ok(crate::matcher::Matcher::Names(Vec::new()))
-    } else {
-        group.compiled_matcher()
-    };
-    match compiled {
-        Ok(matcher) if matcher.matches(subject) || others.iter().any(|n| matcher.matches(n)) => {
-            true
-        }
-        Ok(_) => {
+    match group.applies(kind, tool) {
+        Ok(true) => true,
+        Ok(false) => {
             if trace.enabled() {
                 trace.line(format_args!(
-                    "  {} {}: matcher {:?} does not match {subject}",
+                    "  {} {}: matcher {:?} does not match {}",
                     group.source.file.display(),
                     group.path(),
-                    group.matcher.as_deref().unwrap_or("")
+                    group.matcher.as_deref().unwrap_or(""),
+                    group.match_subject(kind, tool).map_or("", |(s, _)| s)
                 ));
             }
             false

@@ -20,6 +20,7 @@ pub mod environment;
 pub mod exec_log;
 pub mod exit;
 pub mod handler_input;
+pub mod import;
 pub mod inspect;
 pub mod layers;
 pub mod list;

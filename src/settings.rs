@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::layers::LayerKind;
 use crate::matcher::{self, Matcher};
-use crate::payload::short_json;
+use crate::payload::{short_json, EventKind};
 use crate::protocol::{claude, Protocol};
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
@@ -93,6 +93,38 @@ impl Group {
         self.protocol == Some(Protocol::Claude)
             || (!self.handlers.is_empty()
                 && self.handlers.iter().all(|h| h.protocol == Protocol::Claude))
+    }
+
+    /// What the matcher is tested against for an event of `kind` about `tool`: the tool's name
+    /// and, for a group speaking Claude Code's protocol, its Claude Code names; on
+    /// `SessionStart`, `startup` for such a group. `None` when the matcher is not consulted.
+    pub fn match_subject<'t>(
+        &self,
+        kind: EventKind,
+        tool: Option<&'t str>,
+    ) -> Option<(&'t str, &'static [&'static str])> {
+        let claude = self.speaks_claude();
+        match (kind.is_tool_event(), tool) {
+            (true, Some(tool)) if claude => Some((tool, claude::tool_names(tool))),
+            (true, Some(tool)) => Some((tool, &[])),
+            _ if claude && kind == EventKind::SessionStart => Some((claude::SESSION_SOURCE, &[])),
+            _ => None,
+        }
+    }
+
+    /// Returns whether the group applies to an event of `kind` about `tool` (contract §5 and
+    /// §12), or the regex error of its matcher.
+    pub fn applies(&self, kind: EventKind, tool: Option<&str>) -> Result<bool, &str> {
+        let Some((subject, others)) = self.match_subject(kind, tool) else {
+            return Ok(true);
+        };
+        if self.ruled_out(subject) && others.iter().all(|n| self.ruled_out(n)) {
+            return Ok(false);
+        }
+        match self.compiled_matcher() {
+            Ok(m) => Ok(m.matches(subject) || others.iter().any(|n| m.matches(n))),
+            Err(e) => Err(e),
+        }
     }
 
     /// The compiled matcher, or the regex error; compiled once per group, on first use.
