@@ -1,5 +1,7 @@
 //! Black-box tests: the real binary, a temporary HOME and project, never the real HOME.
 
+#[cfg(unix)]
+mod claude;
 mod common;
 mod compliance;
 
@@ -17,6 +19,8 @@ mod matching;
 #[cfg(unix)]
 mod payload;
 mod properties;
+#[cfg(unix)]
+mod rewriting;
 #[cfg(unix)]
 mod serve;
 #[cfg(unix)]
