@@ -99,6 +99,24 @@ mod tests {
         }
     }
 
+    /// docs/hooks.md lists exactly these tools.
+    #[test]
+    fn the_guide_lists_the_same_tools() {
+        let guide =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/hooks.md")).unwrap();
+        let section = guide
+            .split("### levelcode's tools")
+            .nth(1)
+            .expect("docs/hooks.md has a section \"levelcode's tools\"");
+        let block = section
+            .split("```text")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .expect("the section lists the tools in a text block");
+        let listed: Vec<&str> = block.split_whitespace().collect();
+        assert_eq!(listed, TOOLS);
+    }
+
     #[test]
     fn near_names_get_a_suggestion() {
         assert_eq!(did_you_mean("edit_file"), Some("str_replace"));
