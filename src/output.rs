@@ -363,7 +363,7 @@ impl Trace {
                 );
             }
         };
-        if entry.outcome == Outcome::Block {
+        if matches!(entry.outcome, Outcome::Block | Outcome::Ask | Outcome::Stop) {
             detail("reason:", &block_reason(entry), Style::Bad);
         }
         if let Some(message) = &entry.message {
@@ -483,8 +483,9 @@ fn outcome_word(outcome: Outcome) -> (Style, &'static str) {
     }
 }
 
-/// The reason a blocking handler gave, by the rules of contract §6: exit 2 reads stderr first,
-/// a JSON decision on stdout reads its `reason`.
+/// The reason a blocking (asking, stopping) handler gave, by the rules of contract §6: exit 2
+/// reads stderr first, a JSON decision on stdout reads its `reason` (or Claude Code's
+/// `permissionDecisionReason`, or a `stopReason`).
 fn block_reason(entry: &HandlerReport) -> String {
     let stderr = entry.stderr.trim();
     let json_reason = || {
@@ -493,13 +494,27 @@ fn block_reason(entry: &HandlerReport) -> String {
             return None;
         }
         let value: serde_json::Value = serde_json::from_str(stdout).ok()?;
-        let reason = value.get("reason")?.as_str()?.trim();
-        (!reason.is_empty()).then(|| reason.to_string())
+        // Claude Code's replies keep their reason elsewhere (contract §12).
+        let reason = [
+            value.pointer("/hookSpecificOutput/permissionDecisionReason"),
+            value.get("stopReason"),
+            value.get("reason"),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .map(str::trim)
+        .find(|r| !r.is_empty())?;
+        Some(reason.to_string())
     };
     if entry.exit_code == Some(2) && !stderr.is_empty() {
         return stderr.to_string();
     }
-    json_reason().unwrap_or_else(|| crate::outcome::default_reason(&entry.label))
+    json_reason().unwrap_or_else(|| match entry.outcome {
+        Outcome::Ask => crate::outcome::default_ask_reason(&entry.label),
+        Outcome::Stop => crate::outcome::default_stop_reason(&entry.event, &entry.label),
+        _ => crate::outcome::default_reason(&entry.label),
+    })
 }
 
 #[cfg(test)]
@@ -577,6 +592,18 @@ mod tests {
         assert_eq!(block_reason(&json), "json");
         let bare = entry(Outcome::Block, Some(2), "", "");
         assert_eq!(block_reason(&bare), "blocked by PreToolUse hook: guard");
+        let claude = entry(
+            Outcome::Block,
+            Some(0),
+            r#"{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"no .env"}}"#,
+            "",
+        );
+        assert_eq!(block_reason(&claude), "no .env");
+        let ask = entry(Outcome::Ask, Some(0), r#"{"decision":"ask"}"#, "");
+        assert_eq!(
+            block_reason(&ask),
+            "approval asked by PreToolUse hook: guard"
+        );
     }
 
     #[test]

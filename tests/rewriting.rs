@@ -191,3 +191,58 @@ fn the_log_and_stats_count_asks_and_rewrites() {
     let asks: u64 = handlers.iter().map(|h| h["asks"].as_u64().unwrap()).sum();
     assert_eq!((rewrites, asks), (1, 1), "{json}");
 }
+
+#[test]
+fn test_and_list_know_rewrites_asks_and_claude_groups() {
+    let settings = json!({"hooks": {"PreToolUse": [
+        {"matcher": "run_terminal_command", "hooks": [
+            replies(json!({"updatedInput": {"command": "bun test"}})),
+            replies(json!({"decision": "ask", "reason": "sure?"})),
+        ]},
+        {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "true", "name": "claude-guard"}]},
+    ]}});
+    let out = Test::new()
+        .user_settings(&settings)
+        .args([
+            "test",
+            "--event",
+            "PreToolUse",
+            "--tool",
+            "run_terminal_command",
+            "--input",
+            r#"{"command":"npm test"}"#,
+        ])
+        .run();
+    assert_eq!(out.status(), 2, "{}", out.stdout());
+    let json = out.json();
+    assert_eq!(json["decision"], "ask");
+    assert_eq!(json["updated_input"], json!({"command": "bun test"}));
+
+    let list = Test::new()
+        .user_settings(&settings)
+        .args([
+            "list",
+            "--event",
+            "PreToolUse",
+            "--tool",
+            "str_replace",
+            "--json",
+        ])
+        .run();
+    let json = list.json();
+    let handlers = json["handlers"].as_array().unwrap();
+    let claude = handlers
+        .iter()
+        .find(|h| h["label"] == "claude-guard")
+        .unwrap();
+    assert_eq!(claude["protocol"], "claude");
+    assert_eq!(claude["state"], "would_run", "{claude}");
+    assert_eq!(handlers[0]["protocol"], "levelcode");
+    assert_ne!(handlers[0]["state"], "would_run");
+    let text = Test::new()
+        .user_settings(&settings)
+        .args(["list"])
+        .run()
+        .stdout();
+    assert!(text.contains("claude-guard (claude)"), "{text}");
+}
