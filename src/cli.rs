@@ -4,10 +4,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::commands::run::RunArgs;
 use crate::compliance;
-use crate::dispatch;
+use crate::dispatch::OutputMode;
 
 /// Runs the levelcode hooks configured for one agent event and prints one decision.
 ///
@@ -34,84 +35,26 @@ pub enum Command {
     /// Dispatch the event payload read on stdin (the default subcommand).
     Run(RunArgs),
     /// Show every hook of the merged layers, and what would run for an event and tool.
-    List(crate::list::ListArgs),
+    List(crate::commands::list::ListArgs),
     /// Check every settings layer for problems; exit 1 when anything is wrong.
-    Validate(crate::validate::ValidateArgs),
+    Validate(crate::commands::validate::ValidateArgs),
     /// Build a payload from flags and dispatch it as `run` would (or only show what would run).
-    Test(crate::test_event::TestArgs),
+    Test(crate::commands::test::TestArgs),
     /// Print the JSON Schema of settings.json's `hooks`.
-    Schema(crate::schema::SchemaArgs),
+    Schema(crate::commands::schema::SchemaArgs),
     /// Show the recent entries of the execution log (LEVELCODE_HOOKS_LOG).
-    Log(crate::exec_log::LogArgs),
+    Log(crate::commands::log::LogArgs),
     /// Summarise the execution log per handler: runs, blocks, errors, timeouts, times.
-    Stats(crate::exec_log::StatsArgs),
+    Stats(crate::commands::log::StatsArgs),
     /// Serve many events: one JSON payload per line on stdin, one result per line on stdout.
     Serve(crate::serve::ServeArgs),
     /// The signed compliance log of team runs.
     #[command(subcommand)]
     Compliance(compliance::ComplianceCommand),
     /// Print a shell completion script.
-    Completions(crate::completions::CompletionsArgs),
+    Completions(crate::commands::completions::CompletionsArgs),
     /// Read another agent's hook settings (Claude Code's) and print them as levelcode settings.
-    Import(crate::import::ImportArgs),
-}
-
-/// Options of `run`, also accepted without the subcommand's name.
-#[derive(Debug, Clone, Default, Args)]
-pub struct RunArgs {
-    /// The event, when the payload has none (a payload's own event must agree).
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
-
-    #[command(flatten)]
-    pub dispatch: DispatchArgs,
-}
-
-/// The options of every subcommand that dispatches (`run`, `test`, `serve`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct DispatchArgs {
-    /// The project root [default: the payload's cwd, else the current directory].
-    #[arg(long, value_name = "DIR")]
-    pub project_dir: Option<PathBuf>,
-
-    /// Use exactly these settings files, in this order, instead of the three standard layers.
-    #[arg(long = "settings", value_name = "FILE")]
-    pub settings: Vec<PathBuf>,
-
-    /// Skip the project layer (also LEVELCODE_HOOKS_NO_PROJECT=1).
-    #[arg(long)]
-    pub no_project: bool,
-
-    /// The team whose compliance log records PostToolUse events.
-    #[arg(long, value_name = "NAME")]
-    pub team: Option<String>,
-
-    /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
-    #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
-    pub output: OutputMode,
-
-    /// Write a readable trace of the dispatch to stderr.
-    #[arg(short, long)]
-    pub verbose: bool,
-}
-
-impl DispatchArgs {
-    /// The options that shape a dispatch.
-    pub fn options(&self) -> dispatch::Options {
-        dispatch::Options {
-            project_dir: self.project_dir.clone(),
-            settings: self.settings.clone(),
-            no_project: self.no_project,
-            team: self.team.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum OutputMode {
-    #[default]
-    Full,
-    Compact,
+    Import(crate::commands::import::ImportArgs),
 }
 
 /// Parses the command line. Help and version print as usual; any other mistake prints
@@ -133,11 +76,11 @@ pub fn parse() -> Cli {
                 .unwrap_or("invalid arguments")
                 .trim_start_matches("error: ")
                 .to_string();
-            let _ = crate::output::write_line(&crate::output::error_json(&format!(
-                "arguments: {first}; see levelcode-hooks --help"
-            )));
+            let _ = crate::dispatch::output::write_line(&crate::dispatch::output::error_json(
+                &format!("arguments: {first}; see levelcode-hooks --help"),
+            ));
             eprint!("{rendered}");
-            std::process::exit(i32::from(crate::exit::Status::Failure.code()));
+            std::process::exit(i32::from(crate::dispatch::exit::Status::Failure.code()));
         }
     }
 }
@@ -205,20 +148,27 @@ pub fn parse_run_fast(args: &[OsString]) -> Option<RunArgs> {
     Some(run)
 }
 
+/// The man page, `docs/levelcode-hooks.1`.
+pub fn man_page() -> String {
+    crate::commands::completions::man_page(Cli::command())
+}
+
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        None => dispatch::run_command(&cli.run),
-        Some(Command::Run(args)) => dispatch::run_command(&args),
-        Some(Command::List(args)) => crate::list::run(&args),
-        Some(Command::Validate(args)) => crate::validate::run(&args),
-        Some(Command::Test(args)) => crate::test_event::run(&args),
-        Some(Command::Schema(args)) => crate::schema::run(&args),
-        Some(Command::Log(args)) => crate::exec_log::run_log(&args),
-        Some(Command::Stats(args)) => crate::exec_log::run_stats(&args),
+        None => crate::commands::run::exec(&cli.run),
+        Some(Command::Run(args)) => crate::commands::run::exec(&args),
+        Some(Command::List(args)) => crate::commands::list::run(&args),
+        Some(Command::Validate(args)) => crate::commands::validate::run(&args),
+        Some(Command::Test(args)) => crate::commands::test::run(&args),
+        Some(Command::Schema(args)) => crate::commands::schema::run(&args),
+        Some(Command::Log(args)) => crate::commands::log::run_log(&args),
+        Some(Command::Stats(args)) => crate::commands::log::run_stats(&args),
         Some(Command::Serve(args)) => crate::serve::run(&args),
         Some(Command::Compliance(cmd)) => compliance::run_command(&cmd),
-        Some(Command::Completions(args)) => crate::completions::run(&args),
-        Some(Command::Import(args)) => crate::import::run(&args),
+        Some(Command::Completions(args)) => {
+            crate::commands::completions::run(&args, Cli::command())
+        }
+        Some(Command::Import(args)) => crate::commands::import::run(&args),
     }
 }
 

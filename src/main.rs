@@ -16,7 +16,8 @@
 
 use std::process::ExitCode;
 
-use levelcode_hooks::{cli, exit};
+use levelcode_hooks::cli;
+use levelcode_hooks::dispatch::exit;
 
 fn run() -> ExitCode {
     let cli = cli::parse();

@@ -1,20 +1,12 @@
-//! Colors for people reading a terminal: on only when the stream is a terminal, never when
-//! `NO_COLOR` is set (<https://no-color.org>), and forced on by `CLICOLOR_FORCE` for tools that
-//! capture colored output.
+//! Colors for people reading a terminal. `anstream` decides when (a terminal, unless `NO_COLOR`
+//! is set, `CLICOLOR=0` or `TERM=dumb`; forced on by `CLICOLOR_FORCE` for tools that capture
+//! colored output), `anstyle` draws them; this module only names the few styles the commands use.
 
 use std::fmt;
 
-/// Returns true if and only if text written to a stream should be colored: `NO_COLOR` set to
-/// anything non-empty turns colors off, then `CLICOLOR_FORCE` set to anything but `0` turns them
-/// on, else they follow `is_terminal`.
-pub fn colors_wanted(is_terminal: bool) -> bool {
-    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
-        return false;
-    }
-    if std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
-        return true;
-    }
-    is_terminal
+/// Returns true if and only if text written to `stream` should be colored.
+pub fn colors_wanted(stream: &impl anstream::stream::RawStream) -> bool {
+    anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never
 }
 
 /// The few styles the commands use.
@@ -33,13 +25,14 @@ pub enum Style {
 }
 
 impl Style {
-    fn code(self) -> &'static str {
+    fn look(self) -> anstyle::Style {
+        use anstyle::{AnsiColor, Effects};
         match self {
-            Style::Good => "32",
-            Style::Bad => "31;1",
-            Style::Warn => "33",
-            Style::Dim => "2",
-            Style::Bold => "1",
+            Style::Good => AnsiColor::Green.on_default(),
+            Style::Bad => AnsiColor::Red.on_default().effects(Effects::BOLD),
+            Style::Warn => AnsiColor::Yellow.on_default(),
+            Style::Dim => anstyle::Style::new().effects(Effects::DIMMED),
+            Style::Bold => anstyle::Style::new().effects(Effects::BOLD),
         }
     }
 }
@@ -57,8 +50,7 @@ impl Painter {
 
     /// A painter for stdout, following [`colors_wanted`].
     pub fn stdout() -> Painter {
-        use std::io::IsTerminal;
-        Painter::new(colors_wanted(std::io::stdout().is_terminal()))
+        Painter::new(colors_wanted(&std::io::stdout()))
     }
 
     pub fn paint<T: fmt::Display>(self, style: Style, text: T) -> Painted<T> {
@@ -88,7 +80,8 @@ impl<T: fmt::Display> fmt::Display for Painted<T> {
                     Some(width) => format!("{text:<width$}"),
                     None => text,
                 };
-                write!(f, "\x1b[{}m{padded}\x1b[0m", style.code())
+                let look = style.look();
+                write!(f, "{}{padded}{}", look.render(), look.render_reset())
             }
             None => fmt::Display::fmt(&self.text, f),
         }

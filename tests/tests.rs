@@ -1,5 +1,6 @@
 //! Black-box tests: the real binary, a temporary HOME and project, never the real HOME.
 
+mod architecture;
 #[cfg(unix)]
 mod claude;
 mod common;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use levelcode_hooks::payload::Payload;
+use levelcode_hooks::dispatch::payload::Payload;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use levelcode_hooks::layers::LayerKind;
-use levelcode_hooks::settings::{self, Events, Program, MAX_TIMEOUT_SECS};
+use levelcode_hooks::dispatch::layers::LayerKind;
+use levelcode_hooks::dispatch::settings::{self, Events, Program, MAX_TIMEOUT_SECS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -243,8 +243,8 @@ fn log_path(args: &LogArgs) -> anyhow::Result<PathBuf> {
     if !is_valid_team(team) {
         bail!("invalid team name {team:?}: a team name is 1 to 50 letters, digits, '_' or '-'");
     }
-    let data_dir =
-        crate::layers::data_dir().context("cannot find the data dir: set LEVELCODE_DIR or HOME")?;
+    let data_dir = crate::dispatch::layers::data_dir()
+        .context("cannot find the data dir: set LEVELCODE_DIR or HOME")?;
     Ok(team_dir(&data_dir, team).join(log::LOG_FILE))
 }
 

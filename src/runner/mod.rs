@@ -8,14 +8,24 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::capture::Capture;
-use crate::settings::Program;
+use crate::runner::capture::Capture;
+
+pub mod capture;
 
 #[cfg_attr(unix, path = "unix.rs")]
 #[cfg_attr(windows, path = "windows.rs")]
 mod os;
 #[cfg(target_os = "linux")]
 mod spawn;
+
+/// What a handler runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    /// `command`: run by `/bin/sh -c` (`cmd.exe /d /s /c` on Windows).
+    Shell(String),
+    /// `argv`: run directly, `argv[0]` looked up on `PATH`.
+    Argv(Vec<String>),
+}
 
 /// After the handler exits, how long output still held open by something it started is read.
 pub const LEFTOVER_WAIT: Duration = Duration::from_millis(100);
@@ -84,8 +94,13 @@ impl Finished {
 /// map and back for every handler, which profiles showed to be most of the dispatcher's own cost
 /// per handler. A variable already set to the same value by the previous call is left alone:
 /// `serve` exports the same few values for request after request, and each `setenv` searches
-/// the whole environment. The dispatcher runs no other thread while it does this.
-pub fn export_env(set: &[(&str, String)], remove: &[&str]) {
+/// the whole environment.
+///
+/// # Safety
+///
+/// No other thread may read or write the process environment while this runs (std's
+/// `set_var` contract): the dispatcher runs every dispatch on its one thread.
+pub(crate) unsafe fn export_env(set: &[(&str, String)], remove: &[&str]) {
     /// What the last call set; `None` before the first call.
     static EXPORTED: std::sync::Mutex<Option<Vec<(String, String)>>> = std::sync::Mutex::new(None);
     let mut exported = EXPORTED
@@ -118,12 +133,14 @@ pub fn export_env(set: &[(&str, String)], remove: &[&str]) {
 }
 
 /// Moves the process back to the directory it started in, after a chain of handlers.
-pub fn restore_dir() {
+pub(crate) fn restore_dir() {
     os::restore_dir();
 }
 
-/// Runs one handler to its end; never fails (a failure to start is an [`Ending`]).
-pub fn run(invocation: &Invocation<'_>) -> Finished {
+/// Runs one handler to its end; never fails (a failure to start is an [`Ending`]). It may change
+/// the process's current directory to the handler's ([`restore_dir`] undoes it), so it is for the
+/// dispatcher's one thread only.
+pub(crate) fn run(invocation: &Invocation<'_>) -> Finished {
     os::run(invocation)
 }
 

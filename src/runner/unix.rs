@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::{
     command, spawn_message, Ending, Finished, Invocation, Stop, KILL_GRACE, LEFTOVER_WAIT,
 };
-use crate::capture::Capture;
+use crate::runner::capture::Capture;
 use crate::signals;
 
 /// How often to look again when nothing can wake the poll: no pidfd, or waiting for a process
@@ -529,7 +529,7 @@ fn live_member_in_proc(pgid: libc::pid_t) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::Program;
+    use crate::runner::Program;
 
     /// Runs `script` from `start` (the way the handler is started) to its end.
     fn run_with(

@@ -17,7 +17,7 @@ use windows_sys::Win32::System::JobObjects::{
 };
 
 use super::{command, spawn_message, Ending, Finished, Invocation, Stop, LEFTOVER_WAIT};
-use crate::capture::Capture;
+use crate::runner::capture::Capture;
 
 const SLICE: Duration = Duration::from_millis(20);
 

@@ -12,9 +12,9 @@ use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
 use crate::dispatch;
-use crate::layers::{self, LayerPath, Loaded};
-use crate::output::Trace;
-use crate::settings::{Events, Group};
+use crate::dispatch::layers::{self, LayerPath, Loaded};
+use crate::dispatch::output::Trace;
+use crate::dispatch::settings::{Events, Group};
 
 /// Timestamps closer than this to the check are not trusted alone. Coarse file-system clocks tick
 /// every few milliseconds (every second or two on some file systems); this is well past both.
@@ -253,7 +253,7 @@ impl Meta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::LayerKind;
+    use crate::dispatch::layers::LayerKind;
 
     fn layer(path: &Path) -> Vec<LayerPath> {
         vec![LayerPath {

@@ -3,7 +3,7 @@
 
 use std::io::{self, Read};
 
-use crate::payload::MAX_BYTES;
+use crate::dispatch::payload::MAX_BYTES;
 use crate::signals;
 
 /// How much is read at once, and the buffer's size between long lines.

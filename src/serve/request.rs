@@ -9,8 +9,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::cli::OutputMode;
-use crate::payload::{Fields, Payload};
+use crate::dispatch::payload::{Fields, Payload};
+use crate::dispatch::OutputMode;
 
 /// A request line that can be dispatched.
 #[derive(Debug)]

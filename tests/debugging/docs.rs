@@ -35,12 +35,12 @@ fn schema_command_prints_the_committed_schema() {
     let out = Env::new().run(&["schema"]);
     out.status(0);
     assert_current("settings.schema.json", &out.stdout);
-    assert_eq!(out.stdout, levelcode_hooks::schema::text());
+    assert_eq!(out.stdout, levelcode_hooks::commands::schema::text());
 }
 
 #[test]
 fn schema_describes_the_hooks_key() {
-    let schema: Value = serde_json::from_str(&levelcode_hooks::schema::text()).unwrap();
+    let schema: Value = serde_json::from_str(&levelcode_hooks::commands::schema::text()).unwrap();
     assert_eq!(
         schema["$schema"],
         "https://json-schema.org/draft/2020-12/schema"
@@ -74,7 +74,7 @@ fn schema_describes_the_hooks_key() {
 
 #[test]
 fn man_page_is_current() {
-    let page = levelcode_hooks::completions::man_page();
+    let page = levelcode_hooks::cli::man_page();
     assert_current("levelcode-hooks.1", &page);
     for needle in [
         ".TH LEVELCODE\\-HOOKS 1",

@@ -5,12 +5,10 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 use clap_mangen::roff::{bold, italic, roman, Roff};
 use clap_mangen::Man;
-
-use crate::cli::Cli;
 
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {
@@ -19,19 +17,20 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-pub fn run(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
+/// Prints the completion script of `cli`, the whole command line's definition.
+pub fn run(args: &CompletionsArgs, mut cli: clap::Command) -> anyhow::Result<ExitCode> {
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), NAME, &mut script);
-    crate::list::write_stdout(&String::from_utf8_lossy(&script))?;
+    clap_complete::generate(args.shell, &mut cli, NAME, &mut script);
+    crate::dispatch::output::write_stdout(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }
 
 const NAME: &str = "levelcode-hooks";
 
 /// The man page (roff): the options of `run` and of every subcommand, then the exit statuses,
-/// environment and files.
-pub fn man_page() -> String {
-    let cmd = Cli::command().disable_help_subcommand(true);
+/// environment and files, of `cli`, the whole command line's definition.
+pub fn man_page(cli: clap::Command) -> String {
+    let cmd = cli.disable_help_subcommand(true);
     let man = Man::new(cmd.clone());
     let mut out = Vec::new();
     // The title is written by hand: an empty date would shift the fields after it.

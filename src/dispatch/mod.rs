@@ -3,58 +3,37 @@
 
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::cli::RunArgs;
 use crate::compliance;
 use crate::environment;
-use crate::handler_input::{ClaudeRun, Inputs};
-use crate::layers::{self, LayerPath};
-use crate::outcome::{self, Dialect, Outcome};
-use crate::output::{self, HandlerReport, Report, Trace};
-use crate::payload::{self, EventKind, Payload, ReadError};
-use crate::protocol::claude::Rewrite;
-use crate::protocol::Protocol;
 use crate::runner::{self, Ending, Invocation, Stop};
-use crate::session_env;
-use crate::settings::{self, Events, Group, Program};
 use crate::signals;
+use handler_input::{ClaudeRun, Inputs};
+use layers::LayerPath;
+use outcome::{Dialect, Outcome};
+use output::{HandlerReport, Report, Trace};
+use payload::{EventKind, Payload};
+use protocol::claude::{self, Rewrite};
+use protocol::Protocol;
+use settings::{Events, Group, Program};
 
-/// The options that shape a dispatch, from `run`'s flags (or a `serve` request).
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    pub project_dir: Option<PathBuf>,
-    pub settings: Vec<PathBuf>,
-    pub no_project: bool,
-    pub team: Option<String>,
-}
+// Data flows payload → layers → settings → matcher → (this file: the chain, through the runner)
+// → outcome → exec_log → output → exit.
+pub mod exec_log;
+pub mod exit;
+mod handler_input;
+pub mod layers;
+pub mod matcher;
+mod options;
+pub mod outcome;
+pub mod output;
+pub mod payload;
+pub mod protocol;
+mod session_env;
+pub mod settings;
 
-/// `levelcode-hooks run`: stdin to stdout, with the exit status the caller acts on.
-pub fn run_command(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    signals::install();
-    let started = Instant::now();
-    let trace = Trace::new(args.dispatch.verbose);
-    let bytes = match payload::read_stdin() {
-        Ok(bytes) => bytes,
-        Err(ReadError::Interrupted(sig)) => {
-            let mut report = Report::new(args.event.clone(), None, started);
-            report.interrupted = Some(sig);
-            report.warnings.push(format!(
-                "interrupted by {} while reading the payload; no handler ran",
-                signals::name(sig)
-            ));
-            return output::print_report(&report, args.dispatch.output, &trace);
-        }
-        Err(ReadError::Invalid(message)) => return output::print_error(&message),
-    };
-    let payload = match Payload::parse(bytes, args.event.as_deref()) {
-        Ok(payload) => payload,
-        Err(message) => return output::print_error(&message),
-    };
-    let report = dispatch(&payload, &args.dispatch.options(), &trace, started);
-    output::print_report(&report, args.dispatch.output, &trace)
-}
+pub use options::{DispatchArgs, Options, OutputMode};
 
 /// The project root: `--project-dir`, else the payload's `cwd`, else the current directory,
 /// made absolute.
@@ -209,7 +188,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
-    crate::exec_log::append(&mut report);
+    exec_log::append(&mut report);
     report
 }
 
@@ -316,7 +295,9 @@ pub fn run_chain(
                     None => remove.push("CLAUDE_ENV_FILE"),
                 }
                 if exported.as_ref() != Some(&env) {
-                    runner::export_env(&env, &remove);
+                    // SAFETY: dispatches run on the process's one thread (`run` and `serve`
+                    // start no other), so nothing reads the environment while it changes.
+                    unsafe { runner::export_env(&env, &remove) };
                     exported = Some(env);
                 }
                 let original = claude.then(|| inputs.tool_input());
@@ -330,15 +311,22 @@ pub fn run_chain(
                 if let Some(file) = &env_file {
                     session_env::collect(file, report);
                 }
-                let dialect = match (&original, &run.call, tool) {
-                    (Some(original), Some(call), Some(tool)) => Dialect::Claude(Some(Rewrite {
+                let rewrite = match (&original, &run.call, tool) {
+                    (Some(original), Some(call), Some(tool)) => Some(Rewrite {
                         tool,
                         input: original,
                         call,
                         root,
-                    })),
-                    _ if claude => Dialect::Claude(None),
-                    _ => Dialect::Levelcode,
+                    }),
+                    _ => None,
+                };
+                let read_claude = |code: i32, stdout: &str, stderr: &str| {
+                    claude::judge(kind, &payload.event, &label, code, stdout, stderr, rewrite)
+                };
+                let dialect = if claude {
+                    Dialect::Other(&read_claude)
+                } else {
+                    Dialect::Levelcode
                 };
                 let judgement = outcome::judge(
                     kind,

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::payload::Payload;
-use crate::protocol::claude::{self, ToolCall};
+use crate::dispatch::payload::Payload;
+use crate::dispatch::protocol::claude::{self, ToolCall};
 
 /// The stdin of the handlers of one dispatch, made once and made again only after a rewrite.
 pub struct Inputs<'a> {

@@ -13,10 +13,10 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::dispatch::layers::{self, LayerKind, LayerPath};
+use crate::dispatch::payload::{short_json, EventKind, Payload};
+use crate::dispatch::settings::{self, Events, Group, Handler};
 use crate::dispatch::{self, Options};
-use crate::layers::{self, LayerKind, LayerPath};
-use crate::payload::{short_json, EventKind, Payload};
-use crate::settings::{self, Events, Group, Handler};
 
 /// What became of one layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,245 +1,18 @@
-//! The execution log: one JSON line per dispatch appended to the file `LEVELCODE_HOOKS_LOG`
-//! names, and the `log` and `stats` subcommands that read it.
-//!
-//! Each line is written with a single `write` on a file opened for appending, under an exclusive
-//! lock, so lines from dispatchers running at the same time never interleave. Handler output is
-//! cut to [`KEPT_OUTPUT`] bytes per stream: the log says what happened, not everything printed.
+//! `levelcode-hooks log` and `stats`: the execution log (`LEVELCODE_HOOKS_LOG`) read back, its
+//! recent entries shown and its figures summarised per handler.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::list::write_stdout;
-use crate::outcome::Outcome;
-use crate::output::{millis, Report};
+use crate::dispatch::exec_log::{log_path, Entry, LOG_VAR};
+use crate::dispatch::output::write_stdout;
 use crate::style::{Painter, Style};
-
-/// The environment variable naming the log file.
-pub const LOG_VAR: &str = "LEVELCODE_HOOKS_LOG";
-
-/// Bytes of each handler's stdout and stderr kept in a log line.
-pub const KEPT_OUTPUT: usize = 1024;
-
-/// Appends the dispatch to the file named by `LEVELCODE_HOOKS_LOG`, if any; a failure is a
-/// warning in the report.
-pub fn append(report: &mut Report) {
-    let Some(path) = log_path(None) else {
-        return;
-    };
-    let mut line = match serde_json::to_vec(&Entry::of(report)) {
-        Ok(line) => line,
-        Err(e) => {
-            report.warnings.push(format!(
-                "{LOG_VAR} {}: cannot write the entry: {e}",
-                path.display()
-            ));
-            return;
-        }
-    };
-    line.push(b'\n');
-    if let Err(e) = append_line(&path, &line) {
-        report.warnings.push(format!(
-            "{LOG_VAR} {}: cannot append to the execution log: {e}; this dispatch is not recorded",
-            path.display()
-        ));
-    }
-}
-
-/// The log file: `--file`, else `LEVELCODE_HOOKS_LOG` when set and non-empty.
-fn log_path(flag: Option<&Path>) -> Option<PathBuf> {
-    if let Some(path) = flag {
-        return Some(path.to_path_buf());
-    }
-    // Read once, as the other switches are (crate::environment).
-    static FROM_ENV: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    FROM_ENV
-        .get_or_init(|| {
-            std::env::var_os(LOG_VAR)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .clone()
-}
-
-/// One write under an exclusive lock; the file is created (mode 0600, folders included) when
-/// missing.
-fn append_line(path: &Path, line: &[u8]) -> std::io::Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut options = OpenOptions::new();
-    options.append(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never block on a FIFO; hook output may be private, so only the owner reads it.
-        options.custom_flags(libc::O_NONBLOCK).mode(0o600);
-    }
-    let mut file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    file.lock()?;
-    let written = file.write(line)?;
-    if written < line.len() {
-        // Still under the lock: finish the line rather than leave half of it.
-        file.write_all(&line[written..])?;
-    }
-    file.unlock()
-}
-
-/// One line of the log.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Entry {
-    /// When the dispatch ended, UTC, RFC 3339 with milliseconds.
-    pub time: String,
-    pub event: Option<String>,
-    #[serde(default)]
-    pub tool: Option<String>,
-    pub decision: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub duration_ms: f64,
-    #[serde(default)]
-    pub handlers: Vec<HandlerEntry>,
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub interrupted: bool,
-}
-
-/// One handler in a log line.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct HandlerEntry {
-    pub label: String,
-    pub layer: String,
-    pub source: String,
-    pub outcome: String,
-    pub exit_code: Option<i32>,
-    #[serde(default)]
-    pub signal: Option<i32>,
-    pub duration_ms: f64,
-    #[serde(default)]
-    pub stdout: String,
-    #[serde(default)]
-    pub stderr: String,
-    /// True when stdout or stderr was cut, here or by the dispatcher.
-    #[serde(default)]
-    pub output_truncated: bool,
-    /// The handler rewrote the tool input (contract §11).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub rewrote_input: bool,
-}
-
-impl Entry {
-    fn of(report: &Report) -> Entry {
-        Entry {
-            time: rfc3339(SystemTime::now()),
-            event: report.event.clone(),
-            tool: report.tool_name.clone(),
-            decision: report.decision().into(),
-            reason: report
-                .decision_reason()
-                .as_deref()
-                .map(|r| cut(r, KEPT_OUTPUT).0),
-            duration_ms: millis(report.started.elapsed()),
-            handlers: report
-                .handlers
-                .iter()
-                .map(|h| {
-                    let (stdout, out_cut) = cut(&h.stdout, KEPT_OUTPUT);
-                    let (stderr, err_cut) = cut(&h.stderr, KEPT_OUTPUT);
-                    HandlerEntry {
-                        label: h.label.clone(),
-                        layer: h.layer.into(),
-                        source: h.source.clone(),
-                        outcome: outcome_name(h.outcome).into(),
-                        exit_code: h.exit_code,
-                        signal: h.signal,
-                        duration_ms: h.duration_ms,
-                        stdout,
-                        stderr,
-                        output_truncated: out_cut
-                            || err_cut
-                            || h.stdout_truncated
-                            || h.stderr_truncated,
-                        rewrote_input: h.rewrote_input,
-                    }
-                })
-                .collect(),
-            warnings: report
-                .warnings
-                .iter()
-                .take(20)
-                .map(|w| cut(w, KEPT_OUTPUT).0)
-                .collect(),
-            interrupted: report.interrupted.is_some(),
-        }
-    }
-}
-
-fn outcome_name(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Proceed => "proceed",
-        Outcome::Block => "block",
-        Outcome::Error => "error",
-        Outcome::Timeout => "timeout",
-        Outcome::SpawnError => "spawn_error",
-        Outcome::Duplicate => "duplicate",
-        Outcome::Skipped => "skipped",
-        Outcome::Interrupted => "interrupted",
-        Outcome::Ask => "ask",
-        Outcome::Stop => "stop",
-    }
-}
-
-/// The first `max` bytes of `text`, cut at a character boundary, and whether anything was cut.
-fn cut(text: &str, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text.to_string(), false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (text[..end].to_string(), true)
-}
-
-/// `2024-05-01T12:34:56.789Z`.
-fn rfc3339(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
-/// The proleptic Gregorian date of a day number counted from 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
 
 #[derive(Debug, Clone, Args)]
 pub struct LogArgs {
@@ -640,26 +413,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        let t = UNIX_EPOCH + std::time::Duration::from_millis(1_714_566_896_789);
-        assert_eq!(rfc3339(t), "2024-05-01T12:34:56.789Z");
-    }
-
-    #[test]
     fn percentiles() {
         let values: Vec<f64> = (1..=20).map(f64::from).collect();
         assert_eq!(median(&values), 10.5);
         assert_eq!(percentile(&values, 95), 19.0);
         assert_eq!(percentile(&[5.0], 95), 5.0);
         assert_eq!(median(&[1.0, 2.0, 9.0]), 2.0);
-    }
-
-    #[test]
-    fn cut_keeps_whole_characters() {
-        assert_eq!(cut("héllo", 2), ("h".to_string(), true));
-        assert_eq!(cut("abc", 3), ("abc".to_string(), false));
     }
 }

@@ -14,17 +14,17 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::command_check::{self, Lookup};
+use crate::commands::command_check::{self, Lookup};
+use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
+use crate::commands::suggest;
+use crate::dispatch::exit::Status;
+use crate::dispatch::layers::LayerKind;
+use crate::dispatch::matcher;
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::{EventKind, KNOWN_EVENTS};
+use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
-use crate::exit::Status;
-use crate::inspect::{self, Inspection, LayerState, LayerView};
-use crate::layers::LayerKind;
-use crate::list::write_stdout;
-use crate::matcher;
-use crate::payload::{EventKind, KNOWN_EVENTS};
-use crate::settings::Program;
 use crate::style::{Painter, Style};
-use crate::suggest;
 
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
@@ -104,7 +104,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     if args.settings.is_empty() {
         inspection
             .notes
-            .extend(crate::import::suggestion(&inspection));
+            .extend(crate::commands::import::suggestion(&inspection));
     }
     let problems = validate(&inspection);
     let text = if args.json {
@@ -349,12 +349,13 @@ fn speaks_claude(fields: &Map<String, Value>) -> bool {
 /// have, with the tool probably meant. MCP names (`mcp__…`) are the servers' own.
 fn check_tool_names(matcher: &str, path: &str, claude: bool, found: &mut Found<'_>) {
     let claude_names = || {
-        crate::tools::TOOLS
+        crate::commands::tools::TOOLS
             .iter()
-            .flat_map(|t| crate::protocol::claude::tool_names(t))
+            .flat_map(|t| crate::dispatch::protocol::claude::tool_names(t))
     };
     for name in matcher.split('|').map(str::trim).filter(|n| !n.is_empty()) {
-        if crate::tools::is_known(name) || (claude && claude_names().any(|c| *c == name)) {
+        if crate::commands::tools::is_known(name) || (claude && claude_names().any(|c| *c == name))
+        {
             continue;
         }
         let message = match FOREIGN_TOOLS.iter().find(|(theirs, _)| *theirs == name) {
@@ -364,7 +365,7 @@ fn check_tool_names(matcher: &str, path: &str, claude: bool, found: &mut Found<'
             Some((_, None)) => format!(
                 "{name:?} is another agent's tool name and never matches here: levelcode has no such tool"
             ),
-            None => match crate::tools::did_you_mean(name) {
+            None => match crate::commands::tools::did_you_mean(name) {
                 Some(ours) => format!(
                     "{name:?} is not a levelcode tool and never matches; did you mean {ours:?}?"
                 ),

@@ -7,18 +7,18 @@
 //! `invalid`, `off`). [`plan`] follows the same rules, in the same order, as
 //! [`crate::dispatch::run_chain`]; `test --dry-run` prints it too.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use serde::Serialize;
 
+use crate::commands::inspect::{self, Entry, Inspection, LayerState};
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::EventKind;
+use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
 use crate::environment;
-use crate::inspect::{self, Entry, Inspection, LayerState};
-use crate::payload::EventKind;
-use crate::settings::Program;
 use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]
@@ -274,15 +274,6 @@ pub fn tool_for<'a>(event: Option<&str>, tool: Option<&'a str>) -> Option<&'a st
     }
 }
 
-/// Writes to stdout; a reader that went away is no error.
-pub fn write_stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
-
 #[derive(Serialize)]
 struct ListJson<'a> {
     project_root: String,
@@ -476,7 +467,7 @@ fn table(
                 timeout,
                 p.entry.layer.kind.name(),
                 match p.entry.handler.map(|h| h.protocol) {
-                    Some(crate::protocol::Protocol::Claude) =>
+                    Some(crate::dispatch::protocol::Protocol::Claude) =>
                         format!("{} (claude)", p.entry.label),
                     _ => p.entry.label.clone(),
                 },

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::payload::EventKind;
+use crate::dispatch::payload::EventKind;
+use crate::dispatch::settings::Program;
 use crate::runner::{Ending, Finished, Stop};
-use crate::settings::Program;
 use crate::signals;
 
 /// The result of one handler, as the output names it.
@@ -51,12 +51,13 @@ pub struct Judgement {
     pub suppress_output: bool,
 }
 
-/// How a handler's reply is read: levelcode's protocol, or Claude Code's with what it needs to
-/// carry an `updatedInput` back (contract §12).
-#[derive(Clone, Copy, Debug)]
+/// How a handler's exit 0 or 2 is read: by levelcode's protocol, or by another protocol's
+/// reader (contract §12), given the exit code, stdout and stderr. Every other ending means the
+/// same whatever the protocol.
+#[derive(Clone, Copy)]
 pub enum Dialect<'a> {
     Levelcode,
-    Claude(Option<crate::protocol::claude::Rewrite<'a>>),
+    Other(&'a dyn Fn(i32, &str, &str) -> Judgement),
 }
 
 impl Judgement {
@@ -149,19 +150,11 @@ fn judge_ending(
                 "exit {code}: the program was probably {what} (see stderr); check the command and PATH"
             ))
         }
-        Ending::Exited(code @ (0 | 2)) if matches!(dialect, Dialect::Claude(_)) => {
-            let Dialect::Claude(rewrite) = dialect else {
+        Ending::Exited(code @ (0 | 2)) if matches!(dialect, Dialect::Other(_)) => {
+            let Dialect::Other(read) = dialect else {
                 unreachable!("matched above")
             };
-            crate::protocol::claude::judge(
-                kind,
-                event,
-                label,
-                code,
-                &stdout,
-                &run.stderr.text(),
-                rewrite,
-            )
+            read(code, &stdout, &run.stderr.text())
         }
         Ending::Exited(2) if kind == EventKind::PreToolUse => {
             let mut judgement = Judgement::new(Outcome::Block);
@@ -248,7 +241,7 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
         Some(updated @ Value::Object(_)) => judgement.updated_input = Some(updated.clone()),
         Some(other) => warnings.push(format!(
             "{label}: updatedInput must be an object, the tool's whole new input, not {}; ignored",
-            crate::payload::short_json(other)
+            crate::dispatch::payload::short_json(other)
         )),
     }
     if !warnings.is_empty() {

@@ -11,9 +11,9 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::list::write_stdout;
-use crate::payload::KNOWN_EVENTS;
-use crate::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::KNOWN_EVENTS;
+use crate::dispatch::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 
 #[derive(Debug, Clone, Args)]
 pub struct SchemaArgs {}

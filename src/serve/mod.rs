@@ -19,10 +19,10 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::value::RawValue;
 
+use crate::dispatch::exit::Status;
+use crate::dispatch::output::{self, Trace};
+use crate::dispatch::payload::MAX_BYTES;
 use crate::dispatch::{self, Options};
-use crate::exit::Status;
-use crate::output::{self, Trace};
-use crate::payload::MAX_BYTES;
 use crate::signals;
 
 use cache::Cache;
@@ -33,7 +33,7 @@ use request::{Rejection, Request};
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub dispatch: crate::cli::DispatchArgs,
+    pub dispatch: crate::dispatch::DispatchArgs,
 }
 
 /// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N, after answering

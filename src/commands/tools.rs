@@ -84,7 +84,7 @@ pub fn did_you_mean(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(wrong, _)| *wrong == lower)
         .map(|(_, right)| *right)
-        .or_else(|| crate::suggest::nearest(name, TOOLS))
+        .or_else(|| crate::commands::suggest::nearest(name, TOOLS))
 }
 
 #[cfg(test)]

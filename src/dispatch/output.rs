@@ -2,17 +2,17 @@
 //! block reason on stderr, and the readable trace of `-v`.
 
 use std::fmt;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::cli::OutputMode;
-use crate::exit::Status;
-use crate::outcome::Outcome;
-use crate::protocol::Protocol;
-use crate::settings::Group;
+use crate::dispatch::exit::Status;
+use crate::dispatch::outcome::Outcome;
+use crate::dispatch::protocol::Protocol;
+use crate::dispatch::settings::Group;
+use crate::dispatch::OutputMode;
 use crate::signals;
 use crate::style::{self, Painter, Style};
 
@@ -299,7 +299,7 @@ const DETAIL_LINES: usize = 5;
 
 impl Trace {
     pub fn new(enabled: bool) -> Trace {
-        let color = enabled && style::colors_wanted(std::io::stderr().is_terminal());
+        let color = enabled && style::colors_wanted(&std::io::stderr());
         Trace {
             enabled,
             painter: Painter::new(color),
@@ -511,10 +511,19 @@ fn block_reason(entry: &HandlerReport) -> String {
         return stderr.to_string();
     }
     json_reason().unwrap_or_else(|| match entry.outcome {
-        Outcome::Ask => crate::outcome::default_ask_reason(&entry.label),
-        Outcome::Stop => crate::outcome::default_stop_reason(&entry.event, &entry.label),
-        _ => crate::outcome::default_reason(&entry.label),
+        Outcome::Ask => crate::dispatch::outcome::default_ask_reason(&entry.label),
+        Outcome::Stop => crate::dispatch::outcome::default_stop_reason(&entry.event, &entry.label),
+        _ => crate::dispatch::outcome::default_reason(&entry.label),
     })
+}
+
+/// Writes to stdout; a reader that went away is no error.
+pub fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 #[cfg(test)]
@@ -629,6 +638,6 @@ mod tests {
             painter: Painter::new(true),
         };
         let text = colored.handler_text(&entry(Outcome::Block, Some(2), "", "no"));
-        assert!(text.contains("\x1b[31;1mBLOCK"), "{text}");
+        assert!(text.contains("\x1b[1m\x1b[31mBLOCK"), "{text}");
     }
 }

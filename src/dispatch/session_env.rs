@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::output::Report;
+use crate::dispatch::output::Report;
 
 /// A fresh, empty file for one handler (mode 0600), or `None` with a warning when none can be
 /// made.

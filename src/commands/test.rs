@@ -14,11 +14,11 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::commands::inspect;
+use crate::commands::list::{self, HandlerJson, Planned, Verdict};
+use crate::dispatch::output::{self, Trace};
+use crate::dispatch::payload::Payload;
 use crate::dispatch::{self, Options};
-use crate::inspect;
-use crate::list::{self, HandlerJson, Planned, Verdict};
-use crate::output::{self, Trace};
-use crate::payload::Payload;
 use crate::signals;
 use crate::style::{Painter, Style};
 
@@ -57,7 +57,7 @@ pub struct TestArgs {
     pub json: bool,
 
     #[command(flatten)]
-    pub dispatch: crate::cli::DispatchArgs,
+    pub dispatch: crate::dispatch::DispatchArgs,
 }
 
 pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
@@ -87,7 +87,7 @@ fn build_payload(args: &TestArgs) -> Result<Vec<u8>, String> {
     object.insert("event".into(), Value::String(args.event.clone()));
     if let Some(tool) = &args.tool {
         object.insert("tool_name".into(), Value::String(tool.clone()));
-    } else if crate::payload::EventKind::of(&args.event).is_tool_event() {
+    } else if crate::dispatch::payload::EventKind::of(&args.event).is_tool_event() {
         return Err(format!(
             "--tool is required for {}: the tool's name, e.g. --tool write_file",
             args.event
@@ -182,7 +182,7 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
         };
         let mut line = serde_json::to_string(&value)?;
         line.push('\n');
-        list::write_stdout(&line)?;
+        output::write_stdout(&line)?;
         return Ok(ExitCode::SUCCESS);
     }
     let painter = Painter::stdout();
@@ -254,6 +254,6 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
             let _ = writeln!(out, "  {warning}");
         }
     }
-    list::write_stdout(&out)?;
+    output::write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -10,9 +10,9 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
-use crate::inspect::{Inspection, LayerState};
-use crate::list::write_stdout;
-use crate::payload::KNOWN_EVENTS;
+use crate::commands::inspect::{Inspection, LayerState};
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::KNOWN_EVENTS;
 
 /// The Claude Code settings files read when none is named, in this order, under the project root.
 pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];

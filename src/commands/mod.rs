@@ -1,0 +1,14 @@
+//! The commands for people: each file owns its arguments and its entry point.
+
+pub mod command_check;
+pub mod completions;
+pub mod import;
+pub mod inspect;
+pub mod list;
+pub mod log;
+pub mod run;
+pub mod schema;
+pub mod suggest;
+pub mod test;
+pub mod tools;
+pub mod validate;

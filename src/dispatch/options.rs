@@ -1,0 +1,62 @@
+//! What shapes a dispatch: the options of every subcommand that dispatches (`run`, `test`,
+//! `serve`), as flags and as the [`Options`] the pipeline reads.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// The options that shape a dispatch, from `run`'s flags (or a `serve` request).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub project_dir: Option<PathBuf>,
+    pub settings: Vec<PathBuf>,
+    pub no_project: bool,
+    pub team: Option<String>,
+}
+
+/// The options of every subcommand that dispatches (`run`, `test`, `serve`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct DispatchArgs {
+    /// The project root [default: the payload's cwd, else the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub project_dir: Option<PathBuf>,
+
+    /// Use exactly these settings files, in this order, instead of the three standard layers.
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+
+    /// Skip the project layer (also LEVELCODE_HOOKS_NO_PROJECT=1).
+    #[arg(long)]
+    pub no_project: bool,
+
+    /// The team whose compliance log records PostToolUse events.
+    #[arg(long, value_name = "NAME")]
+    pub team: Option<String>,
+
+    /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
+    #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
+    pub output: OutputMode,
+
+    /// Write a readable trace of the dispatch to stderr.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+impl DispatchArgs {
+    /// The options that shape a dispatch.
+    pub fn options(&self) -> Options {
+        Options {
+            project_dir: self.project_dir.clone(),
+            settings: self.settings.clone(),
+            no_project: self.no_project,
+            team: self.team.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputMode {
+    #[default]
+    Full,
+    Compact,
+}

@@ -1,0 +1,416 @@
+//! The warning-collecting path: every group and handler checked entry by entry, each problem a
+//! warning naming the file and the entry's path, and only the bad entry skipped (contract §3, §4).
+
+use std::cell::OnceCell;
+use std::fmt;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::*;
+use crate::dispatch::payload::short_json;
+
+/// Where problems are reported: the file, and the warnings list.
+pub(super) struct Location<'a> {
+    pub(super) file: &'a Path,
+    pub(super) warnings: &'a mut Vec<String>,
+}
+
+impl Location<'_> {
+    fn warn(&mut self, path: EntryPath<'_>, message: impl fmt::Display) {
+        self.warnings
+            .push(format!("{}: {path}: {message}", self.file.display()));
+    }
+}
+
+/// An entry's path such as `hooks.PreToolUse[1].hooks[0].timeout`, written out only when a
+/// warning needs it: formatting it for every entry would cost more than parsing the file.
+#[derive(Clone, Copy)]
+pub(super) struct EntryPath<'a> {
+    event: &'a str,
+    group: Option<usize>,
+    handler: Option<usize>,
+    key: Option<&'static str>,
+}
+
+impl<'a> EntryPath<'a> {
+    fn event(event: &'a str) -> EntryPath<'a> {
+        EntryPath {
+            event,
+            group: None,
+            handler: None,
+            key: None,
+        }
+    }
+
+    fn group(self, index: usize) -> EntryPath<'a> {
+        EntryPath {
+            group: Some(index),
+            ..self
+        }
+    }
+
+    fn handler(self, index: usize) -> EntryPath<'a> {
+        EntryPath {
+            handler: Some(index),
+            ..self
+        }
+    }
+
+    fn key(self, key: &'static str) -> EntryPath<'a> {
+        EntryPath {
+            key: Some(key),
+            ..self
+        }
+    }
+}
+
+impl fmt::Display for EntryPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hooks.{}", self.event)?;
+        if let Some(group) = self.group {
+            write!(f, "[{group}]")?;
+        }
+        if let Some(handler) = self.handler {
+            write!(f, ".hooks[{handler}]")?;
+        }
+        if let Some(key) = self.key {
+            write!(f, ".{key}")?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub(super) fn parse_event(
+    source: &Rc<Source>,
+    event: &str,
+    value: Value,
+    groups: &mut Vec<Group>,
+    at: &mut Location<'_>,
+) {
+    let path = EntryPath::event(event);
+    let Value::Array(entries) = value else {
+        at.warn(
+            path,
+            format!(
+                "must be an array of groups like [{{\"matcher\":\"write_file\",\"hooks\":[{{\"command\":\"...\"}}]}}], not {}; event skipped",
+                describe(&value)
+            ),
+        );
+        return;
+    };
+    for (index, entry) in entries.into_iter().enumerate() {
+        if let Some(group) = parse_group(source, event, index, entry, path.group(index), at) {
+            groups.push(group);
+        }
+    }
+}
+
+pub(super) fn parse_group(
+    source: &Rc<Source>,
+    event: &str,
+    index: usize,
+    entry: Value,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> Option<Group> {
+    let Value::Object(mut fields) = entry else {
+        at.warn(
+            path,
+            format!(
+                "a group must be an object {{\"matcher\":...,\"hooks\":[...]}}, not {}; skipped",
+                describe(&entry)
+            ),
+        );
+        return None;
+    };
+    let looks_like_handler = ["command", "argv", "type"]
+        .iter()
+        .any(|k| fields.contains_key(*k));
+    let hooks = match fields.remove("hooks") {
+        None | Some(Value::Null) if looks_like_handler => {
+            at.warn(
+                path,
+                "a handler written directly under the event; wrap it in a group: {\"hooks\":[{\"command\":...}]}; skipped",
+            );
+            return None;
+        }
+        None | Some(Value::Null) => {
+            at.warn(path, "no \"hooks\" array of handlers; group skipped");
+            return None;
+        }
+        Some(Value::Array(hooks)) if hooks.is_empty() => {
+            at.warn(
+                path.key("hooks"),
+                "is empty; add a handler like {\"command\":\"...\"}; group skipped",
+            );
+            return None;
+        }
+        Some(Value::Array(hooks)) => hooks,
+        Some(other) => {
+            at.warn(
+                path.key("hooks"),
+                format!(
+                    "must be an array of handlers, not {}; group skipped",
+                    describe(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let matcher = match fields.remove("matcher") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) => Some(m),
+        Some(other) => {
+            at.warn(
+                path.key("matcher"),
+                format!(
+                    "must be a string such as \"write_file|str_replace\", not {}; group skipped",
+                    describe(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let enabled = parse_enabled(fields.get("enabled"), path.key("enabled"), at);
+    let protocol = match fields.get("protocol") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(parse_protocol(value, path.key("protocol"), "group", at)?),
+    };
+    let mut handlers = Vec::with_capacity(hooks.len());
+    for (h, value) in hooks.into_iter().enumerate() {
+        if let Some(handler) = parse_handler(h, value, protocol, path.handler(h), at) {
+            handlers.push(handler);
+        }
+    }
+    Some(Group {
+        source: Rc::clone(source),
+        event: event.to_string(),
+        index,
+        matcher,
+        enabled,
+        protocol,
+        handlers,
+        compiled: OnceCell::new(),
+        parses: OnceCell::new(),
+    })
+}
+
+pub(super) fn parse_enabled(
+    value: Option<&Value>,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> bool {
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            at.warn(
+                path,
+                format!(
+                    "must be true or false, not {}; treated as true",
+                    short_json(other)
+                ),
+            );
+            true
+        }
+    }
+}
+
+/// A `"protocol"` value; `None` (after a warning) when it names no protocol, since running a
+/// handler in a protocol it does not speak would misread its answers.
+fn parse_protocol(
+    value: &Value,
+    path: EntryPath<'_>,
+    what: &str,
+    at: &mut Location<'_>,
+) -> Option<Protocol> {
+    if let Some(protocol) = value.as_str().and_then(Protocol::parse) {
+        return Some(protocol);
+    }
+    at.warn(
+        path,
+        format!(
+            "{} is not a protocol (use \"claude\" for Claude Code hook scripts, or \"levelcode\"); {what} skipped",
+            short_json(value)
+        ),
+    );
+    None
+}
+
+pub(super) fn parse_handler(
+    index: usize,
+    value: Value,
+    group_protocol: Option<Protocol>,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> Option<Handler> {
+    let Value::Object(mut fields) = value else {
+        at.warn(
+            path,
+            format!(
+                "a handler must be an object like {{\"command\":\"...\"}}, not {}; skipped",
+                describe(&value)
+            ),
+        );
+        return None;
+    };
+    match fields.get("type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if t == "command" => {}
+        Some(other) => {
+            at.warn(
+                path.key("type"),
+                format!(
+                    "{} is not a handler type this version runs (only \"command\"); handler skipped",
+                    short_json(other)
+                ),
+            );
+            return None;
+        }
+    }
+    let command = fields.remove("command").filter(|v| !v.is_null());
+    let argv = fields.remove("argv").filter(|v| !v.is_null());
+    let program = match (command, argv) {
+        (Some(_), Some(_)) => {
+            at.warn(
+                path,
+                "both command and argv given; keep one; handler skipped",
+            );
+            return None;
+        }
+        (None, None) => {
+            at.warn(
+                path,
+                "neither command nor argv given; add \"command\":\"...\" or \"argv\":[...]; handler skipped",
+            );
+            return None;
+        }
+        (Some(Value::String(c)), None) if !c.trim().is_empty() => Program::Shell(c),
+        (Some(other), None) => {
+            at.warn(
+                path.key("command"),
+                format!(
+                    "must be a non-empty string, not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+        (None, Some(Value::Array(items)))
+            if !items.is_empty()
+                && items.iter().all(Value::is_string)
+                && items[0].as_str().is_some_and(|s| !s.is_empty()) =>
+        {
+            Program::Argv(
+                items
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
+        (None, Some(other)) => {
+            at.warn(
+                path.key("argv"),
+                format!(
+                    "must be a non-empty array of strings, program first, not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let (secs, problem) = clamp_timeout(fields.get("timeout"));
+    if let Some(problem) = problem {
+        at.warn(path.key("timeout"), problem);
+    }
+    let enabled = parse_enabled(fields.get("enabled"), path.key("enabled"), at);
+    let name = match fields.remove("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) if !n.trim().is_empty() => Some(n),
+        Some(other) => {
+            at.warn(
+                path.key("name"),
+                format!(
+                    "must be a non-empty string, not {}; ignored",
+                    short_json(&other)
+                ),
+            );
+            None
+        }
+    };
+    let protocol = match fields.get("protocol") {
+        None | Some(Value::Null) => group_protocol.unwrap_or_default(),
+        Some(value) => parse_protocol(value, path.key("protocol"), "handler", at)?,
+    };
+    Some(Handler {
+        index,
+        program,
+        timeout: Duration::from_secs_f64(secs),
+        enabled,
+        name,
+        protocol,
+    })
+}
+
+/// The timeout in seconds for a handler's `timeout` value, and the warning to give, if any
+/// (contract §4): missing or null is 10; not a number or ≤ 0 is 10 with a warning; over 600 is
+/// 600 with a warning, which from 1000 on also says that the unit is seconds.
+pub fn clamp_timeout(value: Option<&Value>) -> (f64, Option<String>) {
+    let secs = match value {
+        None | Some(Value::Null) => return (DEFAULT_TIMEOUT_SECS, None),
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+        Some(other) => {
+            return (
+                DEFAULT_TIMEOUT_SECS,
+                Some(format!(
+                    "must be a number of seconds, not {}; using 10",
+                    short_json(other)
+                )),
+            )
+        }
+    };
+    clamp_secs(secs)
+}
+
+/// [`clamp_timeout`] for a number.
+pub(super) fn clamp_secs(secs: f64) -> (f64, Option<String>) {
+    if secs.is_nan() || secs <= 0.0 {
+        return (
+            DEFAULT_TIMEOUT_SECS,
+            Some(format!(
+                "{secs} is not a positive number of seconds; using 10"
+            )),
+        );
+    }
+    if secs > MAX_TIMEOUT_SECS {
+        let unit = if secs >= 1000.0 {
+            " (the unit is seconds, not milliseconds)"
+        } else {
+            ""
+        };
+        return (
+            MAX_TIMEOUT_SECS,
+            Some(format!(
+                "{secs} seconds is over the 600-second maximum{unit}; using 600"
+            )),
+        );
+    }
+    (secs, None)
+}

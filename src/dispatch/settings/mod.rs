@@ -1,0 +1,309 @@
+//! The `hooks` key of one settings file (contract §4): groups and handlers, checked entry by
+//! entry so that one bad entry never costs its valid siblings.
+
+use std::cell::OnceCell;
+use std::fmt;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::dispatch::layers::LayerKind;
+use crate::dispatch::matcher::{self, Matcher};
+use crate::dispatch::payload::EventKind;
+use crate::dispatch::protocol::{claude, Protocol};
+
+pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
+pub const MAX_TIMEOUT_SECS: f64 = 600.0;
+
+mod checked;
+mod fast;
+
+pub use crate::runner::Program;
+pub use checked::clamp_timeout;
+use checked::{parse_event, Location};
+use fast::clean_event;
+
+/// Where a group was written.
+#[derive(Debug)]
+pub struct Source {
+    pub layer: LayerKind,
+    pub file: Box<Path>,
+}
+
+/// One `{matcher, hooks}` entry under an event.
+#[derive(Debug)]
+pub struct Group {
+    pub source: Rc<Source>,
+    pub event: String,
+    /// Position under the event, for `hooks.<Event>[i]`.
+    pub index: usize,
+    pub matcher: Option<String>,
+    pub enabled: bool,
+    /// The group's own `"protocol"`, when it has one; its handlers' default.
+    pub protocol: Option<Protocol>,
+    pub handlers: Vec<Handler>,
+    /// The matcher, compiled the first time a tool event needs it.
+    compiled: OnceCell<Result<Matcher, String>>,
+    /// Whether the matcher parses as a regex, asked at most once.
+    parses: OnceCell<bool>,
+}
+
+/// One entry of a group's `hooks` array.
+#[derive(Debug)]
+pub struct Handler {
+    /// Position in the group's `hooks`, for `hooks.<Event>[i].hooks[j]`.
+    pub index: usize,
+    pub program: Program,
+    pub timeout: Duration,
+    pub enabled: bool,
+    pub name: Option<String>,
+    /// The handler's protocol: its own `"protocol"`, else its group's, else levelcode's.
+    pub protocol: Protocol,
+}
+
+impl Group {
+    /// The entry's path as warnings print it, e.g. `hooks.PreToolUse[1]`.
+    pub fn path(&self) -> String {
+        format!("hooks.{}[{}]", self.event, self.index)
+    }
+
+    /// Returns true if and only if the group's regex matcher certainly cannot match `tool`,
+    /// judged without compiling it (see [`matcher::anchors_rule_out`]). Once compiled, the
+    /// matcher itself answers.
+    pub fn ruled_out(&self, tool: &str) -> bool {
+        if self.compiled.get().is_some() {
+            return false;
+        }
+        let Some(pattern) = self.matcher.as_deref() else {
+            return false;
+        };
+        matcher::anchors_rule_out(pattern, tool)
+            && *self.parses.get_or_init(|| matcher::parses(pattern))
+    }
+
+    /// Returns true if and only if the group's matcher is also tested against Claude Code's
+    /// names (contract §12): its protocol is `claude`, or all of its handlers' are.
+    pub fn speaks_claude(&self) -> bool {
+        self.protocol == Some(Protocol::Claude)
+            || (!self.handlers.is_empty()
+                && self.handlers.iter().all(|h| h.protocol == Protocol::Claude))
+    }
+
+    /// What the matcher is tested against for an event of `kind` about `tool`: the tool's name
+    /// and, for a group speaking Claude Code's protocol, its Claude Code names; on
+    /// `SessionStart`, `startup` for such a group. `None` when the matcher is not consulted.
+    pub fn match_subject<'t>(
+        &self,
+        kind: EventKind,
+        tool: Option<&'t str>,
+    ) -> Option<(&'t str, &'static [&'static str])> {
+        let claude = self.speaks_claude();
+        match (kind.is_tool_event(), tool) {
+            (true, Some(tool)) if claude => Some((tool, claude::tool_names(tool))),
+            (true, Some(tool)) => Some((tool, &[])),
+            _ if claude && kind == EventKind::SessionStart => Some((claude::SESSION_SOURCE, &[])),
+            _ => None,
+        }
+    }
+
+    /// Returns whether the group applies to an event of `kind` about `tool` (contract §5 and
+    /// §12), or the regex error of its matcher.
+    pub fn applies(&self, kind: EventKind, tool: Option<&str>) -> Result<bool, &str> {
+        let Some((subject, others)) = self.match_subject(kind, tool) else {
+            return Ok(true);
+        };
+        if self.ruled_out(subject) && others.iter().all(|n| self.ruled_out(n)) {
+            return Ok(false);
+        }
+        match self.compiled_matcher() {
+            Ok(m) => Ok(m.matches(subject) || others.iter().any(|n| m.matches(n))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The compiled matcher, or the regex error; compiled once per group, on first use.
+    pub fn compiled_matcher(&self) -> &Result<Matcher, String> {
+        self.compiled
+            .get_or_init(|| Matcher::compile(self.matcher.as_deref()))
+    }
+}
+
+impl Handler {
+    /// The handler's name, else its command, else its argv joined as a shell would quote it.
+    pub fn label(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        match &self.program {
+            Program::Shell(command) => command.clone(),
+            Program::Argv(argv) => shell_words::join(argv),
+        }
+    }
+}
+
+/// Which events of a file to read: a dispatch needs one, `list` and `validate` need all.
+#[derive(Clone, Copy)]
+pub enum Events<'a> {
+    Only(&'a str),
+    /// One event's groups that can apply to one tool: a group with nothing to warn about that
+    /// the dispatch would certainly pass over (disabled, or its matcher rules the tool out) is
+    /// left out unbuilt. For a dispatch that prints no trace of the groups it passes over.
+    OnlyFor(&'a str, &'a str),
+    All,
+}
+
+/// Reads the groups of one settings file into `groups`, and its problems into `warnings`.
+pub fn parse(
+    source: Source,
+    bytes: &[u8],
+    events: Events<'_>,
+    groups: &mut Vec<Group>,
+    warnings: &mut Vec<String>,
+) {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            warnings.push(format!(
+                "{}: not UTF-8 (invalid byte at offset {}); layer skipped, save it as UTF-8",
+                source.file.display(),
+                e.valid_up_to()
+            ));
+            return;
+        }
+    };
+    let hooks = match top_level_hooks(text) {
+        Ok(Some(hooks)) => hooks,
+        Ok(None) => return,
+        Err(problem) => {
+            warnings.push(format!(
+                "{}: {problem}; layer skipped",
+                source.file.display()
+            ));
+            return;
+        }
+    };
+    let source = Rc::new(source);
+    for (event, raw) in hooks {
+        let tool = match events {
+            Events::All => None,
+            Events::Only(wanted) | Events::OnlyFor(wanted, _) if event != wanted => continue,
+            Events::Only(_) => None,
+            Events::OnlyFor(_, tool) => Some(tool),
+        };
+        if let Some(clean) = clean_event(&source, &event, raw.get(), tool) {
+            groups.extend(clean);
+            continue;
+        }
+        let value: Value = match serde_json::from_str(raw.get()) {
+            Ok(value) => value,
+            Err(e) => {
+                warnings.push(format!(
+                    "{}: hooks.{event}: {e}; skipped",
+                    source.file.display()
+                ));
+                continue;
+            }
+        };
+        let mut at = Location {
+            file: &source.file,
+            warnings,
+        };
+        parse_event(&source, &event, value, groups, &mut at);
+    }
+}
+
+/// The `hooks` object's entries in file order, without parsing their values; `None` when the
+/// file has no `hooks` (or `"hooks": null`).
+fn top_level_hooks(text: &str) -> Result<Option<Vec<(String, &RawValue)>>, String> {
+    /// One pass over the file: `hooks` is split into its events as it is read.
+    #[derive(Deserialize)]
+    struct Top<'a> {
+        #[serde(borrow, default)]
+        hooks: Option<Hooks<'a>>,
+    }
+    let first = text.trim_start().chars().next();
+    if first != Some('{') {
+        return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => "the top level is not a JSON object".to_string(),
+            Err(e) => format!("invalid JSON: {e}"),
+        });
+    }
+    let top: Top<'_> = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    match top.hooks {
+        None | Some(Hooks::Null) => Ok(None),
+        Some(Hooks::Events(events)) => Ok(Some(events)),
+        Some(Hooks::Not(what)) => Err(format!("\"hooks\" must be an object of events, not {what}")),
+    }
+}
+
+/// The `hooks` value: its events, each kept as written, or what it is instead of an object.
+enum Hooks<'a> {
+    Null,
+    Events(Vec<(String, &'a RawValue)>),
+    Not(&'static str),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Hooks<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(HooksVisitor)
+    }
+}
+
+struct HooksVisitor;
+
+impl<'de> Visitor<'de> for HooksVisitor {
+    type Value = Hooks<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut events = Vec::new();
+        while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
+            events.push((key, value));
+        }
+        Ok(Hooks::Events(events))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Hooks::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(Hooks::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Hooks::Not("an array"))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a string"))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a boolean"))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a number"))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a number"))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Hooks::Not("a number"))
+    }
+}
+
+#[cfg(test)]
+mod tests;

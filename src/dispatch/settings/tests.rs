@@ -1,0 +1,332 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn timeout_rules() {
+    assert_eq!(clamp_timeout(None), (10.0, None));
+    assert_eq!(clamp_timeout(Some(&Value::Null)), (10.0, None));
+    assert_eq!(clamp_timeout(Some(&json!(2.5))), (2.5, None));
+    assert_eq!(clamp_timeout(Some(&json!(600))), (600.0, None));
+    let (secs, warning) = clamp_timeout(Some(&json!(0)));
+    assert_eq!(secs, 10.0);
+    assert!(warning.unwrap().contains("positive"));
+    let (secs, warning) = clamp_timeout(Some(&json!(-1)));
+    assert_eq!(secs, 10.0);
+    assert!(warning.is_some());
+    let (secs, warning) = clamp_timeout(Some(&json!("5")));
+    assert_eq!(secs, 10.0);
+    assert!(warning.unwrap().contains("number of seconds"));
+    let (secs, warning) = clamp_timeout(Some(&json!(601)));
+    assert_eq!(secs, 600.0);
+    assert!(!warning.unwrap().contains("milliseconds"));
+    let (secs, warning) = clamp_timeout(Some(&json!(1000)));
+    assert_eq!(secs, 600.0);
+    assert!(warning.unwrap().contains("unit is seconds"));
+}
+
+fn parse_text(text: &str) -> (Vec<Group>, Vec<String>) {
+    let mut groups = Vec::new();
+    let mut warnings = Vec::new();
+    let source = Source {
+        layer: LayerKind::Cli,
+        file: Path::new("s.json").into(),
+    };
+    parse(
+        source,
+        text.as_bytes(),
+        Events::All,
+        &mut groups,
+        &mut warnings,
+    );
+    (groups, warnings)
+}
+
+/// An event's array read by the general path only, as if the fast read did not exist.
+fn general(source: &Rc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
+    let mut groups = Vec::new();
+    let mut warnings = Vec::new();
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value) => {
+            let mut at = Location {
+                file: Path::new("s.json"),
+                warnings: &mut warnings,
+            };
+            parse_event(source, "Stop", value, &mut groups, &mut at);
+        }
+        Err(e) => warnings.push(e.to_string()),
+    }
+    (groups, warnings)
+}
+
+fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let key = prop::sample::select(vec![
+        "type", "command", "argv", "timeout", "enabled", "name", "note",
+    ]);
+    let value = prop::sample::select(vec![
+        "null",
+        "true",
+        "false",
+        "\"\"",
+        "\" \"",
+        "\"echo hi\"",
+        "\"command\"",
+        "\"e\\u0063ho \\\"x\\\"\"",
+        "0",
+        "-1",
+        "5",
+        "2.5",
+        "700",
+        "1e3",
+        "[]",
+        "[\"sh\"]",
+        "[\"\", \"b\"]",
+        "[\"a\", 1]",
+        "{}",
+    ]);
+    let program = prop::sample::select(vec![
+        "\"command\":\"echo hi\"",
+        "\"command\":\"e\\u0063ho \\\"x\\\"\"",
+        "\"argv\":[\"sh\",\"-c\",\"true\"]",
+        "\"argv\":[\"prog\"]",
+        "\"command\":null,\"argv\":[\"p\"]",
+    ]);
+    // Mostly the usual shape, a program and a few valid keys, with now and then one
+    // key of any value.
+    let usual = (
+        program,
+        prop::collection::vec((key.clone(), value.clone()), 0..2),
+        prop::sample::subsequence(
+            vec![
+                "\"type\":\"command\"",
+                "\"timeout\":5",
+                "\"timeout\":null",
+                "\"enabled\":false",
+                "\"name\":\"n\"",
+            ],
+            0..3,
+        ),
+    )
+        .prop_map(|(program, odd, valid)| {
+            let mut fields: Vec<String> = vec![program.to_string()];
+            fields.extend(valid.iter().map(|v| v.to_string()));
+            fields.extend(odd.iter().map(|(k, v)| format!("\"{k}\":{v}")));
+            format!("{{{}}}", fields.join(","))
+        });
+    let any = prop::collection::vec((key, value), 0..5).prop_map(|fields| {
+        let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        format!("{{{}}}", fields.join(","))
+    });
+    prop_oneof![3 => usual, 1 => any]
+}
+
+fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let hooks = prop_oneof![
+        8 => prop::collection::vec(handler_text(), 0..4).prop_map(|h| format!("[{}]", h.join(","))),
+        1 => prop::sample::select(vec!["null", "{}", "\"x\""]).prop_map(String::from),
+    ];
+    let group = (
+        prop::option::of(prop::sample::select(vec![
+            "null",
+            "\"write_file\"",
+            "\"^a\"",
+            "1",
+        ])),
+        prop::option::weighted(0.95, hooks),
+        prop::option::of(prop::sample::select(vec![
+            "null", "false", "true", "\"no\"",
+        ])),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|(matcher, hooks, enabled, extra)| {
+            let mut fields = Vec::new();
+            if let Some(m) = matcher {
+                fields.push(format!("\"matcher\":{m}"));
+            }
+            if let Some(h) = hooks {
+                fields.push(format!("\"hooks\":{h}"));
+            }
+            if let Some(e) = enabled {
+                fields.push(format!("\"enabled\":{e}"));
+            }
+            if extra {
+                fields.push("\"comment\":\"x\"".into());
+            }
+            format!("{{{}}}", fields.join(","))
+        });
+    prop::collection::vec(group, 0..4).prop_map(|g| format!("[{}]", g.join(",")))
+}
+
+proptest::proptest! {
+    // Most generated events have something to warn about; enough cases that a few dozen
+    // take the fast read.
+    #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+    /// Whenever the fast read takes an event, the general path reads the same groups from
+    /// it and has nothing to warn about.
+    #[test]
+    fn the_fast_read_agrees_with_the_general_path(raw in event_text()) {
+        let source = Rc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
+        if let Some(fast) = clean_event(&source, "Stop", &raw, None) {
+            let (general, warnings) = general(&source, &raw);
+            proptest::prop_assert!(warnings.is_empty(), "{}: {:?}", raw, warnings);
+            proptest::prop_assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{}", raw);
+        }
+    }
+}
+
+/// Events of groups with nothing to warn about, their matchers and switches of every kind.
+fn clean_event_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let group = (
+        prop::option::of(prop::sample::select(vec![
+            "\"write_file\"",
+            "\"^a\"",
+            "\"write_file|str_replace\"",
+            "\"^read_\"",
+            "\"files?$\"",
+            "\"\"",
+            "\"*\"",
+            "\" | \"",
+            "\"(\"",
+            "\"^x(\"",
+            "\"x\"",
+            "\"^(read|write)_files?$\"",
+            "\"^write_file$\"",
+            "null",
+        ])),
+        prop::option::of(prop::sample::select(vec!["true", "false", "null"])),
+        prop::sample::select(vec![
+            r#"[{"command":"echo hi"}]"#,
+            r#"[{"argv":["true"]},{"command":"x","enabled":false}]"#,
+        ]),
+    )
+        .prop_map(|(matcher, enabled, hooks)| {
+            let mut fields = vec![format!("\"hooks\":{hooks}")];
+            if let Some(m) = matcher {
+                fields.push(format!("\"matcher\":{m}"));
+            }
+            if let Some(e) = enabled {
+                fields.push(format!("\"enabled\":{e}"));
+            }
+            format!("{{{}}}", fields.join(","))
+        });
+    prop::collection::vec(group, 1..6).prop_map(|g| format!("[{}]", g.join(",")))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+    /// Read for one tool, an event keeps every group the dispatch would use for that tool,
+    /// in order, and builds no group it does not read without it.
+    #[test]
+    fn the_read_for_one_tool_keeps_what_the_dispatch_uses(
+        raw in clean_event_text(),
+        tool in proptest::sample::select(vec!["write_file", "read_files", "x"]),
+    ) {
+        let source = Rc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
+        let all = clean_event(&source, "PreToolUse", &raw, None);
+        let for_tool = clean_event(&source, "PreToolUse", &raw, Some(tool));
+        proptest::prop_assert_eq!(all.is_some(), for_tool.is_some());
+        let (Some(all), Some(for_tool)) = (all, for_tool) else {
+            return Err(proptest::test_runner::TestCaseError::fail(format!("not read fast: {raw}")));
+        };
+        let kept: Vec<usize> = for_tool.iter().map(|g| g.index).collect();
+        let mut from_all = all.iter().filter(|g| kept.contains(&g.index));
+        for group in &for_tool {
+            let same = from_all.next().map(|g| format!("{g:?}"));
+            proptest::prop_assert_eq!(same, Some(format!("{group:?}")));
+        }
+        for group in &all {
+            let used = group.enabled
+                && !group.ruled_out(tool)
+                && group.compiled_matcher().as_ref().map_or(true, |m| m.matches(tool));
+            proptest::prop_assert!(!used || kept.contains(&group.index), "{} lost group {}", raw, group.index);
+        }
+    }
+}
+
+#[test]
+fn the_fast_read_takes_the_usual_shape() {
+    let source = Rc::new(Source {
+        layer: LayerKind::Project,
+        file: Path::new("s.json").into(),
+    });
+    let raw = r#"[{"matcher":"write_file","hooks":[{"type":"command","command":"./x.sh","timeout":5,"name":"x"},{"argv":["a","b"],"enabled":false}]},{"hooks":[{"command":"e\u0063ho"}],"enabled":null}]"#;
+    let fast = clean_event(&source, "Stop", raw, None).expect("the usual shape is read fast");
+    assert_eq!(
+        format!("{fast:?}"),
+        format!("{:?}", general(&source, raw).0)
+    );
+    assert_eq!(fast[1].handlers[0].program, Program::Shell("echo".into()));
+    for unusual in [
+        r#"[{"hooks":[{"command":"a","extra":1}]}]"#,
+        r#"[{"hooks":[{"command":"a","command":"b"}]}]"#,
+        r#"[{"hooks":[{"command":"a","timeout":0}]}]"#,
+        r#"[{"hooks":[]}]"#,
+    ] {
+        assert!(
+            clean_event(&source, "Stop", unusual, None).is_none(),
+            "{unusual}"
+        );
+    }
+}
+
+#[test]
+fn one_bad_handler_keeps_its_siblings() {
+    let (groups, warnings) = parse_text(
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"a","argv":["b"]},{"command":"c"}]}]}}"#,
+    );
+    assert_eq!(groups[0].handlers.len(), 1);
+    assert_eq!(groups[0].handlers[0].index, 1);
+    assert_eq!(
+        warnings,
+        ["s.json: hooks.Stop[0].hooks[0]: both command and argv given; keep one; handler skipped"]
+    );
+}
+
+#[test]
+fn handler_directly_under_event_is_named() {
+    let (groups, warnings) = parse_text(r#"{"hooks":{"Stop":[{"command":"x"}]}}"#);
+    assert!(groups.is_empty());
+    assert!(warnings[0].contains("hooks.Stop[0]: a handler written directly under the event"));
+}
+
+#[test]
+fn hooks_not_object_skips_layer() {
+    for (hooks, what) in [
+        ("[1, {\"a\": [2]}]", "an array"),
+        ("\"x\"", "a string"),
+        ("\"\\u0078\"", "a string"),
+        ("true", "a boolean"),
+        ("-1", "a number"),
+        ("1.5", "a number"),
+    ] {
+        let (_, warnings) = parse_text(&format!(r#"{{"hooks":{hooks},"theme":"dark"}}"#));
+        assert_eq!(
+            warnings,
+            [format!(
+                "s.json: \"hooks\" must be an object of events, not {what}; layer skipped"
+            )]
+        );
+    }
+    for nothing in [
+        r#"{"hooks":null}"#,
+        r#"{"theme":"dark"}"#,
+        r#"{"hooks":{}}"#,
+    ] {
+        let (groups, warnings) = parse_text(nothing);
+        assert!(
+            groups.is_empty() && warnings.is_empty(),
+            "{nothing}: {warnings:?}"
+        );
+    }
+    let (_, warnings) = parse_text(r#"{"hooks":{"Stop":[}}"#);
+    assert!(
+        warnings[0].starts_with("s.json: invalid JSON: "),
+        "{warnings:?}"
+    );
+    let (_, warnings) = parse_text("[]");
+    assert!(warnings[0].contains("not a JSON object"));
+}
