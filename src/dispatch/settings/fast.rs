@@ -116,15 +116,17 @@ pub(super) fn clean_group(
         None => None,
         Some(name) => Some(Protocol::parse(name)?),
     };
-    let mut protocols = Vec::with_capacity(entry.hooks.len());
+    // A handler's own protocol, else the group's; `None` for a value that names none, which
+    // the general path warns about.
+    let protocol_of = |handler: &CleanHandler<'_>| match handler.protocol.as_deref() {
+        None => Some(protocol.unwrap_or_default()),
+        Some(name) => Protocol::parse(name),
+    };
+    let mut all_claude = true;
     for handler in &entry.hooks {
-        protocols.push(match handler.protocol.as_deref() {
-            None => protocol.unwrap_or_default(),
-            Some(name) => Protocol::parse(name)?,
-        });
+        all_claude &= protocol_of(handler)? == Protocol::Claude;
     }
-    let speaks_claude =
-        protocol == Some(Protocol::Claude) || protocols.iter().all(|p| *p == Protocol::Claude);
+    let speaks_claude = protocol == Some(Protocol::Claude) || all_claude;
     // Every handler is checked, so an event with something to warn about still goes the
     // general way; only the building is saved for a group the dispatch would pass over.
     let build = tool.is_none_or(|tool| {
@@ -137,6 +139,7 @@ pub(super) fn clean_group(
     });
     let mut handlers = Vec::with_capacity(if build { entry.hooks.len() } else { 0 });
     for (h, handler) in entry.hooks.into_iter().enumerate() {
+        let handler_protocol = protocol_of(&handler)?;
         if handler.kind.as_deref().is_some_and(|k| k != "command") {
             return None;
         }
@@ -166,7 +169,7 @@ pub(super) fn clean_group(
             timeout: Duration::from_secs_f64(secs),
             enabled: handler.enabled.unwrap_or(true),
             name: handler.name.map(std::borrow::Cow::into_owned),
-            protocol: protocols[h],
+            protocol: handler_protocol,
         });
     }
     if !build {
