@@ -565,6 +565,33 @@ fn import_of_a_realistic_claude_settings_file() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&again.stderr).contains("0 group(s) added"));
+    let after = std::process::Command::new(crate::common::bin())
+        .args(["validate"])
+        .current_dir(&project)
+        .env("HOME", root.join("home"))
+        .env("LEVELCODE_TRUST_PROJECT_HOOKS", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&after.stdout);
+    assert!(!text.contains("import claude"), "{text}");
+}
+
+#[test]
+fn a_protocol_that_does_not_exist_skips_its_handler() {
+    let hooks = json!({"PreToolUse": [
+        {"matcher": "Bash", "protocol": "claud", "hooks": [{"command": "exit 2"}]},
+        {"hooks": [{"command": "echo ok"}, {"command": "exit 2", "protocol": 7}]},
+    ]});
+    let out = setup(&hooks).payload(&bash("ls")).run();
+    assert_eq!(out.status(), 0, "{}", out.stdout());
+    assert_eq!(out.stdouts(), ["ok"]);
+    let group = out.warning(&["hooks.PreToolUse[0].protocol"]);
+    assert!(
+        group.contains("\"claud\" is not a protocol") && group.contains("group skipped"),
+        "{group}"
+    );
+    let handler = out.warning(&["hooks.PreToolUse[1].hooks[1].protocol"]);
+    assert!(handler.contains("handler skipped"), "{handler}");
 }
 
 #[test]
