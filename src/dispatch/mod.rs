@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use crate::compliance;
 use crate::environment;
-use crate::runner::{self, Ending, Invocation, Stop};
+use crate::runner::{self, Ending, Finished, Invocation, Stop};
 use crate::signals;
 use handler_input::{ClaudeRun, Inputs};
 use layers::LayerPath;
-use outcome::{Dialect, Outcome};
+use outcome::{Dialect, Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::{EventKind, Payload};
 use protocol::claude::{self, Rewrite};
@@ -260,12 +260,18 @@ pub fn run_chain(
             };
             let parts = runs.len();
             for (i, run) in runs.into_iter().enumerate() {
-                let mut entry = if i + 1 == parts {
+                let mut entry = if i == 0 {
                     std::mem::replace(&mut entry, HandlerReport::new(group, &label))
                 } else {
-                    let mut copy = HandlerReport::new(group, &label);
-                    copy.protocol = handler.protocol;
-                    copy
+                    let mut next = HandlerReport::new(group, &label);
+                    next.protocol = handler.protocol;
+                    next
+                };
+                // Each per-path run sees the input as the runs before it left it.
+                let run = if i > 0 && claude {
+                    inputs.claude_runs().into_iter().nth(i).unwrap_or(run)
+                } else {
+                    run
                 };
                 if parts > 1 {
                     if let Some(path) = run.call.as_ref().and_then(|c| c.input.get("file_path")) {
@@ -276,24 +282,10 @@ pub fn run_chain(
                         ));
                     }
                 }
-                // Each per-path run sees the input as the runs before it left it.
-                let run = if i > 0 && claude {
-                    inputs.claude_runs().into_iter().nth(i).unwrap_or(run)
-                } else {
-                    run
-                };
                 let env_file = (claude && kind == EventKind::SessionStart)
                     .then(|| session_env::create(&mut report.warnings))
                     .flatten();
-                let mut env = handler_env(payload, root);
-                let mut remove = Vec::new();
-                if !kind.is_tool_event() {
-                    remove.push("LEVELCODE_TOOL_NAME");
-                }
-                match &env_file {
-                    Some(file) => env.push(("CLAUDE_ENV_FILE", file.display().to_string())),
-                    None => remove.push("CLAUDE_ENV_FILE"),
-                }
+                let (env, remove) = handler_env(payload, root, env_file.as_deref());
                 if exported.as_ref() != Some(&env) {
                     // SAFETY: dispatches run on the process's one thread (`run` and `serve`
                     // start no other), so nothing reads the environment while it changes.
@@ -337,66 +329,13 @@ pub fn run_chain(
                     handler.timeout,
                     dialect,
                 );
-                entry.outcome = judgement.outcome;
-                entry.duration_ms = output::millis(finished.duration);
-                match finished.ending {
-                    Ending::Exited(code) if finished.stopped.is_none() => {
-                        entry.exit_code = Some(code)
-                    }
-                    Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
-                    Ending::Signaled(sig) => entry.signal = Some(sig),
-                    _ => {}
-                }
-                entry.stdout_truncated = finished.stdout.truncated();
-                entry.stderr_truncated = finished.stderr.truncated();
-                entry.stdout = finished.stdout.text();
-                entry.stderr = finished.stderr.text();
-                if judgement.suppress_output {
-                    entry.stdout = String::new();
-                    entry.stdout_truncated = false;
-                }
-                entry.message = match (entry.message.take(), judgement.message) {
-                    (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-                    (a, b) => a.or(b),
-                };
-                if let Some(warning) = judgement.warning {
-                    report.warnings.push(warning);
-                }
-                if let Some(context) = judgement.context {
-                    report.additional_context.push(context);
-                }
-                if let Some(message) = judgement.system_message {
-                    report.system_messages.push(message);
-                }
-                if let Some(updated) = judgement.updated_input {
-                    if inputs.differs(&updated) {
-                        entry.rewrote_input = true;
-                        report.updated_input = Some(updated.clone());
-                        inputs.rewrite(updated);
-                    }
-                }
                 if let Some(Stop::Interrupted(sig)) = finished.stopped {
                     report.interrupted = Some(sig);
                     ended = Some("was interrupted");
                 }
-                match judgement.outcome {
-                    Outcome::Block => {
-                        if report.reason.is_none() {
-                            report.reason = judgement.reason;
-                        }
-                        ended = Some("blocked");
-                    }
-                    Outcome::Ask => report.asks.extend(judgement.reason),
-                    Outcome::Stop => {
-                        if report.reason.is_none() {
-                            report.reason = judgement.reason;
-                        }
-                        if report.stop.is_none() {
-                            report.stop = judgement.stop;
-                        }
-                        ended = Some("asked the agent to stop");
-                    }
-                    _ => {}
+                fill_entry(&mut entry, &finished, &judgement);
+                if let Some(why) = apply(judgement, &mut entry, report, &mut inputs) {
+                    ended = Some(why);
                 }
                 trace.handler(&entry);
                 report.handlers.push(entry);
@@ -405,6 +344,71 @@ pub fn run_chain(
                 }
             }
         }
+    }
+}
+
+/// A handler's report from how it ended and what that means.
+fn fill_entry(entry: &mut HandlerReport, finished: &Finished, judgement: &Judgement) {
+    entry.outcome = judgement.outcome;
+    entry.duration_ms = output::millis(finished.duration);
+    match finished.ending {
+        Ending::Exited(code) if finished.stopped.is_none() => entry.exit_code = Some(code),
+        Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
+        Ending::Signaled(sig) => entry.signal = Some(sig),
+        _ => {}
+    }
+    entry.stderr_truncated = finished.stderr.truncated();
+    entry.stderr = finished.stderr.text();
+    if !judgement.suppress_output {
+        entry.stdout_truncated = finished.stdout.truncated();
+        entry.stdout = finished.stdout.text();
+    }
+    entry.message = match (entry.message.take(), judgement.message.clone()) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
+}
+
+/// What one handler's judgement adds to the dispatch (contract §6, §11): its warning, context,
+/// message for the person, rewrite of the tool input, and its block, ask or stop. Returns why
+/// the chain ends, when it does.
+fn apply(
+    judgement: Judgement,
+    entry: &mut HandlerReport,
+    report: &mut Report,
+    inputs: &mut Inputs<'_>,
+) -> Option<&'static str> {
+    report.warnings.extend(judgement.warning);
+    report.additional_context.extend(judgement.context);
+    report.system_messages.extend(judgement.system_message);
+    if let Some(updated) = judgement.updated_input {
+        if inputs.differs(&updated) {
+            entry.rewrote_input = true;
+            report.updated_input = Some(updated.clone());
+            inputs.rewrite(updated);
+        }
+    }
+    match judgement.outcome {
+        Outcome::Block => {
+            if report.reason.is_none() {
+                report.reason = judgement.reason;
+            }
+            Some("blocked")
+        }
+        Outcome::Ask => {
+            report.asks.extend(judgement.reason);
+            None
+        }
+        Outcome::Stop => {
+            if report.reason.is_none() {
+                report.reason = judgement.reason;
+            }
+            if report.stop.is_none() {
+                report.stop = judgement.stop;
+            }
+            Some("asked the agent to stop")
+        }
+        _ => None,
     }
 }
 
@@ -457,7 +461,13 @@ fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
     here
 }
 
-fn handler_env(payload: &Payload, root: &Path) -> Vec<(&'static str, String)> {
+/// The variables a handler gets, and those it must not inherit: `CLAUDE_ENV_FILE` only for a
+/// Claude Code handler on `SessionStart` (contract §12), the tool's name only on tool events.
+fn handler_env(
+    payload: &Payload,
+    root: &Path,
+    env_file: Option<&Path>,
+) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
     let mut env = vec![
         ("LEVELCODE_PROJECT_DIR", root.to_string_lossy().into_owned()),
         ("LEVELCODE_HOOK_EVENT", payload.event.clone()),
@@ -469,10 +479,16 @@ fn handler_env(payload: &Payload, root: &Path) -> Vec<(&'static str, String)> {
             (environment::depth() + 1).to_string(),
         ),
     ];
-    if let Some(tool) = &payload.tool_name {
-        env.push(("LEVELCODE_TOOL_NAME", tool.clone()));
+    let mut remove = Vec::new();
+    match &payload.tool_name {
+        Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),
+        None => remove.push("LEVELCODE_TOOL_NAME"),
     }
-    env
+    match env_file {
+        Some(file) => env.push(("CLAUDE_ENV_FILE", file.display().to_string())),
+        None => remove.push("CLAUDE_ENV_FILE"),
+    }
+    (env, remove)
 }
 
 /// Appends the compliance record of a team run's `PostToolUse` (contract §9).
