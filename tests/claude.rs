@@ -349,6 +349,7 @@ fn session_start_plain_text_is_context_and_the_env_file_comes_back() {
         claude_group(Some("startup"), &["sh .claude/hooks/session_start.sh"]),
         claude_group(Some("resume|compact"), &["echo not on startup"]),
         claude_group(None, &["test -n \"$CLAUDE_PROJECT_DIR\" && echo \"project $CLAUDE_PROJECT_DIR\""]),
+        {"hooks": [{"command": "echo \"levelcode handler: ${CLAUDE_ENV_FILE:-no env file}\""}]},
     ]});
     for (mode, out, status) in both(&hooks, &json!({"event": "SessionStart"})) {
         let json = out.json();
@@ -361,9 +362,10 @@ fn session_start_plain_text_is_context_and_the_env_file_comes_back() {
         assert_eq!(json["session_env"], "export NODE_ENV=development\n");
         assert_eq!(
             out.handlers().len(),
-            2,
+            3,
             "{mode}: the resume group does not run"
         );
+        assert_eq!(out.stdouts()[2], "levelcode handler: no env file", "{mode}");
         let file = out.project_text("env-file-name.txt");
         assert!(!file.trim().is_empty());
         assert!(

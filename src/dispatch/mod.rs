@@ -486,7 +486,8 @@ fn handler_env(
     }
     match env_file {
         Some(file) => env.push(("CLAUDE_ENV_FILE", file.display().to_string())),
-        None => remove.push("CLAUDE_ENV_FILE"),
+        None if session_env::given_before() => remove.push("CLAUDE_ENV_FILE"),
+        None => {}
     }
     (env, remove)
 }

@@ -7,10 +7,19 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::dispatch::output::Report;
 
+/// How many files [`create`] has made in this process.
+static COUNT: AtomicU32 = AtomicU32::new(0);
+
+/// Returns true if and only if this process has given a handler a `CLAUDE_ENV_FILE`, which
+/// later handlers must then not inherit; a value the dispatcher itself inherited is passed on
+/// like any other variable.
+pub fn given_before() -> bool {
+    COUNT.load(Ordering::Relaxed) > 0
+}
+
 /// A fresh, empty file for one handler (mode 0600), or `None` with a warning when none can be
 /// made.
 pub fn create(warnings: &mut Vec<String>) -> Option<PathBuf> {
-    static COUNT: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir();
     let mut last_error = None;
     for _ in 0..8 {
