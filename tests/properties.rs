@@ -698,6 +698,10 @@ proptest! {
         warnings in prop::collection::vec(".{0,12}", 0..3),
         context in prop::collection::vec(".{0,12}", 0..3),
         reason in prop::option::of(".{0,12}"),
+        asks in prop::collection::vec(".{0,8}", 0..3),
+        // Without floats: serde_json reads some back a last digit off, which is not ours to test.
+        updated in prop::option::of((".{0,8}", any::<i64>()).prop_map(|(c, n)| json!({"command": c, "n": n}))),
+        stop in prop::option::of(".{0,8}"),
         interrupted in prop::option::of(1i32..65),
         tool in prop::option::of(".{0,8}"),
     ) {
@@ -726,6 +730,9 @@ proptest! {
         report.warnings = warnings;
         report.additional_context = context;
         report.reason = reason;
+        report.asks = asks;
+        report.updated_input = updated;
+        report.stop = stop;
         report.interrupted = interrupted;
         for mode in [OutputMode::Full, OutputMode::Compact] {
             let line = report.to_json(mode);
@@ -733,7 +740,19 @@ proptest! {
             let value: Value = serde_json::from_str(&line).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let object = value.as_object().expect("an object");
             prop_assert!(!object.contains_key("error"), "{line}");
-            prop_assert_eq!(&object["decision"], if report.reason.is_some() { "block" } else { "proceed" });
+            let decision = match (&report.reason, report.asks.is_empty()) {
+                (Some(_), _) => "block",
+                (None, false) => "ask",
+                (None, true) => "proceed",
+            };
+            prop_assert_eq!(&object["decision"], decision);
+            prop_assert_eq!(object.get("reason").is_some(), decision != "proceed");
+            // A block's input is not to be run, rewritten or not.
+            prop_assert_eq!(
+                object.get("updated_input"),
+                report.updated_input.as_ref().filter(|_| decision != "block")
+            );
+            prop_assert_eq!(object.get("stop").is_some(), report.stop.is_some());
             prop_assert_eq!(object.get("interrupted").is_some(), report.interrupted.is_some());
             if mode == OutputMode::Full {
                 let printed = object["handlers"].as_array().unwrap();

@@ -340,7 +340,13 @@ impl Trace {
             "levelcode-hooks:   {:<11} {code:>8} {time:>10}  {}  {}\n",
             self.painter.paint(style, word),
             entry.label,
-            self.painter.paint(Style::Dim, format!("[{}]", entry.layer)),
+            self.painter.paint(
+                Style::Dim,
+                match entry.protocol {
+                    Protocol::Claude => format!("[{}, claude]", entry.layer),
+                    Protocol::Levelcode => format!("[{}]", entry.layer),
+                }
+            ),
         );
         let mut detail = |label: &str, body: &str, style: Style| {
             let mut lines = body.trim().lines();
