@@ -246,3 +246,46 @@ fn test_and_list_know_rewrites_asks_and_claude_groups() {
         .stdout();
     assert!(text.contains("claude-guard (claude)"), "{text}");
 }
+
+#[test]
+fn serve_answers_rewrites_asks_and_stops_as_run_does() {
+    let handlers = json!([
+        replies(json!({"updatedInput": {"command": "bun test"}, "systemMessage": "rewrote"})),
+        replies(json!({"decision": "ask", "reason": "sure?"})),
+        replies(json!({"continue": false, "stopReason": "enough"})),
+    ]);
+    let run = pre_tool_use(handlers.clone()).run();
+    let payload = json!({"event": "PreToolUse", "tool_name": "run_terminal_command",
+                         "tool_input": {"command": "npm test", "cwd": "web"}, "agent_id": "a1"});
+    let serve = Test::new()
+        .user_settings(group("PreToolUse", Some("run_terminal_command"), handlers))
+        .arg("serve")
+        .stdin(format!("{payload}\n"))
+        .run();
+    assert_eq!(serve.status(), 0);
+    for out in [&run, &serve] {
+        let json = out.json();
+        assert_eq!(json["decision"], "block", "{json}");
+        assert_eq!(json["reason"], "enough");
+        assert_eq!(json["stop"]["reason"], "enough");
+        assert_eq!(json["system_message"], "rewrote");
+        assert!(
+            json.get("updated_input").is_none(),
+            "a block leaves the rewrite out"
+        );
+        assert_eq!(out.outcomes(), ["proceed", "ask", "stop"]);
+    }
+}
+
+#[test]
+fn suppress_output_keeps_a_claude_scripts_stdout_out_of_the_report() {
+    let out = Test::new()
+        .user_settings(json!({"hooks": {"PostToolUse": [{"protocol": "claude", "hooks": [
+            {"command": "cat > /dev/null; echo '{\"suppressOutput\": true, \"additionalContext\": \"formatted\"}'"},
+        ]}]}}))
+        .payload(&json!({"event": "PostToolUse", "tool_name": "write_file"}))
+        .run();
+    assert_eq!(out.status(), 0);
+    assert_eq!(out.handler(0)["stdout"], "");
+    assert_eq!(out.json()["additionalContext"], "formatted");
+}
