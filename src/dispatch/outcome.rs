@@ -1,5 +1,7 @@
-//! What one handler's run means (the outcome table of contract §6): proceed, block, or one of
-//! the fail-open failures, with the reason and the context it contributes.
+//! What one handler's run means (the outcome table of contract §6, and the replies of §11):
+//! proceed, block, ask, stop, or one of the fail-open failures, with the reason, the context,
+//! the rewritten input and the message for the person it contributes. A handler speaking another
+//! protocol has its exit 0 or 2 read by that protocol's reader (§12).
 
 use std::time::Duration;
 
