@@ -603,6 +603,7 @@ fn validate_names_tools_levelcode_does_not_have() {
             {"matcher": "write_file|edit_file", "hooks": [{"command": "true"}]},
             {"matcher": "mcp__github__create_issue|Bash", "hooks": [{"command": "true"}]},
             {"matcher": "Write|Edit|Bash", "protocol": "claude", "hooks": [{"command": "true"}]},
+            {"matcher": "Wirte|str_replace", "protocol": "claude", "hooks": [{"command": "true"}]},
         ]}}))
         .args(["validate", "--json"])
         .run();
@@ -620,7 +621,12 @@ fn validate_names_tools_levelcode_does_not_have() {
             )
         })
         .collect();
-    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert_eq!(problems[2].0, "hooks.PreToolUse[3].matcher");
+    assert!(
+        problems[2].1.contains("did you mean \"Write\""),
+        "{problems:?}"
+    );
     assert_eq!(problems[0].0, "hooks.PreToolUse[0].matcher");
     assert!(
         problems[0].1.contains("\"edit_file\"")

@@ -365,7 +365,14 @@ fn check_tool_names(matcher: &str, path: &str, claude: bool, found: &mut Found<'
             Some((_, None)) => format!(
                 "{name:?} is another agent's tool name and never matches here: levelcode has no such tool"
             ),
-            None => match crate::commands::tools::did_you_mean(name) {
+            None => match claude
+                .then(|| {
+                    let names: Vec<&str> = claude_names().copied().collect();
+                    crate::commands::suggest::nearest(name, &names)
+                })
+                .flatten()
+                .or_else(|| crate::commands::tools::did_you_mean(name))
+            {
                 Some(ours) => format!(
                     "{name:?} is not a levelcode tool and never matches; did you mean {ours:?}?"
                 ),
