@@ -27,14 +27,27 @@ mod imp {
         }
     }
 
+    /// The signals [`install`] catches: the one list the spawner's reset list is built from
+    /// (`runner::spawn`), so a handler added here is reset in every child too.
+    pub const HANDLED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    /// Catches [`HANDLED`], and undoes what a caller may have left that would defeat the
+    /// dispatcher (contract §6, §8): those signals blocked in the inherited mask (a SIGTERM
+    /// would then never arrive), and SIGCHLD ignored (the kernel would then reap every handler
+    /// itself, and its exit status, a block included, would be lost). Both survive `exec`, and
+    /// some harnesses and daemons set them.
     pub fn install() {
+        // SAFETY: sets SIGCHLD's disposition to the default; no handler of ours is involved.
+        unsafe {
+            libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        }
         let mut fds = [-1; 2];
         // SAFETY: pipe2 writes two descriptors into the array we own.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
             WAKE_READ.store(fds[0], Ordering::SeqCst);
             WAKE_WRITE.store(fds[1], Ordering::SeqCst);
         }
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for sig in HANDLED {
             // SAFETY: a zeroed sigaction is a valid starting point; the handler is an
             // `extern "C" fn(c_int)` that only touches atomics and write(2). No SA_RESTART, so a
             // blocked read returns EINTR.
@@ -45,6 +58,17 @@ mod imp {
                 action.sa_flags = 0;
                 libc::sigaction(sig, &action, std::ptr::null_mut());
             }
+        }
+        // Unblocked once the handler is in place: a signal that was pending while blocked is
+        // delivered now, recorded, and acted on like any other.
+        // SAFETY: sigemptyset, sigaddset and pthread_sigmask write into a set we own.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in HANDLED {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         }
     }
 

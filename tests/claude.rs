@@ -125,16 +125,14 @@ if path.endswith("/.env"):
     sys.exit(2)
 "#;
 
-/// Returns true when `python3` runs; the tests that use it say so and pass otherwise.
+/// Returns true when the test may go on: `python3` runs, or the test fails unless
+/// `LEVELCODE_HOOKS_TEST_SKIP` names `python3` (then it returns early).
 fn have_python() -> bool {
-    let ok = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("python3 is not installed: the Python hook scripts were not run");
-    }
-    ok
+    crate::common::require(
+        "python3",
+        crate::common::runs("python3", &["--version"]),
+        "Claude Code hook scripts are written in Python",
+    )
 }
 
 /// A test whose user layer holds `hooks` and whose project holds the scripts under
@@ -151,6 +149,28 @@ fn setup(hooks: &Value) -> Test {
         .project_file(".claude/hooks/session_start.sh", SESSION_START_SH)
         .project_file(".claude/hooks/post_lint.py", POST_LINT_PY)
         .project_file(".claude/hooks/read_guard.py", READ_GUARD_PY)
+}
+
+/// The binary run in `project` with `home` as HOME, the project's hooks trusted for the run,
+/// and none of the variables the dispatcher obeys inherited from the machine running the tests.
+fn binary(project: &Path, home: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(crate::common::bin());
+    command
+        .current_dir(project)
+        .env("HOME", home)
+        .env("LEVELCODE_TRUST_PROJECT_HOOKS", "1");
+    for var in [
+        "LEVELCODE_DIR",
+        "LEVELCODE_HOOKS",
+        "LEVELCODE_HOOKS_NO_PROJECT",
+        "LEVELCODE_HOOKS_DEPTH",
+        "LEVELCODE_HOOKS_LOG",
+        "LEVELCODE_TEAM",
+        "NEXT_PUBLIC_CB_ENVIRONMENT",
+    ] {
+        command.env_remove(var);
+    }
+    command
 }
 
 /// One Claude Code group.
@@ -526,11 +546,7 @@ fn import_of_a_realistic_claude_settings_file() {
 
     // The imported guards run as written.
     let run = |payload: &Value| {
-        let out = std::process::Command::new(crate::common::bin())
-            .current_dir(&project)
-            .env("HOME", root.join("home"))
-            .env("LEVELCODE_TRUST_PROJECT_HOOKS", "1")
-            .env_remove("LEVELCODE_DIR")
+        let out = binary(&project, &root.join("home"))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -560,18 +576,13 @@ fn import_of_a_realistic_claude_settings_file() {
         (Some(2), &json!(".env is protected (Write)")),
         "{json}"
     );
-    let again = std::process::Command::new(crate::common::bin())
+    let again = binary(&project, &root.join("home"))
         .args(["import", "claude", "--write"])
-        .current_dir(&project)
-        .env("HOME", root.join("home"))
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&again.stderr).contains("0 group(s) added"));
-    let after = std::process::Command::new(crate::common::bin())
+    let after = binary(&project, &root.join("home"))
         .args(["validate"])
-        .current_dir(&project)
-        .env("HOME", root.join("home"))
-        .env("LEVELCODE_TRUST_PROJECT_HOOKS", "1")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&after.stdout);

@@ -12,11 +12,13 @@ use serde_json::{json, Value};
 
 /// Variables the dispatcher reads, removed from every child's environment so the machine running
 /// the tests cannot change their outcome.
-const CLEARED: [&str; 6] = [
+const CLEARED: [&str; 8] = [
     "LEVELCODE_HOOKS",
     "LEVELCODE_HOOKS_NO_PROJECT",
     "LEVELCODE_HOOKS_DEPTH",
+    "LEVELCODE_HOOKS_LOG",
     "LEVELCODE_TEAM",
+    "LEVELCODE_TRUST_PROJECT_HOOKS",
     "NEXT_PUBLIC_CB_ENVIRONMENT",
     "LEVELCODE_PROJECT_DIR",
 ];
@@ -477,4 +479,65 @@ fn verify_without_a_log_or_with_a_bad_team_is_an_error() {
         Some(1),
         "a usage error is a failure, never 2 (block)"
     );
+}
+
+/// Lowercase hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The chain checked from its definition (contract §9), with nothing of the dispatcher's own
+/// code: `prev` is the SHA-256 of the previous line's bytes without the newline, `kid` the first
+/// 16 hex digits of the SHA-256 of `signing.pub`, and `sig` an Ed25519 signature of the line as
+/// written without its `,"sig":"…"` suffix. `compliance verify` shares the writer's code, so a
+/// fault common to both would pass it; it cannot pass this.
+#[test]
+fn the_chain_checks_out_computed_independently() {
+    use base64::Engine as _;
+    use ed25519_dalek::Verifier as _;
+    use sha2::Digest as _;
+
+    let sandbox = Sandbox::new();
+    for n in 0..4 {
+        sandbox
+            .run(&["--team", "alpha"], &post_tool_use(n))
+            .assert_proceeds();
+    }
+    let public = fs::read_to_string(sandbox.log_dir("alpha").join("signing.pub")).expect("key");
+    let public = base64::engine::general_purpose::STANDARD
+        .decode(public.trim())
+        .expect("base64 key");
+    let public: [u8; 32] = public.as_slice().try_into().expect("a 32-byte key");
+    let key = ed25519_dalek::VerifyingKey::from_bytes(&public).expect("a valid key");
+    let kid = hex(&sha2::Sha256::digest(public))[..16].to_string();
+
+    let bytes = fs::read(sandbox.log("alpha")).expect("log");
+    assert!(bytes.ends_with(b"\n"), "every line ends in a newline");
+    let lines: Vec<&[u8]> = bytes[..bytes.len() - 1].split(|b| *b == b'\n').collect();
+    assert_eq!(lines.len(), 4);
+    let mut prev = "0".repeat(64);
+    for (seq, line) in lines.iter().enumerate() {
+        let value: Value = serde_json::from_slice(line).expect("a JSON line");
+        assert_eq!(value["seq"], seq, "{value}");
+        assert_eq!(value["prev"], prev.as_str(), "line {seq}: prev");
+        assert_eq!(value["kid"], kid.as_str(), "line {seq}: kid");
+        let sig = value["sig"].as_str().expect("sig");
+        let suffix = format!(",\"sig\":\"{sig}\"}}");
+        let text = std::str::from_utf8(line).expect("UTF-8");
+        let signed = format!(
+            "{}}}",
+            text.strip_suffix(&suffix)
+                .unwrap_or_else(|| panic!("line {seq} ends with its sig: {text}"))
+        );
+        let sig = base64::engine::general_purpose::STANDARD
+            .decode(sig)
+            .expect("base64 sig");
+        let sig: [u8; 64] = sig.as_slice().try_into().expect("a 64-byte signature");
+        key.verify(
+            signed.as_bytes(),
+            &ed25519_dalek::Signature::from_bytes(&sig),
+        )
+        .unwrap_or_else(|e| panic!("line {seq}: the signature does not verify: {e}"));
+        prev = hex(&sha2::Sha256::digest(line));
+    }
 }

@@ -200,17 +200,18 @@ fn padded_payload(project: &Path, len: usize) -> Vec<u8> {
 const SLOW_READER: &str =
     "perl -e '$n = 0; while (sysread(STDIN, $c, 1)) { $n++; select(undef, undef, undef, 0.001) } print \"$n\\n\"'";
 
+/// Returns true when perl is there; fails the test when it is not, unless skipping is asked for.
 fn has_perl() -> bool {
-    Command::new("perl")
-        .arg("-e1")
-        .status()
-        .is_ok_and(|s| s.success())
+    crate::common::require(
+        "perl",
+        crate::common::runs("perl", &["-e1"]),
+        "the slow reader is a perl one-liner",
+    )
 }
 
 #[test]
 fn slow_reader_one_byte_per_millisecond_gets_the_whole_payload() {
     if !has_perl() {
-        eprintln!("skipped: perl is not installed");
         return;
     }
     let test = Test::new();
@@ -227,7 +228,6 @@ fn slow_reader_one_byte_per_millisecond_gets_the_whole_payload() {
 #[test]
 fn slow_reader_that_cannot_finish_in_time_times_out_cleanly() {
     if !has_perl() {
-        eprintln!("skipped: perl is not installed");
         return;
     }
     let test = Test::new();
@@ -547,14 +547,12 @@ fn run_as(test: &Test, uid: u32, home: Option<&Path>, stdin: &[u8]) -> (i32, Val
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let mut command = Command::new(bin());
+    for key in crate::common::CLEARED {
+        command.env_remove(key);
+    }
     command
         .current_dir(test.project())
         .env_remove("HOME")
-        .env_remove("LEVELCODE_DIR")
-        .env_remove("LEVELCODE_HOOKS")
-        .env_remove("LEVELCODE_HOOKS_NO_PROJECT")
-        .env_remove("LEVELCODE_HOOKS_DEPTH")
-        .env_remove("NEXT_PUBLIC_CB_ENVIRONMENT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -634,9 +632,12 @@ fn settings_file_that_cannot_be_read_is_a_warning() {
 
 #[test]
 fn home_unset_with_no_home_in_the_password_database_is_a_warning() {
-    if !is_root() {
-        // The dispatcher would fall back on this user's real home directory.
-        eprintln!("skipped: needs root to run as a user without a home directory");
+    // Without root, the dispatcher would fall back on this user's real home directory.
+    if !crate::common::require(
+        "root",
+        is_root(),
+        "to run the dispatcher as a user without a home directory",
+    ) {
         return;
     }
     let test = Test::new().project_settings(on("Stop", "echo project"));
@@ -742,8 +743,11 @@ fn bytes_read(pid: i32) -> Option<u64> {
 /// read, while the dispatcher is still scanning it.
 #[test]
 fn signal_while_loading_settings_is_not_lost() {
-    if !Path::new("/proc/self/io").exists() {
-        eprintln!("skipped: needs /proc/<pid>/io to see the settings being read");
+    if !crate::common::require(
+        "proc-io",
+        Path::new("/proc/self/io").exists(),
+        "/proc/<pid>/io shows the settings being read",
+    ) {
         return;
     }
     let levels = 3_000_000;

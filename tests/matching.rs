@@ -5,22 +5,42 @@ use serde_json::{json, Value};
 use crate::common::{group, on, Test};
 
 /// Dispatches `PreToolUse` of `tool` against one group with `matcher`; returns whether it ran.
+///
+/// Three ways, which must agree, since each reaches the matcher differently: the usual one, where
+/// settings are read for `tool` only and a group that cannot apply is never built (a pre-filter
+/// that could hide a fault of the matcher itself); `-v`, where every group is built and the
+/// matcher alone decides; and settings of a shape the quick reader declines (a handler with a
+/// `note`), read the general way.
 fn matches(matcher: Option<&str>, tool: &str) -> bool {
-    let out = Test::new()
-        .project_settings(group(
-            "PreToolUse",
-            matcher,
-            json!([{"command": "echo ran"}]),
-        ))
-        .tool_event("PreToolUse", tool)
-        .run();
-    assert_eq!(out.status(), 0, "{}", out.stdout());
-    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
-    match out.outcomes().as_slice() {
-        [] => false,
-        [one] if one == "proceed" => true,
-        other => panic!("unexpected outcomes {other:?}"),
+    let ways = [
+        ("usual", json!([{"command": "echo ran"}]), false),
+        ("-v", json!([{"command": "echo ran"}]), true),
+        (
+            "general reader",
+            json!([{"command": "echo ran", "note": "not read by the quick reader"}]),
+            false,
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (way, handlers, verbose) in ways {
+        let mut test = Test::new().user_settings(group("PreToolUse", matcher, handlers));
+        if verbose {
+            test = test.arg("-v");
+        }
+        let out = test.tool_event("PreToolUse", tool).run();
+        assert_eq!(out.status(), 0, "{way}: {}", out.stdout());
+        assert!(out.warnings().is_empty(), "{way}: {:?}", out.warnings());
+        answers.push(match out.outcomes().as_slice() {
+            [] => false,
+            [one] if one == "proceed" => true,
+            other => panic!("{way}: unexpected outcomes {other:?}"),
+        });
     }
+    assert!(
+        answers.iter().all(|a| *a == answers[0]),
+        "{matcher:?} against {tool:?}: the usual way, -v and the general reader disagree: {answers:?}"
+    );
+    answers[0]
 }
 
 #[test]
@@ -236,4 +256,29 @@ fn a_handler_of_a_group_that_did_not_match_is_no_duplicate() {
         .run();
     assert_eq!(out.outcomes(), ["proceed"]);
     assert_eq!(out.stdouts(), ["x"]);
+}
+
+/// Duplicates are checked against every handler already run, not only the one before: in
+/// `[A, B, A]` the second A is the duplicate, however far from the first.
+#[test]
+fn a_command_repeated_after_another_is_still_a_duplicate() {
+    let settings = json!({"hooks": {"Stop": [
+        {"hooks": [{"command": "echo a >> count"}, {"command": "echo b >> count"}]},
+        {"hooks": [{"command": "echo a >> count"}]},
+    ]}});
+    let out = Test::new().user_settings(settings).event("Stop").run();
+    assert_eq!(out.outcomes(), ["proceed", "proceed", "duplicate"]);
+    assert_eq!(out.project_text("count"), "a\nb\n");
+    let settings = json!({"hooks": {"Stop": [{"hooks": [
+        {"argv": ["sh", "-c", "echo a >> count"]},
+        {"command": "echo b >> count"},
+        {"argv": ["sh", "-c", "echo a >> count"]},
+        {"command": "echo b >> count"},
+    ]}]}});
+    let out = Test::new().user_settings(settings).event("Stop").run();
+    assert_eq!(
+        out.outcomes(),
+        ["proceed", "proceed", "duplicate", "duplicate"]
+    );
+    assert_eq!(out.project_text("count"), "a\nb\n");
 }

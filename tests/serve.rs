@@ -10,20 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use crate::common::{alive, bin, group_members, read_pids, wait_for_line, write};
+use crate::common::{alive, bin, group_members, read_pids, wait_for_line, wait_for_lines, write};
 
-/// Variables the dispatcher reads; cleared in every child so the machine cannot change results.
-const CLEARED: [&str; 9] = [
-    "LEVELCODE_DIR",
-    "LEVELCODE_HOOKS",
-    "LEVELCODE_HOOKS_NO_PROJECT",
-    "LEVELCODE_HOOKS_DEPTH",
-    "LEVELCODE_HOOKS_LOG",
-    "LEVELCODE_TEAM",
-    "NEXT_PUBLIC_CB_ENVIRONMENT",
-    "LEVELCODE_TOOL_NAME",
-    "LEVELCODE_PROJECT_DIR",
-];
+// Variables the dispatcher reads; cleared in every child so the machine cannot change results.
+use crate::common::CLEARED;
 
 /// How long one answer may take before the test fails as hung.
 const ANSWER_LIMIT: Duration = Duration::from_secs(30);
@@ -806,8 +796,12 @@ fn handlers_cannot_write_into_the_protocol_stream() {
     // Every descriptor the handler holds, and writes to each one, now and after it exits.
     let handler = [
         "for f in /proc/$$/fd/*; do echo \"$(readlink $f)\" >> fds; done",
-        "for n in 1 2 3 4 5 6 7 8 9 10 11 12; do echo '{\"forged\":1}' >&$n; done 2>/dev/null",
-        "(sleep 0.3; echo '{\"forged\":\"late\"}') &",
+        // One subshell per write: a redirection to a descriptor that is not open would end the
+        // whole script, and the lines after it would never run.
+        "for n in 1 2 3 4 5 6 7 8 9 10 11 12; do (echo '{\"forged\":1}' >&$n) 2>/dev/null; done",
+        // A late write, after the server stopped reading; SIGPIPE ignored so it lives on to say
+        // it tried, which the test waits for instead of guessing a time.
+        "(trap '' PIPE; sleep 0.3; echo '{\"forged\":\"late\"}'; echo tried >> late) &",
         "true",
     ]
     .join("\n");
@@ -817,12 +811,17 @@ fn handlers_cannot_write_into_the_protocol_stream() {
     );
     let mut server = world.serve(&[]);
     let own_stdout = std::fs::read_link(format!("/proc/{}/fd/1", server.pid())).unwrap();
+    let late = world.project().join("late");
     let first = server.ask(&json!({"id": 1, "event": "Stop"}));
     assert_eq!(first["id"], 1);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_lines(&late, 1, ANSWER_LIMIT);
+    assert_eq!(
+        first["handlers"][0]["exit_code"], 0,
+        "the whole script ran: {first}"
+    );
     let second = server.ask(&json!({"id": 2, "event": "Stop"}));
     assert_eq!(second["id"], 2, "{second}");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_lines(&late, 2, ANSWER_LIMIT);
     let (status, rest) = server.finish();
     assert_eq!(status, 0);
     assert!(rest.is_empty(), "only answers on stdout: {rest:?}");
@@ -899,4 +898,87 @@ fn compliance_records_are_written_per_request() {
     assert_eq!(status, 0);
     assert_eq!(by_run, 1);
     assert_eq!(count(), 3, "one record per PostToolUse request");
+}
+
+/// A NUL byte (`"\u0000"`, valid JSON) in any member that becomes an environment variable or a
+/// path is that request's error, naming the member; the server goes on with the next line.
+#[test]
+fn a_nul_byte_in_any_field_is_that_requests_error_and_serving_goes_on() {
+    let world = World::new();
+    write(
+        &world.user_settings(),
+        json!({"hooks": {
+            "Stop": [{"hooks": [{"command": "echo stop"}]}],
+            "PreToolUse": [{"hooks": [{"command": "echo pre"}]}],
+        }})
+        .to_string(),
+    );
+    let mut server = world.serve(&[]);
+    let bad = [
+        ("event", json!({"event": "Stop\u{0}"})),
+        ("hook_event_name", json!({"hook_event_name": "Stop\u{0}x"})),
+        (
+            "tool_name",
+            json!({"event": "PreToolUse", "tool_name": "write\u{0}file"}),
+        ),
+        ("cwd", json!({"event": "Stop", "cwd": "/tmp/a\u{0}b"})),
+        (
+            "options.project_dir",
+            json!({"event": "Stop", "options": {"project_dir": "/tmp/\u{0}"}}),
+        ),
+        (
+            "options.settings[1]",
+            json!({"event": "Stop", "options": {"settings": ["/a.json", "/b\u{0}.json"]}}),
+        ),
+    ];
+    for (i, (field, request)) in bad.iter().enumerate() {
+        let mut request = request.clone();
+        request["id"] = json!(i);
+        let answer = server.ask(&request);
+        let error = answer["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{field}: an error answer: {answer}"));
+        assert!(
+            error.contains(&format!("{field} contains a NUL byte")),
+            "{field}: {error}"
+        );
+        assert_eq!(answer["id"], i, "{answer}");
+        // The next line is served as usual.
+        let good = server.ask(&json!({"id": "next", "event": "Stop"}));
+        assert_eq!(good["id"], "next", "{good}");
+        assert_eq!(good["handlers"][0]["stdout"], "stop\n", "{good}");
+    }
+    let (status, rest) = server.finish();
+    assert_eq!(status, 0, "the server never died");
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+/// A server started with SIGCHLD ignored (which survives exec) still reads each handler's exit
+/// status: a block stays a block.
+#[test]
+fn a_server_started_with_sigchld_ignored_still_sees_a_block() {
+    use std::os::unix::process::CommandExt;
+    let world = World::new();
+    write(
+        &world.user_settings(),
+        json!({"hooks": {"PreToolUse": [{"hooks": [{"command": "echo no >&2; exit 2"}]}]}})
+            .to_string(),
+    );
+    let mut command = world.command(&["serve"]);
+    // SAFETY: signal(2) is async-signal-safe and changes only the child's disposition.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut server = Server::start(command);
+    for id in 0..2 {
+        let answer = server.ask(&json!({"id": id, "event": "PreToolUse", "tool_name": "x"}));
+        assert_eq!(answer["decision"], "block", "{answer}");
+        assert_eq!(answer["handlers"][0]["exit_code"], 2, "{answer}");
+        assert_eq!(answer["reason"], "no", "{answer}");
+    }
+    let (status, _) = server.finish();
+    assert_eq!(status, 0);
 }

@@ -12,6 +12,8 @@ mod faults;
 #[cfg(unix)]
 mod handlers;
 #[cfg(unix)]
+mod hardening;
+#[cfg(unix)]
 mod io;
 #[cfg(unix)]
 mod layers;

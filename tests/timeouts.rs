@@ -221,3 +221,70 @@ fn a_handler_that_never_reads_a_large_payload_still_times_out() {
     let pids = read_pids(&out.project().join("pids"));
     assert_gone(&pids, pids[0]);
 }
+
+/// The handler's own `duration_ms` of a `Stop` handler run from the user layer.
+fn duration_of(command: &str, timeout: f64, reap: &str) -> (f64, Value) {
+    let out = Test::new()
+        .user_settings(group(
+            "Stop",
+            None,
+            json!([{"command": command, "timeout": timeout}]),
+        ))
+        .reap(reap)
+        .event("Stop")
+        .run();
+    let handler = out.handler(0);
+    (handler["duration_ms"].as_f64().unwrap(), handler)
+}
+
+/// SIGKILL follows SIGTERM after one second (`KILL_GRACE`), so a handler that ignores SIGTERM
+/// costs its timeout plus about 1 s, within the contract's "timeout plus about 1.5 s". The upper
+/// bound keeps a second of margin for a loaded machine; a grace of 3 s would exceed it.
+#[test]
+fn a_handler_that_ignores_sigterm_costs_its_timeout_plus_one_second() {
+    let (duration, handler) = duration_of("trap '' TERM; echo $$ > pids; sleep 30", 0.5, "pids");
+    assert_eq!(handler["outcome"], "timeout", "{handler}");
+    assert_eq!(handler["signal"], 9, "{handler}");
+    assert!(duration >= 1500.0, "SIGKILL not before 1 s: {duration} ms");
+    assert!(
+        duration < 500.0 + 1500.0 + 1000.0,
+        "timeout + 1.5 s, with margin: {duration} ms"
+    );
+}
+
+/// After the handler exits, output still held open by something it started is read for 100 ms
+/// (`LEFTOVER_WAIT`), no more: the handler's duration stays far under a second.
+#[test]
+fn the_leftover_wait_is_a_tenth_of_a_second() {
+    let (duration, handler) = duration_of("sleep 10 & echo $! > bg; echo started", 10.0, "bg");
+    assert_eq!(handler["outcome"], "proceed", "{handler}");
+    assert!(handler["message"].as_str().unwrap().contains("100 ms"));
+    assert!(duration >= 100.0, "it waits 100 ms: {duration} ms");
+    assert!(duration < 1000.0, "100 ms, with margin: {duration} ms");
+}
+
+/// A timeout over 600 s is clamped to 600 (contract §4), and 600 is what the handler runs with:
+/// the value every command shows is the one the dispatch applies, read by the same parser.
+#[test]
+fn a_timeout_over_600_seconds_applies_600() {
+    for (written, expected) in [(100_000.0, 600.0), (700.0, 600.0), (599.5, 599.5)] {
+        let test = Test::new().user_settings(group(
+            "Stop",
+            None,
+            json!([{"command": "true", "timeout": written}]),
+        ));
+        let list = test.arg("list").arg("--json").run();
+        let handlers = list.json()["handlers"].clone();
+        assert_eq!(handlers[0]["timeout"], expected, "{written}: {handlers}");
+        let dry = Test::new()
+            .user_settings(group(
+                "Stop",
+                None,
+                json!([{"command": "true", "timeout": written}]),
+            ))
+            .args(["test", "--event", "Stop", "--dry-run", "--json"])
+            .run();
+        let would_run = dry.json()["would_run"].clone();
+        assert_eq!(would_run[0]["timeout"], expected, "{written}: {would_run}");
+    }
+}

@@ -1,5 +1,6 @@
 //! Payload parsing (contract §2, §8) on arbitrary bytes: an error or a payload, never a panic;
-//! and an accepted payload always gives handlers one JSON object with `event` and `cwd`.
+//! and an accepted payload always gives handlers one JSON object with `event` and `cwd`, and
+//! carries no NUL byte in what becomes an environment variable or a path.
 
 #![no_main]
 
@@ -30,5 +31,12 @@ fuzz_target!(|data: &[u8]| {
     }
     if payload.kind.is_tool_event() {
         assert!(payload.tool_name.is_some());
+    }
+    // What becomes an environment variable or a path can hold no NUL byte (`"\u0000"` is valid
+    // JSON): an accepted payload never carries one there, or exporting it would panic.
+    assert!(!payload.event.contains('\0'));
+    assert!(!payload.cwd.as_deref().is_some_and(|c| c.contains('\0')));
+    if payload.kind.is_tool_event() {
+        assert!(!payload.tool_name.as_deref().is_some_and(|t| t.contains('\0')));
     }
 });

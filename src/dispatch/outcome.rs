@@ -95,7 +95,7 @@ pub fn judge(
 ) -> Judgement {
     let mut judgement = judge_ending(kind, event, label, program, run, timeout, dialect);
     if run.leftover_output {
-        let note = "it exited while a process it started still held its output; stopped reading 100 ms later and left that process running";
+        let note = "it exited while a process it started still held its output; stopped reading 100 ms later and left that process running, but its output now goes nowhere and its next write to it kills it (SIGPIPE): start background work with its output redirected (cmd >/dev/null 2>&1 &, or to a file)";
         judgement.message = Some(match judgement.message.take() {
             Some(m) => format!("{m}; {note}"),
             None => note.to_string(),
@@ -118,16 +118,21 @@ fn judge_ending(
     } else {
         "SIGTERM"
     };
+    let unkillable = if matches!(run.ending, Ending::Unkillable) {
+        unkillable_note()
+    } else {
+        String::new()
+    };
     match run.stopped {
         Some(Stop::Timeout) => {
             return Judgement::new(Outcome::Timeout).with_message(format!(
-                "timed out after {} s; its process group was stopped with {how}; raise \"timeout\" if it needs longer",
+                "timed out after {} s; its process group was stopped with {how}{unkillable}; raise \"timeout\" if it needs longer",
                 timeout.as_secs_f64()
             ))
         }
         Some(Stop::Interrupted(sig)) => {
             return Judgement::new(Outcome::Interrupted).with_message(format!(
-                "the dispatcher received {}; the handler's process group was stopped with {how}",
+                "the dispatcher received {}; the handler's process group was stopped with {how}{unkillable}",
                 signals::name(sig)
             ))
         }
@@ -138,6 +143,15 @@ fn judge_ending(
         Ending::SpawnFailed(ref why) => {
             Judgement::new(Outcome::SpawnError).with_message(why.clone())
         }
+        Ending::Lost => Judgement::new(Outcome::Error).with_message(
+            "its exit status was lost: something else reaped the process (does the program that \
+             started the dispatcher ignore SIGCHLD?); it may have meant to block, but the tool \
+             call proceeds"
+                .into(),
+        ),
+        // Only after a stop, handled above.
+        Ending::Unkillable => Judgement::new(Outcome::Error)
+            .with_message(unkillable_note().trim_start_matches("; ").to_string()),
         Ending::Signaled(sig) => Judgement::new(Outcome::Error).with_message(format!(
             "killed by signal {sig} ({}); the tool call proceeds",
             signals::name(sig)
@@ -183,6 +197,14 @@ fn judge_ending(
             ))
         }
     }
+}
+
+/// What a handler's message adds when the handler outlived SIGKILL.
+fn unkillable_note() -> String {
+    format!(
+        "; it could not be killed: still there {} s after SIGKILL (stuck in uninterruptible sleep, on a hung network mount say), so the dispatcher moved on without it",
+        crate::runner::KILL_SETTLE.as_secs_f64()
+    )
 }
 
 /// Exit 0: stdout may hold a JSON decision and context.

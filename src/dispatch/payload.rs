@@ -274,7 +274,16 @@ impl Payload {
             ));
         }
         let tool_name = match fields.tool_name {
-            Some(Value::String(name)) => Some(name),
+            Some(Value::String(name)) => {
+                if kind.is_tool_event() {
+                    usable(
+                        "tool_name",
+                        &name,
+                        "handlers receive it in the environment variable LEVELCODE_TOOL_NAME",
+                    )?;
+                }
+                Some(name)
+            }
             other if kind.is_tool_event() => {
                 let what = if other.is_none() {
                     "missing"
@@ -289,7 +298,10 @@ impl Payload {
         };
         let has_cwd = fields.cwd.is_some();
         let cwd = match fields.cwd {
-            Some(Value::String(cwd)) if !cwd.is_empty() => Some(cwd),
+            Some(Value::String(cwd)) if !cwd.is_empty() => {
+                usable("cwd", &cwd, "it is the project directory, a path")?;
+                Some(cwd)
+            }
             Some(other) => {
                 warnings.push(format!(
                     "payload: cwd should be the absolute project directory as a string, not {}; using the current directory",
@@ -383,6 +395,19 @@ fn checked(bytes: Vec<u8>) -> Result<Vec<u8>, String> {
     Ok(raw)
 }
 
+/// Checks that the string member `name` can become what the dispatcher makes of it (`becomes`
+/// says what, as a clause): an environment variable, a path or an argument, none of which can hold a NUL byte.
+/// Valid JSON can (`"\u0000"`), so such a payload is refused here, naming the member, before the
+/// value is used anywhere.
+pub fn usable(name: &str, value: &str, becomes: &str) -> Result<(), String> {
+    match value.find('\0') {
+        None => Ok(()),
+        Some(at) => Err(format!(
+            "payload: {name} contains a NUL byte (\\u0000) at byte {at}; {becomes}, which cannot hold one; remove it"
+        )),
+    }
+}
+
 fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> {
     let as_string = |name: &str, value: &Option<Value>| -> Result<Option<String>, String> {
         match value {
@@ -397,6 +422,15 @@ fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> 
     };
     let event = as_string("event", &fields.event)?;
     let alias = as_string("hook_event_name", &fields.hook_event_name)?;
+    for (name, value) in [("event", &event), ("hook_event_name", &alias)] {
+        if let Some(value) = value {
+            usable(
+                name,
+                value,
+                "handlers receive it in the environment variable LEVELCODE_HOOK_EVENT",
+            )?;
+        }
+    }
     let from_payload = match (event, alias) {
         (Some(e), Some(a)) if e != a => {
             return Err(format!(

@@ -31,6 +31,10 @@ pub enum Program {
 pub const LEFTOVER_WAIT: Duration = Duration::from_millis(100);
 /// Between SIGTERM and SIGKILL to a handler's process group.
 pub const KILL_GRACE: Duration = Duration::from_secs(1);
+/// How long after SIGKILL the handler's group, or the handler itself, may take to disappear
+/// before the dispatcher moves on without it. With [`KILL_GRACE`], the "about 1.5 s" past its
+/// timeout that a handler costs at most (contract §6).
+pub const KILL_SETTLE: Duration = Duration::from_millis(500);
 
 /// Everything needed to run one handler.
 pub struct Invocation<'a> {
@@ -49,6 +53,14 @@ pub enum Ending {
     Signaled(i32),
     /// It could not be started; the text says why.
     SpawnFailed(String),
+    /// It ended, but its exit status could not be read: something else reaped it (a caller that
+    /// left SIGCHLD ignored, say). Never read as success. (Unix only, as the next.)
+    #[cfg_attr(windows, allow(dead_code))]
+    Lost,
+    /// It was still there a while after SIGKILL (stuck in uninterruptible sleep, on a hung
+    /// network mount say), so the dispatcher gave up waiting for it.
+    #[cfg_attr(windows, allow(dead_code))]
+    Unkillable,
 }
 
 /// Why the dispatcher stopped a handler.
@@ -230,7 +242,22 @@ fn spawn_message(program: &Program, err: &std::io::Error) -> String {
         std::io::ErrorKind::PermissionDenied => {
             "; is it a directory, or missing its executable bit (chmod +x)?"
         }
+        _ if is_exec_format_error(err) => {
+            "; it is not a program the system can start: if it is a script, add a #! line at its \
+             top (such as #!/bin/sh), or run it through its interpreter ([\"sh\", \"script.sh\"])"
+        }
         _ => "",
     };
     format!("could not start {what}: {err}{hint}")
+}
+
+/// Returns true if and only if `err` is ENOEXEC: a file without a `#!` line and not a binary.
+#[cfg(unix)]
+fn is_exec_format_error(err: &std::io::Error) -> bool {
+    err.raw_os_error() == Some(libc::ENOEXEC)
+}
+
+#[cfg(not(unix))]
+fn is_exec_format_error(_err: &std::io::Error) -> bool {
+    false
 }

@@ -6,7 +6,7 @@
 //! reading and resetting all 64 signal dispositions in the child, two system calls each, and
 //! checks the descriptor limit once per file action: about 140 system calls, ≈ 30 µs per handler
 //! on the benchmark machine, 5 % of a `sh -c true` (docs/BENCHMARKS.md). Here the child resets
-//! only the signals this process catches ([`RESET`]) and SIGPIPE, which the dispatcher ignores
+//! only the signals this process catches ([`RESET`], built from `signals::HANDLED`) and SIGPIPE, which the dispatcher ignores
 //! and std gives its children back; joins its own process group; moves its pipes to 0, 1 and 2;
 //! enters the project directory; unblocks signals; and executes. The kernel hands back a pidfd
 //! from the same clone call.
@@ -20,6 +20,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A started handler: its pid, a descriptor that becomes readable when it exits, and the
 /// dispatcher's ends of its three pipes.
@@ -58,6 +59,11 @@ struct Plan {
     errno: c_int,
 }
 
+/// Set once `clone` was refused for a reason that will not go away (EPERM from a seccomp
+/// filter, ENOSYS, EINVAL from a kernel without CLONE_PIDFD's neighbours…), for the life of the
+/// process. EAGAIN and ENOMEM are passing shortages and are not remembered.
+static CLONE_REFUSED: AtomicBool = AtomicBool::new(false);
+
 const FAILED_SETUP: c_int = 1;
 const FAILED_DIR: c_int = 2;
 const FAILED_EXEC: c_int = 3;
@@ -70,7 +76,14 @@ const CHILD_STACK: usize = 16 * 1024;
 
 /// Starts `argv` (whose first element is the program: a path, or a name looked up in `PATH`)
 /// in `dir`, leading a process group of its own, with three pipes as its standard streams.
+///
+/// A kernel or sandbox that refuses this kind of `clone` refuses it for good: the refusal is
+/// remembered ([`CLONE_REFUSED`]), and every later call answers [`Failure::Unavailable`] at once,
+/// so the caller's fallback is taken without a failed system call per handler.
 pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure> {
+    if CLONE_REFUSED.load(Ordering::Relaxed) {
+        return Err(Failure::Unavailable);
+    }
     let argv_c = argv
         .iter()
         .map(|arg| c_string(arg.as_ref().as_bytes()))
@@ -144,10 +157,7 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     drop((stdin_child, stdout_child, stderr_child));
     if pid < 0 {
-        return match clone_error.raw_os_error() {
-            Some(libc::EAGAIN | libc::ENOMEM) => Err(Failure::Program(clone_error)),
-            _ => Err(Failure::Unavailable),
-        };
+        return Err(clone_failed(clone_error));
     }
     // Kernels before 5.2 ignore CLONE_PIDFD and leave -1.
     let pidfd = if pidfd >= 0 {
@@ -181,6 +191,18 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
         stdout,
         stderr,
     })
+}
+
+/// What a failed `clone` means: a passing shortage (EAGAIN, ENOMEM) is this handler's failure to
+/// start; anything else is a refusal of this way of spawning, remembered for good.
+fn clone_failed(error: io::Error) -> Failure {
+    match error.raw_os_error() {
+        Some(libc::EAGAIN | libc::ENOMEM) => Failure::Program(error),
+        _ => {
+            CLONE_REFUSED.store(true, Ordering::Relaxed);
+            Failure::Unavailable
+        }
+    }
 }
 
 /// The paths the child tries: the program itself when it names a path, otherwise the name in
@@ -249,18 +271,42 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 }
 
 /// The signals the child resets to their default before executing: every one this process
-/// catches, since a handler must never run in the child, which shares our memory: SIGINT,
-/// SIGTERM and SIGHUP (`signals::install`), SIGSEGV and SIGBUS (std's stack overflow report,
-/// where std's own start-up runs: tests, other platforms); and SIGPIPE, which the dispatcher
-/// ignores and std resets for the programs it starts. A test compares this list with `/proc/self/status`.
-const RESET: [c_int; 6] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGSEGV,
-    libc::SIGBUS,
-    libc::SIGPIPE,
-];
+/// catches, since a handler must never run in the child, which shares our memory. They are
+/// [`signals::HANDLED`](crate::signals::HANDLED), the very list `signals::install` catches, so
+/// the two cannot drift apart; then SIGSEGV and SIGBUS (std's stack overflow report, where std's
+/// own start-up runs: tests, other platforms); and SIGPIPE, which the dispatcher ignores and std
+/// resets for the programs it starts. A test compares this list with `/proc/self/status`.
+const RESET: [c_int; crate::signals::HANDLED.len() + 3] = {
+    let extra = [libc::SIGSEGV, libc::SIGBUS, libc::SIGPIPE];
+    let mut all = [0; crate::signals::HANDLED.len() + 3];
+    let mut i = 0;
+    while i < crate::signals::HANDLED.len() {
+        all[i] = crate::signals::HANDLED[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < extra.len() {
+        all[i + j] = extra[j];
+        j += 1;
+    }
+    all
+};
+
+/// Fails the build, loudly, if a signal `signals::install` catches is ever missing from
+/// [`RESET`] (say, the list above rewritten by hand).
+const _: () = {
+    let mut i = 0;
+    while i < crate::signals::HANDLED.len() {
+        let mut found = false;
+        let mut j = 0;
+        while j < RESET.len() {
+            found |= RESET[j] == crate::signals::HANDLED[i];
+            j += 1;
+        }
+        assert!(found, "a signal of signals::HANDLED is missing from RESET");
+        i += 1;
+    }
+};
 
 /// The child, between clone and execve. Async-signal-safe calls only; no allocation, no
 /// panic (no indexing, no arithmetic that can overflow).
@@ -350,6 +396,47 @@ mod tests {
                 "signal {sig} has a handler in the dispatcher but is not in RESET: a spawned \
                  child could run it before executing"
             );
+        }
+    }
+
+    /// A refused clone is remembered: later spawns do not try again. Run in a process of its
+    /// own (this test binary, started again for this one test), since the refusal lasts as long
+    /// as the process and would change how every other test here spawns.
+    #[test]
+    fn a_refused_clone_is_remembered_for_the_life_of_the_process() {
+        const CHILD: &str = "LEVELCODE_HOOKS_TEST_CLONE_REFUSED";
+        if std::env::var_os(CHILD).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "runner::spawn::tests::a_refused_clone_is_remembered_for_the_life_of_the_process",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{text}");
+            assert!(
+                text.contains("1 passed"),
+                "the test ran in the child: {text}"
+            );
+            return;
+        }
+        let dir = std::env::temp_dir();
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        // A passing shortage is not a refusal.
+        let shortage = clone_failed(io::Error::from_raw_os_error(libc::EAGAIN));
+        assert!(matches!(shortage, Failure::Program(_)), "{shortage:?}");
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        // A sandbox's EPERM is, and from then on this way is not tried again.
+        let refusal = clone_failed(io::Error::from_raw_os_error(libc::EPERM));
+        assert!(matches!(refusal, Failure::Unavailable), "{refusal:?}");
+        for _ in 0..3 {
+            assert!(matches!(
+                spawn(&["/bin/sh", "-c", "exit 0"], &dir),
+                Err(Failure::Unavailable)
+            ));
         }
     }
 

@@ -12,7 +12,8 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::time::{Duration, Instant};
 
 use super::{
-    command, spawn_message, Ending, Finished, Invocation, Stop, KILL_GRACE, LEFTOVER_WAIT,
+    command, spawn_message, Ending, Finished, Invocation, Stop, KILL_GRACE, KILL_SETTLE,
+    LEFTOVER_WAIT,
 };
 use crate::runner::capture::Capture;
 use crate::signals;
@@ -24,8 +25,11 @@ const RECHECK: Duration = Duration::from_millis(5);
 /// The most a write to a pipe with room for it is guaranteed to put in at once (POSIX).
 const PIPE_BUF: usize = 4096;
 
-/// How long after SIGKILL the group may take to disappear before the dispatcher moves on.
-const KILL_SETTLE: Duration = Duration::from_millis(500);
+/// The longest pause between two searches of `/proc` for a live member of a stopped handler's
+/// group. The first comes [`RECHECK`] after the stop, each next one twice as late as the one
+/// before, up to this: about 18 searches over the 1.5 s a stop may take, instead of one every
+/// [`RECHECK`] (docs/RELIABILITY.md has the measured cost of one).
+const MAX_SCAN_INTERVAL: Duration = Duration::from_millis(100);
 
 thread_local! {
     /// Where `enter_dir` moved the process, if anywhere.
@@ -153,6 +157,11 @@ struct Session<'a> {
     term_sent_at: Option<Instant>,
     killed: bool,
     leftover_output: bool,
+    /// When `/proc` may next be searched for the group, and the pause after that search.
+    next_scan: Option<Instant>,
+    scan_interval: Duration,
+    /// How many times `/proc` was searched.
+    scans: u32,
 }
 
 impl<'a> Session<'a> {
@@ -184,6 +193,9 @@ impl<'a> Session<'a> {
             term_sent_at: None,
             killed: false,
             leftover_output: false,
+            next_scan: None,
+            scan_interval: RECHECK,
+            scans: 0,
         }
     }
 
@@ -211,6 +223,11 @@ impl<'a> Session<'a> {
             if self.ending.is_some() && self.done(now) {
                 return;
             }
+            if self.ending.is_none() && self.past_kill_settle(now) {
+                // Not gone after SIGKILL and a grace: it cannot be killed. Move on without it;
+                // nothing may hang (contract §8).
+                return;
+            }
             let wait = self.poll_timeout(now, deadline);
             self.poll_once(wait);
         }
@@ -221,11 +238,9 @@ impl<'a> Session<'a> {
     fn done(&mut self, now: Instant) -> bool {
         // After a stop, wait for the group to be gone; after SIGKILL that takes the kernel a
         // moment, bounded in case something sits in uninterruptible sleep.
-        let group_settled = match (self.stopped, self.term_sent_at) {
-            (Some(_), Some(term)) => {
-                !group_alive(self.pid) || (self.killed && now >= term + KILL_GRACE + KILL_SETTLE)
-            }
-            _ => true,
+        let group_settled = match self.stopped {
+            Some(_) => self.past_kill_settle(now) || self.group_gone(now),
+            None => true,
         };
         if !group_settled {
             return false;
@@ -241,6 +256,31 @@ impl<'a> Session<'a> {
         false
     }
 
+    /// Returns true once SIGKILL went out and [`KILL_SETTLE`] has passed since.
+    fn past_kill_settle(&self, now: Instant) -> bool {
+        self.killed
+            && self
+                .term_sent_at
+                .is_some_and(|term| now >= term + KILL_GRACE + KILL_SETTLE)
+    }
+
+    /// Returns true if and only if no process of the stopped handler's group is left, zombies
+    /// aside. `kill(-pgid, 0)` answers at once and is asked every time; only while it says
+    /// something is there (which a zombie no one reaps also makes it say) is `/proc` searched,
+    /// at growing intervals ([`MAX_SCAN_INTERVAL`]).
+    fn group_gone(&mut self, now: Instant) -> bool {
+        if !group_exists(self.pid) {
+            return true;
+        }
+        if self.next_scan.is_some_and(|next| now < next) {
+            return false;
+        }
+        self.next_scan = Some(now + self.scan_interval);
+        self.scan_interval = (self.scan_interval * 2).min(MAX_SCAN_INTERVAL);
+        self.scans += 1;
+        !live_member_in_proc(self.pid).unwrap_or(true)
+    }
+
     fn poll_timeout(&self, now: Instant, deadline: Instant) -> Option<Duration> {
         let mut until: Option<Instant> = None;
         let mut earliest = |t: Instant| until = Some(until.map_or(t, |u| u.min(t)));
@@ -248,8 +288,12 @@ impl<'a> Session<'a> {
             earliest(deadline);
         }
         if let Some(term) = self.term_sent_at {
+            let settle = term + KILL_GRACE + KILL_SETTLE;
             if !self.killed {
                 earliest(term + KILL_GRACE);
+            } else if settle > now {
+                // Past it, `drive` returns or only the leftover wait is left: never a 0 ms poll.
+                earliest(settle);
             }
             if self.ending.is_some() {
                 // Waiting for the rest of the group to go: nothing wakes us when it does.
@@ -332,6 +376,12 @@ impl<'a> Session<'a> {
         let streams_ended = self.stdout.is_none() && self.stderr.is_none();
         if fired(EXIT) || self.pidfd.is_none() || streams_ended {
             self.reap();
+            if fired(EXIT) && self.ending.is_none() {
+                // The pidfd says it exited, yet there is no status to collect (a tracer holds
+                // it, say): polling the pidfd again would return at once, for ever. Look every
+                // RECHECK instead, as without a pidfd.
+                self.pidfd = None;
+            }
         }
         let _ = WAKE; // readable only after a signal, which the loop reads from `signals`
     }
@@ -379,8 +429,9 @@ impl<'a> Session<'a> {
                 }
             }
             _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => return,
-            // ECHILD: nothing left to wait for; its status is lost.
-            _ => Ending::Exited(-1),
+            // ECHILD: something else reaped it (SIGCHLD ignored, say); its status is lost, and
+            // must not read as any exit code.
+            _ => Ending::Lost,
         };
         self.ending = Some(ending);
         self.exited_at = Some(Instant::now());
@@ -390,7 +441,8 @@ impl<'a> Session<'a> {
     fn finish(mut self, start: Instant) -> Finished {
         let duration = start.elapsed();
         Finished {
-            ending: self.ending.take().unwrap_or(Ending::Exited(-1)),
+            // `drive` returns without an ending only when it gave up on an unkillable handler.
+            ending: self.ending.take().unwrap_or(Ending::Unkillable),
             stopped: self.stopped,
             killed: self.killed,
             stdout: std::mem::take(&mut self.out),
@@ -486,15 +538,13 @@ fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
     unsafe { libc::kill(-pgid, sig) };
 }
 
-/// Returns true if and only if some process of the group is still running. Zombies do not count:
-/// an orphan's zombie waits for init to reap it, which may take a long time, and holds nothing.
-fn group_alive(pgid: libc::pid_t) -> bool {
+/// Returns true if and only if the group has a member, zombies included: an orphan's zombie
+/// waits for init to reap it, which may take a long time (an init that never reaps, in a
+/// container), and holds nothing; [`live_member_in_proc`] tells those apart.
+fn group_exists(pgid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks for existence.
     let rc = unsafe { libc::kill(-pgid, 0) };
-    if rc != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
-        return false;
-    }
-    live_member_in_proc(pgid).unwrap_or(true)
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Looks through /proc for a member of the group that is not a zombie; `None` without /proc.
@@ -553,6 +603,70 @@ mod tests {
         session.drive(began + invocation.timeout);
         restore_dir();
         session.finish(began)
+    }
+
+    /// Runs `script` to its end with `timeout`; also returns how often `/proc` was searched.
+    fn drive_with(script: &str, timeout: Duration) -> (Finished, u32) {
+        let program = Program::Shell(script.into());
+        let dir = std::env::current_dir().unwrap();
+        let invocation = Invocation {
+            program: &program,
+            dir: &dir,
+            input: b"",
+            timeout,
+        };
+        let began = Instant::now();
+        let process = start_process(&invocation).expect("the handler starts");
+        let mut session = Session::new(process, b"");
+        session.drive(began + timeout);
+        restore_dir();
+        let scans = session.scans;
+        (session.finish(began), scans)
+    }
+
+    /// A handler whose exit status something else collected (a caller that ignores SIGCHLD has
+    /// the kernel do it): the status is lost, and never read as an exit code.
+    #[test]
+    fn a_status_reaped_by_someone_else_is_lost_not_an_exit_code() {
+        let program = Program::Shell("exit 2".into());
+        let dir = std::env::current_dir().unwrap();
+        let invocation = Invocation {
+            program: &program,
+            dir: &dir,
+            input: b"",
+            timeout: Duration::from_secs(20),
+        };
+        let began = Instant::now();
+        let process = start_process(&invocation).expect("the handler starts");
+        let mut status = 0;
+        // SAFETY: waits for our own child, as the kernel would reap it under SIG_IGN.
+        assert_eq!(
+            unsafe { libc::waitpid(process.pid, &mut status, 0) },
+            process.pid
+        );
+        let mut session = Session::new(process, b"");
+        session.drive(began + invocation.timeout);
+        restore_dir();
+        let finished = session.finish(began);
+        assert!(
+            matches!(finished.ending, Ending::Lost),
+            "{:?}",
+            finished.ending
+        );
+    }
+
+    /// After a stop, a group that takes a while to empty (a member ignores SIGTERM, so it goes
+    /// only with SIGKILL a second later) is looked for in `/proc` at growing intervals: a
+    /// handful of searches, not one every 5 ms (docs/RELIABILITY.md).
+    #[test]
+    fn a_stop_searches_proc_a_bounded_number_of_times() {
+        let (finished, scans) = drive_with(
+            "sh -c 'trap \"\" TERM; exec sleep 30' & exec sleep 30",
+            Duration::from_millis(200),
+        );
+        assert_eq!(finished.stopped, Some(Stop::Timeout));
+        assert!(finished.killed);
+        assert!((1..=25).contains(&scans), "{scans} searches of /proc");
     }
 
     #[test]

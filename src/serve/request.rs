@@ -42,6 +42,37 @@ pub struct RequestOptions {
     pub output: Option<OutputMode>,
 }
 
+impl RequestOptions {
+    /// The first option that cannot be used as the path it is, with what to do about it: a NUL
+    /// byte fits in a JSON string (`"\u0000"`) but in no path.
+    fn unusable(&self) -> Option<String> {
+        let named = self
+            .project_dir
+            .iter()
+            .map(|dir| ("options.project_dir".to_string(), dir))
+            .chain(
+                self.settings
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                    .map(|(i, file)| (format!("options.settings[{i}]"), file)),
+            );
+        for (name, path) in named {
+            if let Some(at) = path
+                .as_os_str()
+                .as_encoded_bytes()
+                .iter()
+                .position(|b| *b == 0)
+            {
+                return Some(format!(
+                    "request: {name} contains a NUL byte (\\u0000) at byte {at}; it is a path, which cannot hold one; remove it"
+                ));
+            }
+        }
+        None
+    }
+}
+
 fn output_mode<'de, D: Deserializer<'de>>(de: D) -> Result<Option<OutputMode>, D::Error> {
     match Option::<String>::deserialize(de)?.as_deref() {
         None => Ok(None),
@@ -159,6 +190,9 @@ fn assemble(
             }
         },
     };
+    if let Some(message) = options.unusable() {
+        return Err(Rejection { message, id });
+    }
     let bytes = if has_own_members {
         without_own_members(line).into_owned()
     } else {

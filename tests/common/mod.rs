@@ -38,17 +38,53 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
 }
 
 /// Variables the dispatcher reads, removed from every child's environment unless a test sets
-/// them, so the machine running the tests cannot change their outcome.
-const CLEARED: [&str; 8] = [
+/// them, so the machine running the tests cannot change their outcome (and a developer's own
+/// execution log, `LEVELCODE_HOOKS_LOG`, never gets the tests' dispatches).
+pub const CLEARED: [&str; 10] = [
     "LEVELCODE_DIR",
     "LEVELCODE_HOOKS",
     "LEVELCODE_HOOKS_NO_PROJECT",
     "LEVELCODE_HOOKS_DEPTH",
+    "LEVELCODE_HOOKS_LOG",
     "LEVELCODE_TEAM",
+    "LEVELCODE_TRUST_PROJECT_HOOKS",
     "NEXT_PUBLIC_CB_ENVIRONMENT",
     "LEVELCODE_TOOL_NAME",
     "LEVELCODE_PROJECT_DIR",
 ];
+
+/// The variable that lets a machine without some tool or privilege skip the tests that need it:
+/// a comma-separated list of the names [`require`] is called with (`perl`, `python3`, `root`,
+/// `proc-io`). Without it, such a test fails: a missing prerequisite never passes silently.
+pub const SKIP_VAR: &str = "LEVELCODE_HOOKS_TEST_SKIP";
+
+/// Returns true when the test may go on. When `available` is false, the test fails, unless
+/// [`SKIP_VAR`] names `what`, in which case this returns false and the test returns early.
+pub fn require(what: &str, available: bool, why: &str) -> bool {
+    if available {
+        return true;
+    }
+    let skipped = std::env::var(SKIP_VAR)
+        .unwrap_or_default()
+        .split(',')
+        .any(|name| name.trim() == what);
+    assert!(
+        skipped,
+        "this test needs {what} ({why}); provide it, or set {SKIP_VAR}={what} to skip the test"
+    );
+    eprintln!("skipped: {SKIP_VAR} names {what} ({why})");
+    false
+}
+
+/// Returns true if and only if `program` runs (`program args` exits 0).
+pub fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
 
 /// How long any one dispatch may take before the harness kills it and fails the test: far above
 /// every bound a test asserts, so only a hang reaches it.
@@ -87,6 +123,9 @@ pub struct Test {
     close_stdout: bool,
     /// Standard descriptors the dispatcher starts without (closed, not /dev/null).
     closed: Vec<i32>,
+    /// Signals the dispatcher starts with ignored, and blocked, as a caller may leave them.
+    ignored: Vec<i32>,
+    blocked: Vec<i32>,
     reap: Vec<PathBuf>,
 }
 
@@ -116,6 +155,8 @@ impl Test {
             input: Input::Bytes(Vec::new()),
             close_stdout: false,
             closed: Vec::new(),
+            ignored: Vec::new(),
+            blocked: Vec::new(),
             reap: Vec::new(),
         }
     }
@@ -254,6 +295,18 @@ impl Test {
         self
     }
 
+    /// Starts the dispatcher with `sig` ignored (SIG_IGN survives exec), as some callers do.
+    pub fn ignore_signal(mut self, sig: i32) -> Test {
+        self.ignored.push(sig);
+        self
+    }
+
+    /// Starts the dispatcher with `sig` blocked in its signal mask, as some callers do.
+    pub fn block_signal(mut self, sig: i32) -> Test {
+        self.blocked.push(sig);
+        self
+    }
+
     /// Kills, when the test ends however it ends, every process whose pid a handler wrote (one
     /// per line) in `path`, relative to the project, so a failing test leaves nothing running.
     pub fn reap(mut self, path: impl AsRef<Path>) -> Test {
@@ -301,6 +354,27 @@ impl Test {
                     for fd in &closed {
                         libc::close(*fd);
                     }
+                    Ok(())
+                });
+            }
+        }
+        if !self.ignored.is_empty() || !self.blocked.is_empty() {
+            use std::os::unix::process::CommandExt;
+            let (ignored, blocked) = (self.ignored.clone(), self.blocked.clone());
+            // SAFETY: signal, sigemptyset, sigaddset and sigprocmask are async-signal-safe and
+            // touch only the child's own dispositions and a set on its stack. std has reset the
+            // mask before this runs, so what is set here is what the dispatcher inherits.
+            unsafe {
+                command.pre_exec(move || {
+                    for sig in &ignored {
+                        libc::signal(*sig, libc::SIG_IGN);
+                    }
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut set);
+                    for sig in &blocked {
+                        libc::sigaddset(&mut set, *sig);
+                    }
+                    libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
                     Ok(())
                 });
             }
