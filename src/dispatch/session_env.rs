@@ -75,3 +75,32 @@ pub fn collect(file: &Path, report: &mut Report) {
     }
     let _ = std::fs::remove_file(file);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_file_is_fresh_and_collected_once() {
+        let mut warnings = Vec::new();
+        let a = create(&mut warnings).expect("a file in the temporary directory");
+        let b = create(&mut warnings).expect("another");
+        assert_ne!(a, b);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(given_before());
+        assert_eq!(std::fs::read(&a).unwrap(), b"");
+        std::fs::write(&a, "export A=1").unwrap();
+        std::fs::write(&b, "export B=2\n").unwrap();
+        let mut report = Report::new(Some("SessionStart".into()), None, std::time::Instant::now());
+        collect(&a, &mut report);
+        collect(&b, &mut report);
+        assert_eq!(
+            report.session_env.as_deref(),
+            Some("export A=1\nexport B=2\n")
+        );
+        assert!(!a.exists() && !b.exists(), "the files are removed");
+        // A handler that removed its file itself leaves nothing to say.
+        collect(&a, &mut report);
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    }
+}
