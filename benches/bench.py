@@ -32,6 +32,7 @@ MIB = 1024 * 1024
 # Environment variables that change what the dispatcher does; the bench controls all of them.
 DISPATCHER_ENV = (
     "LEVELCODE_DIR",
+    "LEVELCODE_TRUST_PROJECT_HOOKS",
     "LEVELCODE_HOOKS",
     "LEVELCODE_HOOKS_NO_PROJECT",
     "LEVELCODE_HOOKS_DEPTH",
@@ -250,6 +251,10 @@ class Bench:
         home = self.make_home(name)
         project = self.root / name / "project"
         dump(project / ".levelcode" / "settings.json", project_settings)
+        # The project's hooks are trusted as a person would trust them, so every dispatch checks
+        # the trust store and hashes the scripts the hooks name (docs/trust.md).
+        subprocess.run([self.bin, "trust", "--yes", "--project-dir", str(project)],
+                       env=self.env(home), check=True, stdout=subprocess.DEVNULL)
         payload = payload or write_file_payload(project, 2000)
         payload["cwd"] = str(project)
         payload_path = dump(self.root / name / "payload.json", payload)

@@ -51,6 +51,8 @@ pub enum Command {
     /// The signed compliance log of team runs.
     #[command(subcommand)]
     Compliance(compliance::ComplianceCommand),
+    /// Review a project's hooks and the scripts they run, and trust them (or deny them).
+    Trust(crate::commands::trust::TrustArgs),
     /// Print a shell completion script.
     Completions(crate::commands::completions::CompletionsArgs),
     /// Read another agent's hook settings (Claude Code's) and print them as levelcode settings.
@@ -165,6 +167,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Stats(args)) => crate::commands::log::run_stats(&args),
         Some(Command::Serve(args)) => crate::serve::run(&args),
         Some(Command::Compliance(cmd)) => compliance::run_command(&cmd),
+        Some(Command::Trust(args)) => crate::commands::trust::run(&args),
         Some(Command::Completions(args)) => {
             crate::commands::completions::run(&args, Cli::command())
         }

@@ -17,3 +17,4 @@ pub mod runner;
 pub(crate) mod serve;
 pub(crate) mod signals;
 pub(crate) mod style;
+pub mod trust;

@@ -130,6 +130,7 @@ fn layers_of_the_code_import_only_downwards() {
     // names cli.rs.
     let forbidden: &[(&str, &[&str])] = &[
         ("dispatch", &["commands", "cli", "serve"]),
+        ("trust", &["commands", "cli", "serve"]),
         (
             "runner",
             &["dispatch", "commands", "cli", "serve", "compliance"],

@@ -553,6 +553,7 @@ fn run_as(test: &Test, uid: u32, home: Option<&Path>, stdin: &[u8]) -> (i32, Val
     command
         .current_dir(test.project())
         .env_remove("HOME")
+        .env(crate::common::TRUST, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -30,3 +30,5 @@ mod serve;
 mod signals;
 #[cfg(unix)]
 mod timeouts;
+#[cfg(unix)]
+mod trust;

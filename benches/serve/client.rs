@@ -24,8 +24,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Variables that change what the dispatcher does; the benchmark controls all of them.
-const DISPATCHER_ENV: [&str; 7] = [
+const DISPATCHER_ENV: [&str; 8] = [
     "LEVELCODE_DIR",
+    "LEVELCODE_TRUST_PROJECT_HOOKS",
     "LEVELCODE_HOOKS",
     "LEVELCODE_HOOKS_NO_PROJECT",
     "LEVELCODE_HOOKS_DEPTH",

@@ -135,6 +135,11 @@ fn extra_sections() -> Roff {
         "128+N",
         "Stopped by signal N, after printing the result so far.",
     );
+    tagged(
+        &mut roff,
+        "3, 4, 5",
+        "For trust --status: the project's hooks are untrusted, changed since they were trusted, or denied (0: trusted, or no hooks).",
+    );
 
     roff.control("SH", ["ENVIRONMENT"]);
     for (name, text) in [
@@ -142,7 +147,8 @@ fn extra_sections() -> Roff {
         ("LEVELCODE_HOOKS_NO_PROJECT", "1, true or on skips the project layer, like --no-project."),
         ("LEVELCODE_HOOKS_DEPTH", "Set for handlers to one more than the dispatcher's own; a dispatcher started at depth 4 or more runs nothing."),
         ("LEVELCODE_HOOKS_LOG", "A file to which every dispatch appends one JSON line; read it with the log and stats commands."),
-        ("LEVELCODE_DIR", "The data directory (default: $HOME/.levelcode): its settings.json is the data layer."),
+        ("LEVELCODE_DIR", "The data directory (default: $HOME/.levelcode): its settings.json is the data layer, its trusted-hooks.json the trust store."),
+        ("LEVELCODE_TRUST_PROJECT_HOOKS", "1 trusts the project's hooks for this run (CI, levelcode -p); sha256:<hex> trusts them only while their digest is that one."),
         ("LEVELCODE_TEAM", "The team whose compliance log records PostToolUse events, when neither --team nor the payload names one."),
         ("NEXT_PUBLIC_CB_ENVIRONMENT", "When set and not prod, the user layer is read from levelcode-<value> instead of levelcode."),
         ("NO_COLOR", "When set and not empty, no colors; otherwise colors only on a terminal (CLICOLOR_FORCE forces them)."),
@@ -161,7 +167,11 @@ fn extra_sections() -> Roff {
             "$HOME/.levelcode/settings.json",
             "The data layer ($LEVELCODE_DIR/settings.json when set).",
         ),
-        ("<project>/.levelcode/settings.json", "The project layer."),
+        ("<project>/.levelcode/settings.json", "The project layer; its hooks run only once trusted (levelcode-hooks trust)."),
+        (
+            "$HOME/.levelcode/trusted-hooks.json",
+            "The trust store: each trusted project's digest, or its denial ($LEVELCODE_DIR/trusted-hooks.json when set).",
+        ),
     ] {
         tagged(&mut roff, path, text);
     }
@@ -175,6 +185,7 @@ fn extra_sections() -> Roff {
         ("Would my guard block this write?", "levelcode-hooks test --event PreToolUse --tool write_file --input '{\"path\":\"src/generated/a.ts\"}' -v"),
         ("What runs for a tool, without running it:", "levelcode-hooks list --event PreToolUse --tool write_file"),
         ("Guard a repository in CI:", "levelcode-hooks validate --settings .levelcode/settings.json"),
+        ("Review a cloned project's hooks and trust them:", "levelcode-hooks trust --project-dir ~/src/cloned"),
         ("Which hook is slow? Record every dispatch, use the agent, then summarise:", "export LEVELCODE_HOOKS_LOG=$HOME/.levelcode/hooks.jsonl\nlevelcode-hooks stats"),
     ] {
         roff.control("PP", []);

@@ -91,6 +91,15 @@ pub struct Inspection {
     pub layers: Vec<LayerView>,
     /// Warnings that concern no single file, such as a missing home directory.
     pub notes: Vec<String>,
+    /// The project layer's trust (contract §13), when it has hooks.
+    pub trust: Option<crate::trust::Assessment>,
+}
+
+impl Inspection {
+    /// The project layer's trust when it keeps the layer from running.
+    pub fn held_back(&self) -> Option<&crate::trust::Assessment> {
+        self.trust.as_ref().filter(|a| !a.state.admits())
+    }
 }
 
 /// The project root when there is no payload: `--project-dir`, else the current directory, found
@@ -107,15 +116,51 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
     let mut notes = Vec::new();
     let paths = dispatch::layer_paths(&root, options, &mut notes);
     let mut reader = layers::Reader::default();
-    let layers = paths
+    let layers: Vec<LayerView> = paths
         .iter()
         .map(|layer| read_layer(&mut reader, layer))
         .collect();
+    let trust = assess_trust(&root, &layers, &mut notes);
     Inspection {
         root,
         layers,
         notes,
+        trust,
     }
+}
+
+/// The project layer's trust, as a dispatch would judge it, with the digest.
+fn assess_trust(
+    root: &Path,
+    layers: &[LayerView],
+    notes: &mut Vec<String>,
+) -> Option<crate::trust::Assessment> {
+    let mut trust_all = false;
+    for layer in layers {
+        if !matches!(layer.kind, LayerKind::User | LayerKind::Data) {
+            continue;
+        }
+        match layer
+            .text
+            .as_deref()
+            .map(|t| crate::trust::trust_all_in(t.as_bytes()))
+        {
+            Some(Ok(Some(on))) => trust_all |= on,
+            Some(Err(problem)) => notes.push(format!("{}: {problem}", layer.file())),
+            _ => {}
+        }
+    }
+    let project = layers
+        .iter()
+        .find(|l| l.kind == LayerKind::Project && l.state == LayerState::Read)?;
+    let assessment = crate::trust::assess(
+        root,
+        project.text.as_deref().unwrap_or_default().as_bytes(),
+        trust_all,
+        true,
+    );
+    notes.extend(assessment.warnings.iter().cloned());
+    (assessment.state != crate::trust::State::NoHooks).then_some(assessment)
 }
 
 fn read_layer(reader: &mut layers::Reader, layer: &LayerPath) -> LayerView {

@@ -67,6 +67,8 @@ pub enum Verdict {
     Invalid,
     /// Hooks are turned off (`LEVELCODE_HOOKS`, or the nesting depth): nothing runs.
     Off,
+    /// A project handler that does not run because the project's hooks are not trusted.
+    Untrusted,
 }
 
 impl Verdict {
@@ -80,6 +82,7 @@ impl Verdict {
             Verdict::Duplicate(_) => "duplicate",
             Verdict::Invalid => "invalid",
             Verdict::Off => "off",
+            Verdict::Untrusted => "untrusted",
         }
     }
 
@@ -87,7 +90,7 @@ impl Verdict {
         match self {
             Verdict::Enabled | Verdict::WouldRun(_) => Style::Good,
             Verdict::Invalid => Style::Bad,
-            Verdict::Off => Style::Warn,
+            Verdict::Off | Verdict::Untrusted => Style::Warn,
             _ => Style::Dim,
         }
     }
@@ -122,8 +125,27 @@ pub fn plan<'a>(
     let mut order = 0;
     let mut already: Vec<(&Program, usize)> = Vec::new();
     let mut out = Vec::new();
+    let held_back = inspection.held_back().map(|a| {
+        format!(
+            "the project's hooks are {}: review them with levelcode-hooks trust --project-dir {}",
+            a.state.name(),
+            shell_words::quote(&inspection.root.to_string_lossy())
+        )
+    });
     for entry in inspect::entries(inspection) {
-        let (verdict, why) = judge(&entry, event, tool, &mut order, &mut already);
+        let (verdict, why) = match &held_back {
+            Some(reason) if entry.layer.kind == crate::dispatch::layers::LayerKind::Project => {
+                // Judged as if it ran, without taking a place in the chain.
+                let (mut order, mut already) = (order, already.clone());
+                match judge(&entry, event, tool, &mut order, &mut already) {
+                    (Verdict::WouldRun(_) | Verdict::Enabled | Verdict::Duplicate(_), _) => {
+                        (Verdict::Untrusted, Some(reason.clone()))
+                    }
+                    other => other,
+                }
+            }
+            _ => judge(&entry, event, tool, &mut order, &mut already),
+        };
         let (verdict, why) = match (verdict, &off) {
             (Verdict::WouldRun(_), Some(reason)) => (Verdict::Off, Some(reason.clone())),
             (verdict, _) => (verdict, why),
@@ -282,6 +304,8 @@ struct ListJson<'a> {
     layers: Vec<LayerJson>,
     handlers: Vec<HandlerJson>,
     warnings: Vec<String>,
+    /// The project layer's trust, when it has hooks.
+    project_trust: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -367,7 +391,44 @@ fn to_json<'a>(
             .collect(),
         handlers: planned.iter().map(HandlerJson::new).collect(),
         warnings: all_warnings(inspection),
+        project_trust: inspection.trust.as_ref().map(trust_json),
     }
+}
+
+/// The project layer's trust as `list --json` and `validate --json` print it.
+pub fn trust_json(assessment: &crate::trust::Assessment) -> serde_json::Value {
+    serde_json::json!({
+        "state": assessment.state.name(),
+        "trusted_by": match assessment.state {
+            crate::trust::State::Trusted(by) => Some(by.name()),
+            _ => None,
+        },
+        "digest": assessment.digest.as_ref().map(|d| d.digest.clone()),
+        "path": assessment.path.display().to_string(),
+        "handlers": assessment.handlers,
+    })
+}
+
+/// One line on the project layer's trust, for the tables of `list` and `validate`.
+pub fn trust_line(inspection: &Inspection) -> Option<String> {
+    let assessment = inspection.trust.as_ref()?;
+    let root = shell_words::quote(&inspection.root.to_string_lossy()).into_owned();
+    Some(match assessment.state {
+        crate::trust::State::Trusted(by) => format!(
+            "project hooks trusted (by {}){}",
+            by.name(),
+            assessment
+                .digest
+                .as_ref()
+                .map(|d| format!(", digest {}", d.digest))
+                .unwrap_or_default()
+        ),
+        state => format!(
+            "project hooks {}: its {} handler(s) do not run; review and trust them with: levelcode-hooks trust --project-dir {root}",
+            state.name(),
+            assessment.handlers
+        ),
+    })
 }
 
 /// Every warning: those about no single file, then each layer's.
@@ -421,6 +482,14 @@ fn table(
             layer.kind.name(),
             layer.path.display()
         );
+    }
+    if let Some(line) = trust_line(inspection) {
+        let style = if inspection.held_back().is_some() {
+            Style::Warn
+        } else {
+            Style::Dim
+        };
+        let _ = writeln!(out, "  {}", painter.paint(style, line));
     }
     if let Some(event) = event {
         let _ = writeln!(

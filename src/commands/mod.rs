@@ -11,4 +11,5 @@ pub mod schema;
 pub mod suggest;
 pub mod test;
 pub mod tools;
+pub mod trust;
 pub mod validate;

@@ -225,6 +225,16 @@ fn check_raw(text: &str, found: &mut Found<'_>) {
     let Ok(Value::Object(top)) = serde_json::from_str::<Value>(text) else {
         return;
     };
+    if found.layer.kind == LayerKind::Project && top.contains_key(crate::trust::TRUST_ALL) {
+        found.add(
+            Some(crate::trust::TRUST_ALL.to_string()),
+            "ignored_in_project",
+            format!(
+                "{} is read only from the user and data layers: a project cannot trust its own hooks; remove it",
+                crate::trust::TRUST_ALL
+            ),
+        );
+    }
     if !top.contains_key("hooks") {
         for key in top.keys() {
             if let Some(hint) = suggest::nearest(key, TOP_KEYS) {
@@ -517,6 +527,8 @@ struct ValidateJson<'a> {
     files: Vec<FileJson>,
     problems: &'a [Problem],
     notes: &'a [String],
+    /// The project layer's trust, when it has hooks; never a problem by itself.
+    project_trust: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -545,6 +557,10 @@ fn to_json<'a>(inspection: &'a Inspection, problems: &'a [Problem]) -> ValidateJ
             .collect(),
         problems,
         notes: &inspection.notes,
+        project_trust: inspection
+            .trust
+            .as_ref()
+            .map(crate::commands::list::trust_json),
     }
 }
 
@@ -587,6 +603,9 @@ fn report(inspection: &Inspection, problems: &[Problem], painter: Painter) -> St
     }
     for note in &inspection.notes {
         let _ = writeln!(out, "{} {note}", painter.paint(Style::Warn, "note:"));
+    }
+    if let Some(line) = crate::commands::list::trust_line(inspection) {
+        let _ = writeln!(out, "{} {line}", painter.paint(Style::Warn, "trust:"));
     }
     if inspection
         .layers

@@ -127,7 +127,7 @@ fn utc_time(ms: f64) -> Option<String> {
     }
     let ms = ms as i64;
     let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    let (year, month, day) = civil_from_days(days);
+    let (year, month, day) = crate::dispatch::exec_log::civil_from_days(days);
     let seconds = ms_of_day / 1000;
     Some(format!(
         "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:03}",
@@ -136,20 +136,6 @@ fn utc_time(ms: f64) -> Option<String> {
         seconds % 60,
         ms_of_day % 1000
     ))
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

@@ -222,8 +222,8 @@ fn rfc3339(time: SystemTime) -> String {
 }
 
 /// The proleptic Gregorian date of a day number counted from 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+/// `civil_from_days`); the compliance log's `show` uses it too.
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

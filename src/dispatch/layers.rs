@@ -19,6 +19,8 @@ pub enum LayerKind {
     Project,
     /// A file named with `--settings`.
     Cli,
+    /// The hooks of a `serve` request's `options.hooks` (contract §14).
+    Inline,
 }
 
 impl LayerKind {
@@ -28,6 +30,7 @@ impl LayerKind {
             LayerKind::Data => "data",
             LayerKind::Project => "project",
             LayerKind::Cli => "cli",
+            LayerKind::Inline => "inline",
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::compliance;
 use crate::environment;
 use crate::runner::{self, Ending, Finished, Invocation, Stop};
 use crate::signals;
+use crate::trust::Gate;
 use handler_input::{ClaudeRun, Inputs};
 use layers::LayerPath;
 use outcome::{Dialect, Judgement, Outcome};
@@ -66,19 +67,23 @@ pub fn load_groups(
     events: Events<'_>,
     warnings: &mut Vec<String>,
     trace: &Trace,
+    gate: &mut Gate,
 ) -> Vec<Group> {
     let mut reader = layers::Reader::default();
-    load_groups_from(paths, events, warnings, trace, |layer| {
+    load_groups_from(paths, events, warnings, trace, gate, |layer| {
         reader.read(&layer.path)
     })
 }
 
 /// [`load_groups`] with each layer read by `read`, which `serve` wraps to remember what was read.
+/// A layer's contents go through `gate` first: a project layer that is not trusted contributes
+/// nothing (contract §13).
 pub fn load_groups_from(
     paths: &[LayerPath],
     events: Events<'_>,
     warnings: &mut Vec<String>,
     trace: &Trace,
+    gate: &mut Gate,
     mut read: impl FnMut(&LayerPath) -> layers::Loaded,
 ) -> Vec<Group> {
     let mut groups = Vec::new();
@@ -102,6 +107,14 @@ pub fn load_groups_from(
                 continue;
             }
             layers::Loaded::Unusable(warning) => warnings.push(warning),
+            layers::Loaded::Contents(bytes) if !gate.admit(layer, &bytes, warnings) => {
+                trace.line(format_args!(
+                    "{} layer: {} (not trusted: skipped)",
+                    layer.kind.name(),
+                    layer.path.display()
+                ));
+                continue;
+            }
             layers::Loaded::Contents(bytes) => {
                 let source = settings::Source {
                     layer: layer.kind,
@@ -138,8 +151,8 @@ pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: In
         }
         _ => Events::Only(&payload.event),
     };
-    dispatch_with(payload, options, trace, started, |paths, warnings| {
-        load_groups(paths, events, warnings, trace)
+    dispatch_with(payload, options, trace, started, |paths, warnings, gate| {
+        load_groups(paths, events, warnings, trace, gate)
     })
 }
 
@@ -150,7 +163,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     options: &Options,
     trace: &Trace,
     started: Instant,
-    groups: impl FnOnce(&[LayerPath], &mut Vec<String>) -> G,
+    groups: impl FnOnce(&[LayerPath], &mut Vec<String>, &mut Gate) -> G,
 ) -> Report {
     let mut report = Report::new(
         Some(payload.event.clone()),
@@ -183,7 +196,9 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         ));
     } else {
         let paths = layer_paths(&root, options, &mut report.warnings);
-        let groups = groups(&paths, &mut report.warnings);
+        let mut gate = Gate::new(&root);
+        let groups = groups(&paths, &mut report.warnings, &mut gate);
+        report.project_trust = gate.held_back();
         run_chain(payload, &root, &groups, &mut report, trace);
         runner::restore_dir();
     }

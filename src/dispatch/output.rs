@@ -38,6 +38,8 @@ pub struct Report {
     pub started: Instant,
     /// The signal that stopped the dispatch, if one did.
     pub interrupted: Option<i32>,
+    /// Why the project layer was held back, when it was (contract §13).
+    pub project_trust: Option<crate::trust::ProjectTrust>,
 }
 
 /// One matched handler in the output.
@@ -107,6 +109,7 @@ impl Report {
             warnings: Vec::new(),
             started,
             interrupted: None,
+            project_trust: None,
         }
     }
 
@@ -175,6 +178,7 @@ impl Report {
                 warnings: &self.warnings,
                 duration_ms: millis(self.started.elapsed()),
                 interrupted: interrupted.map(|_| true),
+                project_trust: self.project_trust.as_ref(),
             }),
             OutputMode::Compact => serde_json::to_string(&Compact {
                 decision,
@@ -215,6 +219,8 @@ struct Full<'a> {
     duration_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     interrupted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_trust: Option<&'a crate::trust::ProjectTrust>,
 }
 
 #[derive(Serialize)]

@@ -6,6 +6,11 @@
 //! rewritten with the same size within one tick of the file system's clock, right after it was
 //! read. So while a layer's times are recent (within [`RECENT`] of the check), its contents are
 //! also compared with what was read; once they are older, any later write must move them.
+//!
+//! Whether the project layer is trusted (contract §13) is kept with the groups, and depends on
+//! more files than the layers: the trust store and every path the project's handlers name.
+//! Those are stamped the same way, so the scripts are hashed again only when one of them
+//! changed; while any of them is recent, every request checks afresh.
 
 use std::path::Path;
 use std::rc::Rc;
@@ -15,6 +20,7 @@ use crate::dispatch;
 use crate::dispatch::layers::{self, LayerPath, Loaded};
 use crate::dispatch::output::Trace;
 use crate::dispatch::settings::{Events, Group};
+use crate::trust::{Assessment, Gate};
 
 /// Timestamps closer than this to the check are not trusted alone. Coarse file-system clocks tick
 /// every few milliseconds (every second or two on some file systems); this is well past both.
@@ -34,6 +40,12 @@ struct Entry {
     groups: Rc<[Group]>,
     /// The warnings reading gave, repeated in every answer that uses these groups.
     warnings: Vec<String>,
+    /// The project layer's trust, when it had hooks.
+    assessment: Option<Assessment>,
+    /// The other files the trust depends on, stamped after it was assessed.
+    watched: Vec<(std::path::PathBuf, Stamp)>,
+    /// Whether a watched file was changing while the trust was assessed: check again next time.
+    watched_recent: bool,
 }
 
 /// The cache; the most recently used entry first.
@@ -51,6 +63,7 @@ impl Cache {
         event: &str,
         warnings: &mut Vec<String>,
         trace: &Trace,
+        gate: &mut Gate,
     ) -> Rc<[Group]> {
         let checked_at = SystemTime::now();
         let stamps: Vec<Stamp> = paths.iter().map(|layer| Stamp::of(&layer.path)).collect();
@@ -60,12 +73,16 @@ impl Cache {
             .position(|e| e.event == event && same_paths(&e.paths, paths));
         if let Some(i) = found {
             let mut entry = self.entries.remove(i);
-            if entry.stamps == stamps && entry.still_current(checked_at) {
+            if entry.stamps == stamps
+                && entry.watched_unchanged()
+                && entry.still_current(checked_at)
+            {
                 trace.line(format_args!(
                     "settings unchanged since they were read: {} group(s) for {event}",
                     entry.groups.len()
                 ));
                 warnings.extend(entry.warnings.iter().cloned());
+                gate.assessment.clone_from(&entry.assessment);
                 let groups = Rc::clone(&entry.groups);
                 self.entries.insert(0, entry);
                 return groups;
@@ -82,6 +99,7 @@ impl Cache {
             Events::Only(event),
             &mut read_warnings,
             trace,
+            gate,
             |layer| {
                 let loaded = reader.read(&layer.path);
                 if recent {
@@ -92,6 +110,13 @@ impl Cache {
         );
         warnings.extend(read_warnings.iter().cloned());
         let groups: Rc<[Group]> = groups.into();
+        let watched: Vec<_> = gate
+            .assessment
+            .iter()
+            .flat_map(|a| a.watched.iter())
+            .map(|path| (path.clone(), Stamp::of(path)))
+            .collect();
+        let watched_recent = watched.iter().any(|(_, s)| s.is_recent(checked_at));
         self.entries.insert(
             0,
             Entry {
@@ -101,6 +126,9 @@ impl Cache {
                 recent: recent.then_some(seen),
                 groups: Rc::clone(&groups),
                 warnings: read_warnings,
+                assessment: gate.assessment.clone(),
+                watched,
+                watched_recent,
             },
         );
         self.entries.truncate(CAPACITY);
@@ -109,6 +137,16 @@ impl Cache {
 }
 
 impl Entry {
+    /// Returns true if and only if the files the trust depends on are as they were, and were
+    /// not changing when it was assessed.
+    fn watched_unchanged(&self) -> bool {
+        !self.watched_recent
+            && self
+                .watched
+                .iter()
+                .all(|(path, stamp)| Stamp::of(path) == *stamp)
+    }
+
     /// Returns true if and only if the layers still read as they did; only compares contents
     /// while the stamps are recent, and stops once they no longer are.
     fn still_current(&mut self, checked_at: SystemTime) -> bool {
@@ -264,7 +302,13 @@ mod tests {
 
     fn handlers(cache: &mut Cache, paths: &[LayerPath]) -> usize {
         let mut warnings = Vec::new();
-        let groups = cache.groups(paths, "Stop", &mut warnings, &Trace::new(false));
+        let groups = cache.groups(
+            paths,
+            "Stop",
+            &mut warnings,
+            &Trace::new(false),
+            &mut Gate::new(Path::new("/")),
+        );
         groups.iter().map(|g| g.handlers.len()).sum()
     }
 
@@ -273,7 +317,13 @@ mod tests {
 
     fn first_label(cache: &mut Cache, paths: &[LayerPath]) -> String {
         let mut warnings = Vec::new();
-        let groups = cache.groups(paths, "Stop", &mut warnings, &Trace::new(false));
+        let groups = cache.groups(
+            paths,
+            "Stop",
+            &mut warnings,
+            &Trace::new(false),
+            &mut Gate::new(Path::new("/")),
+        );
         groups[0].handlers[0].label()
     }
 

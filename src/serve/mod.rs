@@ -9,6 +9,7 @@
 
 mod cache;
 mod lines;
+mod ops;
 mod request;
 
 use std::io::Write;
@@ -77,6 +78,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 /// The answer to one request line, newline included.
 fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> String {
     let started = Instant::now();
+    if let Some((answer, id)) = ops::answer(line, args) {
+        return with_id(answer, id);
+    }
     let request = match request::parse(line) {
         Ok(request) => request,
         Err(Rejection { message, id }) => return with_id(output::error_json(&message), id),
@@ -96,14 +100,54 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
     };
-    let report = dispatch::dispatch_with(&payload, &options, trace, started, |paths, warnings| {
-        cache.groups(paths, &payload.event, warnings, trace)
-    });
+    let report = match &asked.hooks {
+        Some(hooks) => {
+            dispatch::dispatch_with(&payload, &options, trace, started, |_, warnings, _| {
+                let groups = inline_groups(hooks, &payload.event, warnings);
+                trace.line(format_args!(
+                    "inline layer: options.hooks, instead of every layer ({} group(s) for {})",
+                    groups.len(),
+                    payload.event
+                ));
+                groups
+            })
+        }
+        None => dispatch::dispatch_with(
+            &payload,
+            &options,
+            trace,
+            started,
+            |paths, warnings, gate| cache.groups(paths, &payload.event, warnings, trace, gate),
+        ),
+    };
     trace.summary(&report);
     with_id(
         report.to_json(asked.output.unwrap_or(args.dispatch.output)),
         id,
     )
+}
+
+/// The groups of a request's `options.hooks`, read as a settings file's `hooks` is, with the
+/// layer name `inline`. The caller wrote them, so they need no trust.
+fn inline_groups(
+    hooks: &serde_json::Value,
+    event: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<crate::dispatch::settings::Group> {
+    let bytes = serde_json::to_vec(&serde_json::json!({ "hooks": hooks })).unwrap_or_default();
+    let source = crate::dispatch::settings::Source {
+        layer: crate::dispatch::layers::LayerKind::Inline,
+        file: std::path::Path::new("options.hooks").into(),
+    };
+    let mut groups = Vec::new();
+    crate::dispatch::settings::parse(
+        source,
+        &bytes,
+        crate::dispatch::settings::Events::Only(event),
+        &mut groups,
+        warnings,
+    );
+    groups
 }
 
 /// A JSON object's text with `"id"` added last when there is one, and a newline.

@@ -40,6 +40,20 @@ pub struct RequestOptions {
     pub team: Option<String>,
     #[serde(default, deserialize_with = "output_mode")]
     pub output: Option<OutputMode>,
+    /// Hooks used instead of every layer (contract §14).
+    #[serde(default, deserialize_with = "inline_hooks")]
+    pub hooks: Option<Value>,
+}
+
+fn inline_hooks<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Error> {
+    match Option::<Value>::deserialize(de)? {
+        None => Ok(None),
+        Some(hooks @ Value::Object(_)) => Ok(Some(hooks)),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "hooks must be an object of events, like settings.json's \"hooks\", not {}",
+            crate::dispatch::payload::short_json(&other)
+        ))),
+    }
 }
 
 impl RequestOptions {

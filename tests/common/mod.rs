@@ -53,6 +53,10 @@ pub const CLEARED: [&str; 10] = [
     "LEVELCODE_PROJECT_DIR",
 ];
 
+/// The variable that trusts a project's hooks for one run; set to `1` in every child unless a
+/// test removes it.
+pub const TRUST: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
+
 /// The variable that lets a machine without some tool or privilege skip the tests that need it:
 /// a comma-separated list of the names [`require`] is called with (`perl`, `python3`, `root`,
 /// `proc-io`). Without it, such a test fails: a missing prerequisite never passes silently.
@@ -194,6 +198,12 @@ impl Test {
         self
     }
 
+    /// Runs without the opt-in that trusts the project's hooks, as a person's machine does.
+    pub fn untrusted(mut self) -> Test {
+        self.env.push((OsString::from(TRUST), None));
+        self
+    }
+
     /// The child's current directory (default: the project).
     pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Test {
         self.current_dir = dir.as_ref().to_owned();
@@ -332,6 +342,9 @@ impl Test {
         for key in CLEARED {
             command.env_remove(key);
         }
+        // Project hooks run only once trusted (contract §13); tests about something else trust
+        // them for the run. Tests about trust remove it with `.untrusted()`.
+        command.env(TRUST, "1");
         for (key, value) in &self.env {
             match value {
                 Some(value) => command.env(key, value),

@@ -1,0 +1,152 @@
+//! Requests that are not events (contract §14): `{"op":"trust_status"}` and
+//! `{"op":"trust","digest":"sha256:…"}`, so a client can show its person what a project's hooks
+//! are, ask, and record the answer.
+//!
+//! A line is an op when it has a top-level string `op` and no `event` (or `hook_event_name`):
+//! a payload that carries an `op` member of its own is still dispatched as an event.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::dispatch::output;
+use crate::trust::{self, status as command, State};
+
+use super::ServeArgs;
+
+/// The members an op reads; any other member is ignored.
+#[derive(Deserialize)]
+struct OpLine {
+    op: Option<Value>,
+    #[serde(default)]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    options: Option<Value>,
+    #[serde(default)]
+    digest: Option<Value>,
+    #[serde(default)]
+    cwd: Option<Value>,
+    #[serde(default)]
+    event: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    hook_event_name: Option<serde::de::IgnoredAny>,
+}
+
+/// The answer to `line` (without its `id`) and the `id`, when the line is an op; `None` for an
+/// event, which is dispatched as usual.
+pub fn answer(line: &[u8], args: &ServeArgs) -> Option<(String, Option<Box<RawValue>>)> {
+    memchr::memmem::find(line, b"\"op\"")?;
+    let parsed: OpLine = serde_json::from_slice(line).ok()?;
+    if parsed.event.is_some() || parsed.hook_event_name.is_some() {
+        return None;
+    }
+    let op = parsed.op.clone()?;
+    let id = parsed.id.clone();
+    let answer = match op.as_str() {
+        Some(name @ ("trust_status" | "trust")) => match run(name, &parsed, args) {
+            Ok(value) => value.to_string(),
+            Err(message) => output::error_json(&message),
+        },
+        Some(other) => output::error_json(&format!(
+            "request: unknown op {other:?}; the ops are \"trust_status\" and \"trust\", and an event needs \"event\""
+        )),
+        None => output::error_json("request: op must be a string such as \"trust_status\""),
+    };
+    Some((answer, id))
+}
+
+fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
+    let root = project_root(line, args)?;
+    let (bytes, problem) = command::read_project_layer(&root);
+    let (trust_all, mut warnings) = command::trust_all_from_layers();
+    let assessment = trust::assess(&root, &bytes, trust_all, true);
+    warnings.extend(problem);
+    warnings.extend(assessment.warnings.iter().cloned());
+    if op == "trust_status" {
+        return Ok(
+            json!({ "project_trust": command::status_json(&root, &assessment, &bytes, &warnings) }),
+        );
+    }
+    let wanted = match &line.digest {
+        Some(Value::String(d)) if trust::digest::is_digest(d) => d.clone(),
+        Some(other) => {
+            return Err(format!(
+                "request: digest must be \"sha256:\" and 64 hex digits, not {}",
+                crate::dispatch::payload::short_json(other)
+            ))
+        }
+        None => return Err(
+            "request: trust needs the \"digest\" that trust_status gave and the person approved"
+                .into(),
+        ),
+    };
+    if assessment.state == State::NoHooks {
+        return Err(format!(
+            "{}: no hooks to run, so nothing to trust",
+            assessment.path.display()
+        ));
+    }
+    if let Some(reason) = &assessment.untrustable {
+        return Err(format!("{}: {reason}", assessment.path.display()));
+    }
+    let current = assessment
+        .digest
+        .as_ref()
+        .map(|d| d.digest.clone())
+        .unwrap_or_default();
+    if wanted != current {
+        return Err(format!(
+            "{}: the hooks' digest is now {current}, not {wanted}: they changed since the person \
+             reviewed them; ask trust_status again",
+            assessment.path.display()
+        ));
+    }
+    let Some(store_path) = trust::store::path() else {
+        return Err(
+            "no data directory (neither LEVELCODE_DIR nor HOME is set): nowhere to record trust"
+                .into(),
+        );
+    };
+    let updated = command::record(&store_path, &assessment)?;
+    if let Some(aside) = updated.set_aside {
+        warnings.push(format!(
+            "{} could not be read; it was moved to {} and a new store started",
+            store_path.display(),
+            aside.display()
+        ));
+    }
+    let after = trust::assess(&root, &bytes, trust_all, true);
+    Ok(json!({ "project_trust": command::status_json(&root, &after, &bytes, &warnings) }))
+}
+
+/// `options.project_dir`, else the server's `--project-dir`, else the line's `cwd`, else the
+/// server's current directory; relative paths against the server's current directory.
+fn project_root(line: &OpLine, args: &ServeArgs) -> Result<PathBuf, String> {
+    let from_options = match line.options.as_ref().and_then(|o| o.get("project_dir")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(dir)) => Some(PathBuf::from(dir)),
+        Some(other) => {
+            return Err(format!(
+                "request: options: project_dir must be a string, not {}",
+                crate::dispatch::payload::short_json(other)
+            ))
+        }
+    };
+    let from_cwd = match &line.cwd {
+        Some(Value::String(dir)) => Some(PathBuf::from(dir)),
+        _ => None,
+    };
+    let start = crate::environment::start_dir();
+    Ok(
+        match from_options
+            .or_else(|| args.dispatch.project_dir.clone())
+            .or(from_cwd)
+        {
+            Some(dir) if dir.is_absolute() => dir,
+            Some(dir) => start.join(dir),
+            None => start,
+        },
+    )
+}

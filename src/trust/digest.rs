@@ -1,0 +1,721 @@
+//! The digest a person trusts (contract §13): the canonical project root, the canonical JSON of
+//! the project layer's `hooks`, and the SHA-256 of every regular file inside the project that a
+//! handler names.
+//!
+//! Two hashes come out of one pass. The *content* hash covers the hooks and the named files;
+//! the *digest* covers the canonical root and the content hash, so the same hooks at another
+//! path have another digest, yet can be recognised as copied or moved.
+//!
+//! Reading named files is guarded: a path is resolved by the file system as the handler's would
+//! be, symlinks and `..` alike, and only a regular file that is then inside the root is opened
+//! (a FIFO or a device never is); sizes and counts are bounded. A file past the size bounds is
+//! identified by its size, inode and change time instead of its contents, which any write moves.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use sha2::{Digest as _, Sha256};
+
+use crate::dispatch::settings::{Group, Program};
+
+/// A named file larger than this is identified, not hashed.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+/// Once this much has been hashed, further files are identified, not hashed.
+pub const MAX_TOTAL_BYTES: u64 = 64 << 20;
+/// Distinct words that may name a file in the project (every relative word, and absolute ones
+/// under the root); more makes the hooks untrustable.
+pub const MAX_NAMED_PATHS: usize = 4096;
+
+const VERSION: &[u8] = b"levelcode-hooks trust v1";
+
+/// The digest of one project layer, and what went into it.
+#[derive(Clone, Debug)]
+pub struct Digest {
+    /// `sha256:<hex>` of the root and the content: what the store records.
+    pub digest: String,
+    /// `sha256:<hex>` of the hooks and the named files alone.
+    pub content: String,
+    /// The canonical project root.
+    pub root: PathBuf,
+    /// The named files inside the project, sorted by path.
+    pub scripts: Vec<Script>,
+    /// Every path inside the project that a handler names, whether or not a file is there: a
+    /// file appearing at one of them changes the digest. `serve` watches them.
+    pub watched: Vec<PathBuf>,
+}
+
+/// One named file inside the project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Script {
+    /// Relative to the canonical root, `/`-separated.
+    pub path: String,
+    /// `sha256:<hex>` of the contents, or `identity:<size>:<dev>:<ino>:<ctime>` for a file past
+    /// the size bounds.
+    pub hash: String,
+}
+
+/// Computes the digest of the project layer whose file holds `bytes` and whose handlers (of
+/// every event) are `groups`, for the project at `root`. An error says why the hooks cannot be
+/// trusted at all (the root cannot be resolved, too many named paths).
+pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, String> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve the project root {}: {e}", root.display()))?;
+    let hooks = canonical_hooks(bytes)?;
+
+    // Each distinct word once: resolving a path costs more than comparing a string.
+    let mut words: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for group in groups {
+        for handler in &group.handlers {
+            match &handler.program {
+                Program::Shell(command) => add_words(command_words(command), 0, &mut words),
+                Program::Argv(argv) => add_words(argv.iter().cloned(), 0, &mut words),
+            }
+        }
+    }
+    // A tree, not a list: a settings file of many megabytes can repeat a word millions of times.
+    let mut candidates: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
+    for word in &words {
+        if let Some(path) = candidate(&root, word) {
+            if candidates.len() == MAX_NAMED_PATHS && !candidates.contains(&path) {
+                return Err(format!(
+                    "the handlers' commands hold more than {MAX_NAMED_PATHS} different words \
+                     that could name a file in the project; such hooks cannot be reviewed, so \
+                     they cannot be trusted"
+                ));
+            }
+            candidates.insert(path);
+        }
+    }
+    let candidates: Vec<PathBuf> = candidates.into_iter().collect();
+
+    let mut scripts: Vec<Script> = Vec::new();
+    let mut hashed = 0u64;
+    for path in &candidates {
+        let Some((relative, hash)) = examine(&root, path, &mut hashed) else {
+            continue;
+        };
+        if !scripts.iter().any(|s| s.path == relative) {
+            scripts.push(Script {
+                path: relative,
+                hash,
+            });
+        }
+    }
+    scripts.sort_by(|a, b| a.path.cmp(&b.path));
+
+    let mut content = Sha256::new();
+    field(&mut content, VERSION);
+    field(&mut content, &hooks);
+    for script in &scripts {
+        field(&mut content, script.path.as_bytes());
+        field(&mut content, script.hash.as_bytes());
+    }
+    let content = format!("sha256:{}", hex(&content.finalize()));
+
+    let mut digest = Sha256::new();
+    field(&mut digest, VERSION);
+    field(&mut digest, &path_bytes(&root));
+    field(&mut digest, content.as_bytes());
+    let digest = format!("sha256:{}", hex(&digest.finalize()));
+
+    Ok(Digest {
+        digest,
+        content,
+        root,
+        scripts,
+        watched: candidates,
+    })
+}
+
+/// Returns true if and only if `text` is `sha256:` and 64 lowercase hex digits.
+pub fn is_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// One length-prefixed field, so that no two different inputs frame to the same bytes.
+fn field(hasher: &mut Sha256, bytes: &[u8]) {
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+#[cfg(unix)]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt as _;
+    path.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    path.to_string_lossy().into_owned().into_bytes()
+}
+
+/// The words of a `command` as a shell would split them, with the project-directory variables
+/// at a word's start replaced by `.`, operators such as `;` and `&&` split off, and the targets
+/// of output redirections (`> log`) left out: a file a hook writes to is not a file it runs,
+/// and hashing it would make the hooks change with every run.
+pub fn command_words(command: &str) -> Vec<String> {
+    let split = shell_words::split(command)
+        .unwrap_or_else(|_| command.split_whitespace().map(str::to_string).collect());
+    let mut words = Vec::new();
+    let mut skip_next = false;
+    for word in split {
+        for piece in word.split([';', '&', '|', '(', ')']) {
+            if piece.is_empty() {
+                continue;
+            }
+            let piece =
+                piece.trim_start_matches(|c: char| c.is_ascii_digit() && piece.contains('>'));
+            if skip_next {
+                skip_next = false;
+                if !piece.starts_with('>') && !piece.starts_with('<') {
+                    continue;
+                }
+            }
+            if let Some(target) = piece.strip_prefix('>') {
+                let target = target.trim_start_matches(['>', '|']);
+                if target.is_empty() {
+                    skip_next = true;
+                }
+                continue;
+            }
+            let piece = piece.trim_start_matches('<');
+            if piece.is_empty() {
+                continue;
+            }
+            words.push(expand_project_dir(piece));
+        }
+    }
+    words
+}
+
+/// How deep commands inside commands (`sh -c '…'`) are split.
+const NESTING: usize = 3;
+
+/// Adds `words`, and the words of each one that reads as a command of its own: a word with white
+/// space in it, as in `sh -c 'sh .levelcode/hooks/x.sh'` or `["bash", "-lc", "./x.sh --fast"]`,
+/// is split again, so the script such a hook runs is hashed too.
+fn add_words(
+    words: impl IntoIterator<Item = String>,
+    depth: usize,
+    out: &mut std::collections::BTreeSet<String>,
+) {
+    for word in words {
+        if depth < NESTING && word.contains(char::is_whitespace) && !out.contains(&word) {
+            add_words(command_words(&word), depth + 1, out);
+        }
+        out.insert(word);
+    }
+}
+
+/// `$LEVELCODE_PROJECT_DIR/x`, `${CLAUDE_PROJECT_DIR}/x` and the like, as handlers see them:
+/// the project root.
+fn expand_project_dir(word: &str) -> String {
+    for var in ["LEVELCODE_PROJECT_DIR", "CLAUDE_PROJECT_DIR"] {
+        for form in [format!("${var}"), format!("${{{var}}}")] {
+            if let Some(rest) = word.strip_prefix(form.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return format!(".{rest}");
+                }
+            }
+        }
+    }
+    word.to_string()
+}
+
+/// The path `word` names as a handler running in `root` would open it: a relative word joined
+/// to the root as written, an absolute one only when it is written under the root. `..` is
+/// left for the file system to resolve, as it does for the handler: after a symlink, `..`
+/// leads to the link's target's parent, so resolving it by text could hash one file while the
+/// handler runs another. Whether the file is inside the root is decided once every link is
+/// resolved ([`examine`]).
+fn candidate(root: &Path, word: &str) -> Option<PathBuf> {
+    if word.is_empty() || word.contains('\0') || (word.starts_with('-') && !word.contains('/')) {
+        return None;
+    }
+    let path = Path::new(word);
+    if path.is_absolute() {
+        return (path.starts_with(root) && path != root).then(|| path.to_path_buf());
+    }
+    Some(root.join(path))
+}
+
+/// The relative path and hash of the regular file at `path`, when it is one and, all symlinks
+/// resolved, is still inside `root`.
+fn examine(root: &Path, path: &Path, hashed: &mut u64) -> Option<(String, String)> {
+    // `stat` first: a word naming nothing costs one system call, and a FIFO or a device is
+    // never opened.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let real = path.canonicalize().ok()?;
+    let relative = real.strip_prefix(root).ok()?;
+    if relative.as_os_str().is_empty() {
+        return None;
+    }
+    let file = open_nonblocking(&real).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let relative = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    let size = meta.len();
+    if size > MAX_FILE_BYTES || *hashed + size > MAX_TOTAL_BYTES {
+        return Some((relative, identity(&meta)));
+    }
+    // Sized to the file: a script is small, and a zeroed buffer would cost more than its hash.
+    let mut contents = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
+    if file
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut contents)
+        .is_err()
+        || contents.len() as u64 > MAX_FILE_BYTES
+    {
+        // Unreadable, or grew while being read: not a file to take a content hash of.
+        return Some((relative, identity(&meta)));
+    }
+    *hashed += contents.len() as u64;
+    Some((
+        relative,
+        format!("sha256:{}", hex(&Sha256::digest(&contents))),
+    ))
+}
+
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    format!(
+        "identity:{}:{}:{}:{}.{}",
+        meta.size(),
+        meta.dev(),
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
+}
+
+#[cfg(not(unix))]
+fn identity(meta: &std::fs::Metadata) -> String {
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("identity:{}:{modified}", meta.len())
+}
+
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// The canonical JSON of the file's `hooks` value: object keys sorted (a stable sort, so
+/// repeated keys keep their order and are all kept: the dispatch reads every one of them),
+/// no white space. Every top-level `hooks` member is included, in order.
+pub fn canonical_hooks(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let top: Canon = serde_json::from_slice(bytes)
+        .map_err(|e| format!("the settings file cannot be read for its digest: {e}"))?;
+    let mut out = Vec::new();
+    if let Canon::Object(members) = top {
+        for (key, value) in members {
+            if key == "hooks" {
+                value.write(&mut out);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A JSON value that keeps every member of an object, repeated keys included; its strings are
+/// borrowed from the file where they hold no escape.
+enum Canon<'a> {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    String(Cow<'a, str>),
+    Array(Vec<Canon<'a>>),
+    Object(Vec<(Cow<'a, str>, Canon<'a>)>),
+}
+
+/// An object's key, borrowed where it can be.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key<'de>, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+impl Canon<'_> {
+    fn write(mut self, out: &mut Vec<u8>) {
+        match &mut self {
+            Canon::Null => out.extend_from_slice(b"null"),
+            Canon::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Canon::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            Canon::String(s) => write_string(s, out),
+            Canon::Array(items) => {
+                out.push(b'[');
+                for (i, item) in std::mem::take(items).into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write(out);
+                }
+                out.push(b']');
+            }
+            Canon::Object(members) => {
+                let mut members = std::mem::take(members);
+                members.sort_by(|a, b| a.0.cmp(&b.0));
+                out.push(b'{');
+                for (i, (key, value)) in members.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_string(&key, out);
+                    out.push(b':');
+                    value.write(out);
+                }
+                out.push(b'}');
+            }
+        }
+    }
+}
+
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    // Serializing a string cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+impl<'de> Deserialize<'de> for Canon<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Canon<'de>, D::Error> {
+        deserializer.deserialize_any(CanonVisitor)
+    }
+}
+
+struct CanonVisitor;
+
+impl<'de> Visitor<'de> for CanonVisitor {
+    type Value = Canon<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Canon<'de>, E> {
+        Ok(Canon::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Canon<'de>, E> {
+        Ok(Canon::Null)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Canon<'de>, E> {
+        Ok(Canon::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Canon<'de>, E> {
+        Ok(Canon::Number(n.into()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Canon<'de>, E> {
+        Ok(Canon::Number(n.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Canon<'de>, E> {
+        serde_json::Number::from_f64(n)
+            .map(Canon::Number)
+            .ok_or_else(|| E::custom("a number JSON cannot hold"))
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Canon<'de>, E> {
+        Ok(Canon::String(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Canon<'de>, E> {
+        Ok(Canon::String(Cow::Owned(s.to_string())))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Canon<'de>, E> {
+        Ok(Canon::String(Cow::Owned(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Canon<'de>, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Canon::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Canon<'de>, A::Error> {
+        let mut members = Vec::new();
+        while let Some((Key(key), value)) = map.next_entry::<Key<'de>, Canon<'de>>()? {
+            members.push((key, value));
+        }
+        Ok(Canon::Object(members))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::layers::LayerKind;
+    use crate::dispatch::settings::{self, Events, Source};
+
+    fn groups(bytes: &[u8]) -> Vec<Group> {
+        let mut groups = Vec::new();
+        let mut warnings = Vec::new();
+        let source = Source {
+            layer: LayerKind::Project,
+            file: Path::new("settings.json").into(),
+        };
+        settings::parse(source, bytes, Events::All, &mut groups, &mut warnings);
+        groups
+    }
+
+    fn digest(root: &Path, settings: &str) -> Digest {
+        compute(root, settings.as_bytes(), &groups(settings.as_bytes())).unwrap()
+    }
+
+    const GUARD: &str = r#"{"hooks":{"PreToolUse":[{"matcher":"write_file","hooks":[{"command":"sh .levelcode/hooks/guard.sh"}]}]}}"#;
+
+    #[test]
+    fn canonical_json_sorts_keys_keeps_repeats_and_drops_space() {
+        let a = canonical_hooks(br#"{"x":1, "hooks": {"b": [ {"z":1,"a":2} ], "a": true}}"#);
+        assert_eq!(
+            String::from_utf8(a.unwrap()).unwrap(),
+            r#"{"a":true,"b":[{"a":2,"z":1}]}"#
+        );
+        let repeated = canonical_hooks(br#"{"hooks":{"Stop":[1],"Stop":[2]}}"#).unwrap();
+        assert_eq!(repeated, br#"{"Stop":[1],"Stop":[2]}"#);
+        let swapped = canonical_hooks(br#"{"hooks":{"Stop":[2],"Stop":[1]}}"#).unwrap();
+        assert_ne!(
+            repeated, swapped,
+            "the order of repeated events is the order they run in"
+        );
+        assert_eq!(canonical_hooks(br#"{"a":1}"#).unwrap(), b"");
+        assert_eq!(
+            canonical_hooks(br#"{"hooks":{"s":"\u00e9\"\n"}}"#).unwrap(),
+            "{\"s\":\"é\\\"\\n\"}".as_bytes()
+        );
+    }
+
+    #[test]
+    fn the_digest_ignores_layout_and_follows_hooks_and_scripts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".levelcode/hooks")).unwrap();
+        std::fs::write(root.join(".levelcode/hooks/guard.sh"), "exit 0\n").unwrap();
+        let first = digest(root, GUARD);
+        assert!(is_digest(&first.digest), "{}", first.digest);
+        assert_eq!(first.scripts.len(), 1);
+        assert_eq!(first.scripts[0].path, ".levelcode/hooks/guard.sh");
+
+        let spaced = GUARD.replace(',', " ,\n ");
+        assert_eq!(digest(root, &spaced).digest, first.digest);
+
+        std::fs::write(root.join(".levelcode/hooks/guard.sh"), "exit 2\n").unwrap();
+        let edited = digest(root, GUARD);
+        assert_ne!(edited.digest, first.digest);
+        assert_ne!(edited.content, first.content);
+
+        let other = GUARD.replace("write_file", "str_replace");
+        assert_ne!(digest(root, &other).digest, edited.digest);
+    }
+
+    #[test]
+    fn the_same_hooks_elsewhere_share_the_content_hash_only() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        for dir in [a.path(), b.path()] {
+            std::fs::create_dir_all(dir.join(".levelcode/hooks")).unwrap();
+            std::fs::write(dir.join(".levelcode/hooks/guard.sh"), "exit 0\n").unwrap();
+        }
+        let (da, db) = (digest(a.path(), GUARD), digest(b.path(), GUARD));
+        assert_ne!(da.digest, db.digest);
+        assert_eq!(da.content, db.content);
+    }
+
+    #[test]
+    fn a_file_appearing_where_a_handler_points_changes_the_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = digest(dir.path(), GUARD);
+        assert!(before.scripts.is_empty());
+        assert_eq!(before.watched.len(), 2, "{:?}", before.watched);
+        std::fs::create_dir_all(dir.path().join(".levelcode/hooks")).unwrap();
+        std::fs::write(dir.path().join(".levelcode/hooks/guard.sh"), "").unwrap();
+        assert_ne!(digest(dir.path(), GUARD).digest, before.digest);
+    }
+
+    #[test]
+    fn nothing_outside_the_root_is_read() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("project");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(outer.path().join("secret.sh"), "x").unwrap();
+        let outside = outer.path().join("secret.sh");
+        let settings = format!(
+            r#"{{"hooks":{{"Stop":[{{"hooks":[{{"argv":["sh","../secret.sh","{}"]}},{{"command":"sh ./../secret.sh"}}]}}]}}}}"#,
+            outside.display()
+        );
+        let d = digest(&root, &settings);
+        assert!(d.scripts.is_empty(), "{:?}", d.scripts);
+        let root = root.canonicalize().unwrap();
+        assert!(
+            !d.watched.contains(&outside),
+            "an absolute path outside the root is not looked at: {:?}",
+            d.watched
+        );
+
+        // A symlink inside the project that leads out is not followed out.
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&outside, root.join("link.sh")).unwrap();
+            let d = digest(
+                &root,
+                r#"{"hooks":{"Stop":[{"hooks":[{"command":"sh link.sh"}]}]}}"#,
+            );
+            assert!(d.scripts.is_empty(), "{:?}", d.scripts);
+        }
+    }
+
+    /// After a symlink, `..` leads to the parent of the link's target, for the handler as for
+    /// the digest: the file hashed is the file the handler runs.
+    #[cfg(unix)]
+    #[test]
+    fn dot_dot_after_a_symlink_is_resolved_as_the_handler_resolves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        std::fs::write(root.join("sub/x.sh"), "echo runs").unwrap();
+        std::fs::write(root.join("x.sh"), "echo decoy").unwrap();
+        std::os::unix::fs::symlink("sub/deeper", root.join("link")).unwrap();
+        let settings = r#"{"hooks":{"Stop":[{"hooks":[{"command":"sh link/../x.sh"}]}]}}"#;
+        let d = digest(&root, settings);
+        let paths: Vec<&str> = d.scripts.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(paths, ["sub/x.sh"]);
+        let before = d.digest;
+        std::fs::write(root.join("sub/x.sh"), "echo evil").unwrap();
+        assert_ne!(digest(&root, settings).digest, before);
+
+        // And a `..` that a link brings back inside is followed too.
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/b"), root.join("up")).unwrap();
+        let settings = r#"{"hooks":{"Stop":[{"hooks":[{"command":"sh up/../../sub/x.sh"}]}]}}"#;
+        let paths: Vec<String> = digest(&root, settings)
+            .scripts
+            .into_iter()
+            .map(|s| s.path)
+            .collect();
+        assert_eq!(paths, ["sub/x.sh"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_never_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string and a mode.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let d = digest(
+            dir.path(),
+            r#"{"hooks":{"Stop":[{"hooks":[{"command":"sh pipe"}]}]}}"#,
+        );
+        assert!(d.scripts.is_empty());
+    }
+
+    #[test]
+    fn words_are_split_as_a_shell_would() {
+        assert_eq!(
+            command_words("bun '.levelcode/hooks/a b.ts' && ./c.sh;echo >> log.txt 2>err"),
+            ["bun", ".levelcode/hooks/a b.ts", "./c.sh", "echo"]
+        );
+        assert_eq!(
+            command_words("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/x.sh < in.txt >out"),
+            ["./.claude/hooks/x.sh", "in.txt"]
+        );
+        assert_eq!(
+            command_words("${LEVELCODE_PROJECT_DIR}/g.sh $HOME/x"),
+            ["./g.sh", "$HOME/x"]
+        );
+        // Unbalanced quotes: split on white space instead.
+        assert_eq!(command_words("sh 'a.sh"), ["sh", "'a.sh"]);
+    }
+
+    #[test]
+    fn a_command_inside_a_command_has_its_script_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("inner.sh"), "echo inner").unwrap();
+        std::fs::write(root.join("deep.sh"), "echo deep").unwrap();
+        let settings = r#"{"hooks":{"Stop":[{"hooks":[
+            {"command":"sh -c 'sh inner.sh'"},
+            {"argv":["bash","-lc","env X=1 sh -c \"./deep.sh --fast\""]}]}]}}"#;
+        let paths: Vec<String> = digest(&root, settings)
+            .scripts
+            .into_iter()
+            .map(|s| s.path)
+            .collect();
+        assert_eq!(paths, ["deep.sh", "inner.sh"]);
+    }
+
+    #[test]
+    fn too_many_named_paths_cannot_be_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv: Vec<String> = (0..=MAX_NAMED_PATHS).map(|i| format!("f{i}")).collect();
+        let settings =
+            serde_json::json!({"hooks":{"Stop":[{"hooks":[{"argv": argv}]}]}}).to_string();
+        let err = compute(
+            dir.path(),
+            settings.as_bytes(),
+            &groups(settings.as_bytes()),
+        )
+        .unwrap_err();
+        assert!(err.contains("cannot be trusted"), "{err}");
+    }
+}

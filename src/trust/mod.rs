@@ -1,0 +1,468 @@
+//! Project trust (contract §13): a cloned repository runs no code until the person has trusted
+//! exactly its hooks.
+//!
+//! [`digest`] computes what is trusted, [`store`] keeps what was trusted, and this module
+//! decides, for one project layer, whether it may contribute: [`assess`] gives the state of a
+//! project, and [`Gate`] applies it to the layers of one dispatch. User, data, `--settings` and
+//! inline layers are always trusted; only the project layer is ever held back. [`status`] is a
+//! project's state as the `trust` command and `serve`'s trust requests report it.
+
+pub mod digest;
+pub mod status;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::dispatch::layers::{LayerKind, LayerPath};
+use crate::dispatch::settings::{self, Events, Group};
+
+pub use digest::Digest;
+
+/// The variable that trusts the project layer for one run: `1`, or one digest.
+pub const ENV: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
+/// The user- or data-layer setting that trusts every project.
+pub const TRUST_ALL: &str = "trustAllProjectHooks";
+
+/// Where a project stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Trusted(By),
+    /// Never trusted.
+    Untrusted,
+    /// Trusted once, with other hooks or scripts, or at another path.
+    Changed,
+    /// The person said no; stays so across edits until `trust` or `trust --revoke`.
+    Denied,
+    /// The project layer has no handler: nothing to trust.
+    NoHooks,
+}
+
+/// What trusts a project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    /// The digest recorded in the store.
+    Store,
+    /// `LEVELCODE_TRUST_PROJECT_HOOKS`.
+    Environment,
+    /// `trustAllProjectHooks` in the user or data layer.
+    Setting,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Trusted(_) => "trusted",
+            State::Untrusted => "untrusted",
+            State::Changed => "changed",
+            State::Denied => "denied",
+            State::NoHooks => "no_hooks",
+        }
+    }
+
+    /// Returns true if and only if the project layer may run.
+    pub fn admits(self) -> bool {
+        matches!(self, State::Trusted(_) | State::NoHooks)
+    }
+
+    /// The exit status of `trust --status`.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            State::Trusted(_) | State::NoHooks => 0,
+            State::Untrusted => 3,
+            State::Changed => 4,
+            State::Denied => 5,
+        }
+    }
+}
+
+impl By {
+    pub fn name(self) -> &'static str {
+        match self {
+            By::Store => "store",
+            By::Environment => ENV,
+            By::Setting => TRUST_ALL,
+        }
+    }
+}
+
+/// `"project_trust"` of a dispatch whose project layer was held back.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProjectTrust {
+    pub state: &'static str,
+    pub digest: Option<String>,
+    pub path: String,
+    pub handlers: usize,
+}
+
+/// What `LEVELCODE_TRUST_PROJECT_HOOKS` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OptIn {
+    None,
+    All,
+    Digest(String),
+    /// A value that is neither; ignored, with this warning.
+    Invalid(String),
+}
+
+/// The variable, read once.
+pub fn opt_in() -> &'static OptIn {
+    static OPT_IN: OnceLock<OptIn> = OnceLock::new();
+    OPT_IN.get_or_init(|| opt_in_from(std::env::var_os(ENV).as_deref()))
+}
+
+fn opt_in_from(value: Option<&std::ffi::OsStr>) -> OptIn {
+    let Some(value) = value else {
+        return OptIn::None;
+    };
+    let text = value.to_string_lossy();
+    let text = text.trim();
+    if text.is_empty()
+        || text == "0"
+        || text.eq_ignore_ascii_case("false")
+        || text.eq_ignore_ascii_case("off")
+    {
+        OptIn::None
+    } else if crate::environment::is_on(text) {
+        OptIn::All
+    } else if digest::is_digest(text) {
+        OptIn::Digest(text.to_string())
+    } else {
+        OptIn::Invalid(format!(
+            "{ENV}={text:?} is neither 1 nor a digest sha256:<64 hex digits>; ignored"
+        ))
+    }
+}
+
+/// Whether a user or data layer's `bytes` set `trustAllProjectHooks`: `Ok(None)` when they do
+/// not mention it (found without parsing in the usual case), an error when it is not a boolean.
+pub fn trust_all_in(bytes: &[u8]) -> Result<Option<bool>, String> {
+    if memchr::memmem::find(bytes, TRUST_ALL.as_bytes()).is_none() {
+        return Ok(None);
+    }
+    #[derive(serde::Deserialize)]
+    struct Top {
+        #[serde(rename = "trustAllProjectHooks", default)]
+        trust_all: Option<serde_json::Value>,
+    }
+    match serde_json::from_slice::<Top>(bytes) {
+        Ok(Top { trust_all: None }) => Ok(None),
+        Ok(Top {
+            trust_all: Some(serde_json::Value::Bool(b)),
+        }) => Ok(Some(b)),
+        Ok(Top {
+            trust_all: Some(serde_json::Value::Null),
+        }) => Ok(None),
+        Ok(Top {
+            trust_all: Some(other),
+        }) => Err(format!(
+            "{TRUST_ALL} must be true or false, not {}; ignored",
+            crate::dispatch::payload::short_json(&other)
+        )),
+        // Invalid JSON is the settings reader's to report.
+        Err(_) => Ok(None),
+    }
+}
+
+/// The project layer's file for `root`.
+pub fn settings_file(root: &Path) -> PathBuf {
+    root.join(".levelcode").join("settings.json")
+}
+
+/// Everything known about one project's trust.
+#[derive(Clone, Debug)]
+pub struct Assessment {
+    pub state: State,
+    /// The project layer's file.
+    pub path: PathBuf,
+    /// The handlers that run when the project is trusted (enabled, in enabled groups, every
+    /// event).
+    pub handlers: usize,
+    /// The digest: computed unless the project is trusted by an opt-in and `full` was not asked.
+    pub digest: Option<Digest>,
+    /// Why the hooks cannot be trusted at all, when they cannot.
+    pub untrustable: Option<String>,
+    /// Another root at which the same hooks were trusted, when that makes them `changed`.
+    pub trusted_at: Option<String>,
+    /// Warnings: the store, the variable.
+    pub warnings: Vec<String>,
+    /// Files whose change can change this assessment, besides the settings layers: the store
+    /// and every path the handlers name inside the project.
+    pub watched: Vec<PathBuf>,
+}
+
+impl Assessment {
+    /// The `project_trust` member of a dispatch that held the layer back.
+    pub fn report(&self) -> ProjectTrust {
+        ProjectTrust {
+            state: self.state.name(),
+            digest: self.digest.as_ref().map(|d| d.digest.clone()),
+            path: self.path.display().to_string(),
+            handlers: self.handlers,
+        }
+    }
+
+    /// The warning of a dispatch that held the layer back.
+    pub fn warning(&self) -> String {
+        let root = self
+            .path
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        let command = format!(
+            "levelcode-hooks trust --project-dir {}",
+            shell_words::quote(&root.to_string_lossy())
+        );
+        let why = match (self.state, &self.trusted_at, &self.untrustable) {
+            (_, _, Some(reason)) => format!("cannot be trusted: {reason}"),
+            (State::Denied, _, _) => "were denied".to_string(),
+            (State::Changed, Some(other), _) => {
+                format!("were trusted at {other}, not at this path")
+            }
+            (State::Changed, None, _) => "changed since they were trusted".to_string(),
+            _ => "are not trusted".to_string(),
+        };
+        format!(
+            "{}: the project's hooks {why}; {} handler(s) skipped. Review and trust them with: {command}",
+            self.path.display(),
+            self.handlers
+        )
+    }
+}
+
+/// Where `root`'s project stands, given its settings file's `bytes` and whether the user or
+/// data layer trusts every project. `full` computes the digest even when an opt-in trusts the
+/// project (for `trust --status`); a dispatch does not need it then.
+pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessment {
+    let path = settings_file(root);
+    let groups = all_groups(&path, bytes);
+    let handlers = groups
+        .iter()
+        .filter(|g| g.enabled)
+        .map(|g| g.handlers.iter().filter(|h| h.enabled).count())
+        .sum();
+    let mut assessment = Assessment {
+        state: State::NoHooks,
+        path,
+        handlers,
+        digest: None,
+        untrustable: None,
+        trusted_at: None,
+        warnings: Vec::new(),
+        watched: Vec::new(),
+    };
+    if handlers == 0 {
+        return assessment;
+    }
+    let opt_in = opt_in();
+    if let OptIn::Invalid(warning) = opt_in {
+        assessment.warnings.push(warning.clone());
+    }
+    let store_path = store::path();
+    let (store, notes) = match &store_path {
+        Some(path) => store::load(path),
+        // Without a store nothing can be denied either: an opt-in needs none.
+        None if *opt_in == OptIn::All || trust_all => (store::Store::default(), Vec::new()),
+        None => (
+            store::Store::default(),
+            vec!["no data directory (neither LEVELCODE_DIR nor HOME is set): no project can be trusted".into()],
+        ),
+    };
+    assessment.warnings.extend(notes);
+    assessment.watched.extend(store_path);
+    let key = root
+        .canonicalize()
+        .ok()
+        .and_then(|r| r.to_str().map(str::to_string));
+    let entry = key.as_ref().and_then(|k| store.projects.get(k));
+    let denied = matches!(entry, Some(store::Entry::Denied { .. }));
+    let by_opt_in = if denied {
+        None
+    } else if *opt_in == OptIn::All {
+        Some(By::Environment)
+    } else if trust_all {
+        Some(By::Setting)
+    } else {
+        None
+    };
+    if let (Some(by), false) = (by_opt_in, full) {
+        assessment.state = State::Trusted(by);
+        return assessment;
+    }
+    let digest = match digest::compute(root, bytes, &groups) {
+        Ok(digest) => digest,
+        Err(reason) => {
+            assessment.state = match (by_opt_in, denied) {
+                (Some(by), _) => State::Trusted(by),
+                (None, true) => State::Denied,
+                (None, false) => State::Untrusted,
+            };
+            assessment.untrustable = Some(reason);
+            return assessment;
+        }
+    };
+    assessment.watched.extend(digest.watched.iter().cloned());
+    if key.is_none() {
+        assessment.untrustable = Some(format!(
+            "the project root {} is not a UTF-8 path the trust store can record",
+            digest.root.display()
+        ));
+    }
+    let recorded = match entry {
+        Some(store::Entry::Trusted { digest: d, .. }) => Some(d.as_str()),
+        _ => None,
+    };
+    assessment.state = if denied {
+        State::Denied
+    } else if let Some(by) = by_opt_in {
+        State::Trusted(by)
+    } else if recorded == Some(digest.digest.as_str()) && assessment.untrustable.is_none() {
+        State::Trusted(By::Store)
+    } else if *opt_in == OptIn::Digest(digest.digest.clone()) {
+        State::Trusted(By::Environment)
+    } else if recorded.is_some() {
+        State::Changed
+    } else if let Some(other) = key
+        .as_deref()
+        .and_then(|k| store.trusted_elsewhere(&digest.content, k))
+    {
+        assessment.trusted_at = Some(other.to_string());
+        State::Changed
+    } else {
+        State::Untrusted
+    };
+    if let OptIn::Digest(wanted) = opt_in {
+        if !assessment.state.admits() && *wanted != digest.digest {
+            assessment.warnings.push(format!(
+                "{ENV} names {wanted}, but the project's hooks have the digest {}; not trusted",
+                digest.digest
+            ));
+        }
+    }
+    assessment.digest = Some(digest);
+    assessment
+}
+
+/// Every group of every event of the project layer.
+pub fn all_groups(path: &Path, bytes: &[u8]) -> Vec<Group> {
+    let mut groups = Vec::new();
+    let mut ignored = Vec::new();
+    let source = settings::Source {
+        layer: LayerKind::Project,
+        file: path.to_path_buf().into_boxed_path(),
+    };
+    settings::parse(source, bytes, Events::All, &mut groups, &mut ignored);
+    groups
+}
+
+/// Applies trust to the layers of one dispatch, in layer order: the user and data layers say
+/// whether every project is trusted, then the project layer is let in or held back.
+#[derive(Debug)]
+pub struct Gate {
+    root: PathBuf,
+    trust_all: bool,
+    /// The assessment of the project layer, when it had hooks to assess.
+    pub assessment: Option<Assessment>,
+}
+
+impl Gate {
+    pub fn new(root: &Path) -> Gate {
+        Gate {
+            root: root.to_path_buf(),
+            trust_all: false,
+            assessment: None,
+        }
+    }
+
+    /// Returns true if and only if the layer's contents may be used; a layer held back gets
+    /// its warning in `warnings`.
+    pub fn admit(&mut self, layer: &LayerPath, bytes: &[u8], warnings: &mut Vec<String>) -> bool {
+        match layer.kind {
+            LayerKind::User | LayerKind::Data => {
+                match trust_all_in(bytes) {
+                    Ok(Some(on)) => self.trust_all |= on,
+                    Ok(None) => {}
+                    Err(problem) => warnings.push(format!("{}: {problem}", layer.path.display())),
+                }
+                true
+            }
+            LayerKind::Project => {
+                let assessment = assess(&self.root, bytes, self.trust_all, false);
+                let admitted = assessment.state.admits();
+                warnings.extend(assessment.warnings.iter().cloned());
+                if !admitted {
+                    warnings.push(assessment.warning());
+                }
+                if assessment.state != State::NoHooks {
+                    self.assessment = Some(assessment);
+                }
+                admitted
+            }
+            _ => true,
+        }
+    }
+
+    /// The `project_trust` of the dispatch: set when the project layer was held back.
+    pub fn held_back(&self) -> Option<ProjectTrust> {
+        self.assessment
+            .as_ref()
+            .filter(|a| !a.state.admits())
+            .map(Assessment::report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_variable_reads_as_documented() {
+        assert_eq!(opt_in_from(None), OptIn::None);
+        for off in ["", "0", "false", "OFF"] {
+            assert_eq!(opt_in_from(Some(OsStr::new(off))), OptIn::None, "{off}");
+        }
+        for on in ["1", "true", "on"] {
+            assert_eq!(opt_in_from(Some(OsStr::new(on))), OptIn::All, "{on}");
+        }
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        assert_eq!(
+            opt_in_from(Some(OsStr::new(&digest))),
+            OptIn::Digest(digest.clone())
+        );
+        assert!(matches!(
+            opt_in_from(Some(OsStr::new("sha256:abc"))),
+            OptIn::Invalid(w) if w.contains(ENV)
+        ));
+    }
+
+    #[test]
+    fn trust_all_is_read_only_when_mentioned_and_only_as_a_boolean() {
+        assert_eq!(trust_all_in(br#"{"hooks":{}}"#), Ok(None));
+        assert_eq!(
+            trust_all_in(br#"{"trustAllProjectHooks":true}"#),
+            Ok(Some(true))
+        );
+        assert_eq!(
+            trust_all_in(br#"{"trustAllProjectHooks":false}"#),
+            Ok(Some(false))
+        );
+        assert_eq!(
+            trust_all_in(br#"{"hooks":{"Stop":[]},"note":"trustAllProjectHooks"}"#),
+            Ok(None)
+        );
+        assert!(trust_all_in(br#"{"trustAllProjectHooks":"yes"}"#)
+            .unwrap_err()
+            .contains("true or false"));
+    }
+
+    #[test]
+    fn exit_codes_are_the_contracts() {
+        assert_eq!(State::Trusted(By::Store).exit_code(), 0);
+        assert_eq!(State::Untrusted.exit_code(), 3);
+        assert_eq!(State::Changed.exit_code(), 4);
+        assert_eq!(State::Denied.exit_code(), 5);
+    }
+}

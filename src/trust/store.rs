@@ -1,0 +1,514 @@
+//! The trust store, `<data dir>/trusted-hooks.json` (contract §13): for each canonical project
+//! root, the digest the person trusted, or that they denied it.
+//!
+//! ```json
+//! {"version":1,"projects":{"/home/u/proj":{"digest":"sha256:…","content":"sha256:…","at":1764547200000},
+//!                          "/home/u/odd":{"denied":true,"at":1764547200000}}}
+//! ```
+//!
+//! Reading never fails a dispatch: a store that cannot be read or makes no sense is a warning,
+//! and every project stays untrusted. Writing takes an exclusive lock on a file beside it, reads
+//! the store afresh under the lock, and replaces it through a temporary file that is synced
+//! before the rename, so concurrent writers never lose each other's entries and a crash leaves
+//! either the old store or the new one, mode 0600.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::digest::is_digest;
+
+/// The store's file name inside the data directory.
+pub const FILE: &str = "trusted-hooks.json";
+/// A store larger than this is not read.
+const MAX_BYTES: u64 = 16 << 20;
+/// How long a writer waits for another one.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// What the store says about one project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Trusted {
+        digest: String,
+        /// The digest without the root: the same hooks trusted at another path.
+        content: Option<String>,
+        at: Option<u64>,
+    },
+    Denied {
+        at: Option<u64>,
+    },
+}
+
+/// The store's contents, by canonical project root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Store {
+    pub projects: BTreeMap<String, Entry>,
+}
+
+/// `<data dir>/trusted-hooks.json`, the data directory found as the compliance log finds it.
+pub fn path() -> Option<PathBuf> {
+    crate::dispatch::layers::data_dir().map(|dir| dir.join(FILE))
+}
+
+/// Reads the store at `path`: empty when there is none; a warning naming the file when it cannot
+/// be read or is not a store, with every project untrusted. Entries that make no sense are left
+/// out, each with a warning.
+pub fn load(path: &Path) -> (Store, Vec<String>) {
+    match read(path) {
+        Ok(None) => (Store::default(), Vec::new()),
+        Ok(Some(text)) => match parse(&text) {
+            Ok(parsed) => parsed,
+            Err(problem) => (Store::default(), vec![corrupt(path, &problem)]),
+        },
+        Err(problem) => (Store::default(), vec![corrupt(path, &problem)]),
+    }
+}
+
+fn corrupt(path: &Path, problem: &str) -> String {
+    format!(
+        "{}: {problem}; every project's hooks stay untrusted until it is fixed or removed \
+         (the next `levelcode-hooks trust` sets it aside and starts a new one)",
+        path.display()
+    )
+}
+
+/// The store's text, `None` when there is no file.
+fn read(path: &Path) -> Result<Option<String>, String> {
+    let file = match open_nonblocking(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot open the trust store: {e}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat the trust store: {e}"))?;
+    if !meta.is_file() {
+        return Err("the trust store is not a regular file".into());
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(format!("the trust store is over {} MiB", MAX_BYTES >> 20));
+    }
+    let mut text = String::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the trust store: {e}"))?;
+    Ok(Some(text))
+}
+
+fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| format!("the trust store is not valid JSON ({e})"))?;
+    let Value::Object(mut top) = value else {
+        return Err("the trust store is not a JSON object".into());
+    };
+    match top.get("version") {
+        Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
+        Some(other) => {
+            return Err(format!(
+                "the trust store has version {other}, which this version does not read"
+            ))
+        }
+        None => return Err("the trust store has no version".into()),
+    }
+    let projects = match top.remove("projects") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(projects)) => projects,
+        Some(_) => return Err("the trust store's \"projects\" is not an object".into()),
+    };
+    let mut store = Store::default();
+    let mut notes = Vec::new();
+    for (root, value) in projects {
+        match entry(&value) {
+            Some(entry) => {
+                store.projects.insert(root, entry);
+            }
+            None => notes.push(format!(
+                "the trust store's entry for {root:?} makes no sense; that project stays untrusted"
+            )),
+        }
+    }
+    Ok((store, notes))
+}
+
+fn entry(value: &Value) -> Option<Entry> {
+    let object = value.as_object()?;
+    let at = object.get("at").and_then(Value::as_u64);
+    if object.get("denied") == Some(&Value::Bool(true)) {
+        return Some(Entry::Denied { at });
+    }
+    let digest = object.get("digest")?.as_str().filter(|d| is_digest(d))?;
+    let content = object
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|d| is_digest(d))
+        .map(str::to_string);
+    Some(Entry::Trusted {
+        digest: digest.to_string(),
+        content,
+        at,
+    })
+}
+
+impl Store {
+    fn to_text(&self) -> String {
+        let mut projects = Map::new();
+        for (root, entry) in &self.projects {
+            let value = match entry {
+                Entry::Trusted {
+                    digest,
+                    content,
+                    at,
+                } => {
+                    let mut v = json!({ "digest": digest });
+                    if let Some(content) = content {
+                        v["content"] = json!(content);
+                    }
+                    if let Some(at) = at {
+                        v["at"] = json!(at);
+                    }
+                    v
+                }
+                Entry::Denied { at } => {
+                    let mut v = json!({ "denied": true });
+                    if let Some(at) = at {
+                        v["at"] = json!(at);
+                    }
+                    v
+                }
+            };
+            projects.insert(root.clone(), value);
+        }
+        let mut text = serde_json::to_string_pretty(&json!({ "version": 1, "projects": projects }))
+            .unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// The root, other than `except`, at which hooks with this content hash are trusted.
+    pub fn trusted_elsewhere(&self, content: &str, except: &str) -> Option<&str> {
+        self.projects.iter().find_map(|(root, entry)| match entry {
+            Entry::Trusted {
+                content: Some(c), ..
+            } if c == content && root != except => Some(root.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// Milliseconds since the epoch, for the entries' `at`.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// What [`update`] did besides the change asked for.
+#[derive(Debug, Default)]
+pub struct Updated {
+    /// Where an unreadable store was set aside before a new one was started.
+    pub set_aside: Option<PathBuf>,
+}
+
+/// Changes the store at `path` with `change`, under the lock, and replaces it atomically.
+pub fn update(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    create_dir(dir).map_err(|e| {
+        format!(
+            "cannot create the folder {}: {e}; check that each part of that path is a writable folder",
+            dir.display()
+        )
+    })?;
+    let lock_path = with_suffix(path, ".lock");
+    let lock = open_lock(&lock_path).map_err(|e| {
+        format!(
+            "cannot open the lock file {}: {e}; check that its folder is writable",
+            lock_path.display()
+        )
+    })?;
+    take_lock(&lock, &lock_path)?;
+    let result = update_locked(path, change);
+    let _ = lock.unlock();
+    result
+}
+
+fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, String> {
+    let mut updated = Updated::default();
+    let mut store = match read(path).and_then(|text| match text {
+        None => Ok(Store::default()),
+        Some(text) => parse(&text).map(|(store, _)| store),
+    }) {
+        Ok(store) => store,
+        Err(problem) => {
+            // Only a file that does not read as a store is set aside; anything else is the
+            // person's to look at.
+            if !fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+                return Err(format!(
+                    "{}: {problem}; move or remove it, then try again",
+                    path.display()
+                ));
+            }
+            let aside = with_suffix(path, &format!(".unreadable-{}", now_ms()));
+            fs::rename(path, &aside).map_err(|e| {
+                format!(
+                    "{} cannot be read and cannot be set aside ({e}); move or remove it, then try again",
+                    path.display()
+                )
+            })?;
+            updated.set_aside = Some(aside);
+            Store::default()
+        }
+    };
+    change(&mut store);
+    write_atomically(path, store.to_text().as_bytes()).map_err(|e| {
+        format!(
+            "cannot write {}: {e}; check that its folder is writable",
+            path.display()
+        )
+    })?;
+    Ok(updated)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+fn create_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+fn open_lock(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600).custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(io::Error::other("not a regular file"))
+    }
+}
+
+fn take_lock(file: &File, path: &Path) -> Result<(), String> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(format!(
+                    "{} stayed locked by another process for {} s; if no levelcode-hooks process \
+                     is still running, find the process holding it",
+                    path.display(),
+                    LOCK_WAIT.as_secs()
+                ))
+            }
+            Err(TryLockError::Error(e)) => {
+                return Err(format!("cannot lock {}: {e}", path.display()))
+            }
+        }
+    }
+}
+
+/// Writes through a temporary file, synced, then renamed over `path`, then the folder synced:
+/// a crash leaves the old file or the new one, never a part of either. The temporary file is
+/// created with mode 0600, so the store never exists with looser permissions.
+fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let tmp = with_suffix(path, ".tmp");
+    // A crash of an earlier writer may have left one; only the lock holder writes it.
+    let _ = fs::remove_file(&tmp);
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&tmp)?;
+    file.write_all(contents)?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(&tmp, path)?;
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
+}
+
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+    fn trusted(digest: &str) -> Entry {
+        Entry::Trusted {
+            digest: digest.into(),
+            content: Some(D2.into()),
+            at: Some(5),
+        }
+    }
+
+    #[test]
+    fn a_store_round_trips_with_mode_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data").join(FILE);
+        update(&path, |s| {
+            s.projects.insert("/p".into(), trusted(D1));
+            s.projects.insert("/q".into(), Entry::Denied { at: None });
+        })
+        .unwrap();
+        let (store, notes) = load(&path);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(store.projects["/p"], trusted(D1));
+        assert_eq!(store.projects["/q"], Entry::Denied { at: None });
+        assert_eq!(store.trusted_elsewhere(D2, "/x"), Some("/p"));
+        assert_eq!(store.trusted_elsewhere(D2, "/p"), None);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn a_missing_store_is_empty_and_silent() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, notes) = load(&dir.path().join(FILE));
+        assert!(store.projects.is_empty());
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn a_corrupt_store_is_a_warning_and_trusts_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        for text in [
+            "{not json",
+            "[]",
+            r#"{"projects":{}}"#,
+            r#"{"version":9,"projects":{}}"#,
+            r#"{"version":1,"projects":[]}"#,
+        ] {
+            fs::write(&path, text).unwrap();
+            let (store, notes) = load(&path);
+            assert!(store.projects.is_empty(), "{text}");
+            assert_eq!(notes.len(), 1, "{text}: {notes:?}");
+            assert!(
+                notes[0].contains(&path.display().to_string()),
+                "{}",
+                notes[0]
+            );
+        }
+        fs::write(
+            &path,
+            format!(r#"{{"version":1,"projects":{{"/a":{{"digest":"sha256:zz"}},"/b":{{"digest":"{D1}"}}}}}}"#),
+        )
+        .unwrap();
+        let (store, notes) = load(&path);
+        assert_eq!(store.projects.len(), 1);
+        assert!(notes[0].contains("\"/a\""), "{notes:?}");
+
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        let (store, notes) = load(&path);
+        assert!(store.projects.is_empty());
+        assert!(notes[0].contains("not a regular file"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_corrupt_store_is_set_aside_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        fs::write(&path, "{garbage").unwrap();
+        let updated = update(&path, |s| {
+            s.projects.insert("/p".into(), trusted(D1));
+        })
+        .unwrap();
+        let aside = updated.set_aside.expect("set aside");
+        assert_eq!(fs::read_to_string(aside).unwrap(), "{garbage");
+        assert_eq!(load(&path).0.projects.len(), 1);
+    }
+
+    #[test]
+    fn a_crash_midway_leaves_the_old_store_and_the_next_write_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        update(&path, |s| {
+            s.projects.insert("/p".into(), trusted(D1));
+        })
+        .unwrap();
+        // What a writer killed after creating its temporary file leaves behind.
+        fs::write(with_suffix(&path, ".tmp"), "{\"version\":1,\"proj").unwrap();
+        assert_eq!(load(&path).0.projects["/p"], trusted(D1));
+        update(&path, |s| {
+            s.projects.insert("/q".into(), trusted(D2));
+        })
+        .unwrap();
+        let (store, notes) = load(&path);
+        assert!(notes.is_empty());
+        assert_eq!(store.projects.len(), 2);
+        assert!(!with_suffix(&path, ".tmp").exists());
+    }
+
+    #[test]
+    fn concurrent_writers_keep_every_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for j in 0..5 {
+                        update(&path, |s| {
+                            s.projects.insert(format!("/p{i}-{j}"), trusted(D1));
+                        })
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let (store, notes) = load(&path);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(store.projects.len(), 40);
+    }
+}
