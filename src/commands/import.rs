@@ -254,7 +254,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     write_atomically(&target, text.as_bytes())
         .with_context(|| format!("{}: cannot write", target.display()))?;
     eprintln!(
-        "levelcode-hooks: {}: {added} group(s) added",
+        "levelcode-hooks: {}: {added} group(s) added; project hooks run once trusted: review and trust them with levelcode-hooks trust",
         target.display()
     );
     Ok(ExitCode::SUCCESS)
