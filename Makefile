@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.local
 
-.PHONY: build static test lint install bench example
+.PHONY: build static test lint install bench example npm package-deps
 
 # The host triple; on Linux with glibc `make static` links the C library in and skips position
 # independence, so the dispatcher starts about as fast as /bin/true (see docs/BENCHMARKS.md).
@@ -23,8 +23,24 @@ RELEASE_BIN := target/release/levelcode-hooks
 static: build
 endif
 
+# The whole suite, as README.md and .ci/run give it: the Rust tests, then the npm packages
+# (`make npm`), then the TypeScript client's typecheck and tests against the binary just built.
 test:
 	$(CARGO) test --all-targets
+	$(MAKE) npm
+	cd $(PKG) && ./node_modules/.bin/tsc --noEmit
+	cd $(PKG) && $(BUN) test
+
+# The TypeScript client (packages/levelcode-hooks): its dev dependencies, as its lock file says.
+BUN ?= bun
+PKG := packages/levelcode-hooks
+package-deps:
+	cd $(PKG) && $(BUN) install --frozen-lockfile
+
+# npm packages like esbuild's and biome's: this machine's platform package (the static binary
+# only) and the main package (the client and the `levelcode-hooks` shim), packed into target/npm/.
+npm: static package-deps
+	$(BUN) $(PKG)/scripts/npm.ts --binary $(RELEASE_BIN) --out target/npm
 
 lint:
 	$(CARGO) fmt --check
@@ -37,9 +53,11 @@ install: static
 example: build
 	bash fixtures/example/run.sh
 
-bench:
+bench: package-deps
 	bash benches/run.sh
 	bash benches/serve.sh
+	$(MAKE) static
+	LEVELCODE_HOOKS_BINARY=$(RELEASE_BIN) $(BUN) benches/client.mts
 
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS; crashes land in fuzz/artifacts/.
 FUZZ_SECONDS ?= 60

@@ -1,0 +1,201 @@
+/**
+ * The per-event cost of `runEvent` from Bun through `@levelcode/hooks` (part of `make bench`),
+ * beside what the same work costs without the client: `Bun.spawn` of `/bin/true`, of the handler
+ * alone (`sh -c true`), and of one `levelcode-hooks run` per event.
+ *
+ *   LEVELCODE_HOOKS_BINARY=target/.../levelcode-hooks bun benches/client.mts
+ *
+ * Knobs: CLIENT_EVENTS (no-match events per measurement, default 20000), CLIENT_SPAWNS (spawns
+ * per measurement, default 2000), BENCH_QUICK=1 (few of each, to check the script works).
+ * Results go to target/bench/client.md (or $CARGO_TARGET_DIR/bench/). A missed goal is
+ * reported, never failed: speed is not asserted anywhere.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+import { createHookRunner } from "../packages/levelcode-hooks/src/index.ts";
+
+const quick = process.env.BENCH_QUICK === "1";
+const EVENTS = Number(process.env.CLIENT_EVENTS ?? (quick ? 500 : 20000));
+const SPAWNS = Number(process.env.CLIENT_SPAWNS ?? (quick ? 100 : 2000));
+const CALLERS = 10;
+const binary = process.env.LEVELCODE_HOOKS_BINARY;
+if (!binary) throw new Error("set LEVELCODE_HOOKS_BINARY to the binary to measure (make bench does)");
+
+const work = mkdtempSync(join(tmpdir(), "levelcode-hooks-client-bench-"));
+process.on("exit", () => rmSync(work, { recursive: true, force: true }));
+const home = join(work, "home");
+const project = join(work, "project");
+mkdirSync(join(home, ".levelcode"), { recursive: true });
+mkdirSync(join(project, ".levelcode"), { recursive: true });
+process.env.HOME = home;
+process.env.LEVELCODE_TRUST_PROJECT_HOOKS = "1";
+for (const name of ["LEVELCODE_DIR", "LEVELCODE_HOOKS_LOG", "LEVELCODE_TEAM", "LEVELCODE_HOOKS"]) delete process.env[name];
+
+// Three layers of hooks on other tools (as in benches/bench.py), and one `true` on `bench_one`.
+const otherTools = (layer: string) =>
+  ["str_replace", "run_terminal_command", "code_search", "spawn_agents", "read_files"].map((tool) => ({
+    matcher: tool,
+    hooks: [{ command: `echo ${layer} ${tool}` }],
+  }));
+writeFileSync(join(home, ".levelcode", "settings.json"), JSON.stringify({ hooks: { PreToolUse: otherTools("data") } }));
+mkdirSync(join(home, ".config", "levelcode"), { recursive: true });
+writeFileSync(join(home, ".config", "levelcode", "settings.json"), JSON.stringify({ hooks: { PreToolUse: otherTools("user") } }));
+writeFileSync(
+  join(project, ".levelcode", "settings.json"),
+  JSON.stringify({ hooks: { PreToolUse: [...otherTools("project"), { matcher: "bench_one", hooks: [{ command: "true" }] }] } }),
+);
+
+const payload = (tool: string) => ({
+  event: "PreToolUse",
+  cwd: project,
+  tool_name: tool,
+  tool_input: { path: "src/generated/a.ts", instructions: "bench", content: "x".repeat(2000) },
+});
+
+type Stats = { median: number; p99: number; n: number; perEvent: number };
+type Run = { samples: number[]; wallUs: number };
+
+function stats(run: Run): Stats {
+  const sorted = [...run.samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { median: at(0.5), p99: at(0.99), n: sorted.length, perEvent: run.wallUs / sorted.length };
+}
+
+/** Microseconds per call of `once`, one call at a time. */
+async function measure(n: number, once: () => Promise<unknown>): Promise<Run> {
+  const samples: number[] = [];
+  const begun = Bun.nanoseconds();
+  for (let i = 0; i < n; i++) {
+    const started = Bun.nanoseconds();
+    await once();
+    samples.push((Bun.nanoseconds() - started) / 1000);
+  }
+  return { samples, wallUs: (Bun.nanoseconds() - begun) / 1000 };
+}
+
+/** The same, with `CALLERS` callers at once, each making n / CALLERS calls. */
+async function measureConcurrent(n: number, once: () => Promise<unknown>): Promise<Run> {
+  const begun = Bun.nanoseconds();
+  const all = await Promise.all(Array.from({ length: CALLERS }, () => measure(Math.ceil(n / CALLERS), once)));
+  return { samples: all.flatMap((run) => run.samples), wallUs: (Bun.nanoseconds() - begun) / 1000 };
+}
+
+/**
+ * Measurements that are compared run in turns (ROUNDS rounds of each in turn), so that a change
+ * in the machine's load falls on all of them alike.
+ */
+const ROUNDS = 10;
+async function interleaved(how: typeof measure, ...fns: Array<[number, () => Promise<unknown>]>): Promise<Run[]> {
+  const runs: Run[] = fns.map(() => ({ samples: [], wallUs: 0 }));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, [n, fn]] of fns.entries()) {
+      const got = await how(Math.ceil(n / ROUNDS), fn);
+      runs[i]!.samples.push(...got.samples);
+      runs[i]!.wallUs += got.wallUs;
+    }
+  }
+  return runs;
+}
+
+const spawnQuiet = async (cmd: string[], stdin?: string) => {
+  const proc = Bun.spawn(cmd, { stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin), stdout: "ignore", stderr: "ignore" });
+  await proc.exited;
+};
+
+// The transport's own figures: every event goes to a server.
+const runner = createHookRunner({ binary: resolve(binary), noMatchCache: false });
+// And with the no-match cache, where the platform has it.
+const cachedRunner = createHookRunner({ binary: resolve(binary) });
+const noMatch = payload("write_file");
+const oneHandler = payload("bench_one");
+const check = await runner.runEvent("PreToolUse", oneHandler);
+if (check.results.length !== 1 || check.results[0]!.exitCode !== 0 || check.warnings.length > 0) {
+  throw new Error(`the one-handler scenario did not run its handler: ${JSON.stringify(check)}`);
+}
+if ((await runner.runEvent("PreToolUse", noMatch)).results.length !== 0) throw new Error("the no-match scenario matched");
+
+// Warm up every path, then measure.
+await measure(200, () => runner.runEvent("PreToolUse", noMatch));
+await measureConcurrent(200, () => runner.runEvent("PreToolUse", noMatch));
+await measure(50, () => spawnQuiet(["/bin/true"]));
+
+const rows: Array<[string, Stats]> = [];
+const row = (name: string, run: Run) => {
+  const s = stats(run);
+  rows.push([name, s]);
+  console.error(`client bench: ${name}: median ${s.median.toFixed(1)} µs, p99 ${s.p99.toFixed(1)} µs, ${s.perEvent.toFixed(1)} µs per event (${s.n})`);
+  return s;
+};
+
+const line = JSON.stringify(noMatch);
+const noMatchCall = () => runner.runEvent("PreToolUse", noMatch);
+const oneCall = () => runner.runEvent("PreToolUse", oneHandler);
+const runCall = () => spawnQuiet([resolve(binary), "run"], line);
+const shCall = () => spawnQuiet(["/bin/sh", "-c", "true"]);
+
+// One spawn per event is costly: fewer of them, in the same turns.
+const [rNoMatch, rRun] = await interleaved(measure, [EVENTS, noMatchCall], [SPAWNS, runCall]);
+const sNoMatch = row("runEvent, no match", rNoMatch!);
+const sRun = row("Bun.spawn levelcode-hooks run, no match (one spawn per event)", rRun!);
+const [rNoMatch10, rRun10] = await interleaved(measureConcurrent, [EVENTS, noMatchCall], [SPAWNS, runCall]);
+const sNoMatch10 = row(`runEvent, no match, ${CALLERS} callers`, rNoMatch10!);
+const sRun10 = row(`Bun.spawn levelcode-hooks run, no match, ${CALLERS} callers`, rRun10!);
+const [rOne, rSh, rTrue] = await interleaved(measure, [SPAWNS, oneCall], [SPAWNS, shCall], [SPAWNS, () => spawnQuiet(["/bin/true"])]);
+const sOne = row("runEvent, one `true` handler", rOne!);
+const sSh = row("Bun.spawn sh -c true (the handler alone)", rSh!);
+const sTrue = row("Bun.spawn /bin/true", rTrue!);
+const [rOne10, rSh10] = await interleaved(measureConcurrent, [SPAWNS, oneCall], [SPAWNS, shCall]);
+const sOne10 = row(`runEvent, one \`true\` handler, ${CALLERS} callers`, rOne10!);
+const sSh10 = row(`Bun.spawn sh -c true, ${CALLERS} callers`, rSh10!);
+
+await cachedRunner.runEvent("PreToolUse", noMatch);
+await new Promise((r) => setTimeout(r, 300));
+await measure(200, () => cachedRunner.runEvent("PreToolUse", noMatch));
+const cacheOn = cachedRunner.cacheStats().hits > 0;
+const sCached = cacheOn ? row("runEvent, no match, from the no-match cache", await measure(EVENTS, () => cachedRunner.runEvent("PreToolUse", noMatch))) : null;
+const sCached10 = cacheOn ? row(`runEvent, no match, from the no-match cache, ${CALLERS} callers`, await measureConcurrent(EVENTS, () => cachedRunner.runEvent("PreToolUse", noMatch))) : null;
+if (!cacheOn) console.error("client bench: the no-match cache is not available here (Linux under Bun only)");
+runner.close();
+cachedRunner.close();
+
+const ratio = (a: number, b: number) => (a / b).toFixed(2);
+const goals = [
+  ["no match, median ≤ 50 µs", `${sNoMatch.median.toFixed(1)} µs`, sNoMatch.median <= 50],
+  ["no match ≥ 20× faster than one `run` per event (medians)", `${(sRun.median / sNoMatch.median).toFixed(0)}×`, sRun.median / sNoMatch.median >= 20],
+  ["one `true` handler ≤ 1.1× `Bun.spawn sh -c true` (medians)", `${ratio(sOne.median, sSh.median)}×`, sOne.median <= 1.1 * sSh.median],
+  [`${CALLERS} callers: no match ≤ 50 µs per event`, `${sNoMatch10.perEvent.toFixed(1)} µs`, sNoMatch10.perEvent <= 50],
+  [`${CALLERS} callers: no match ≥ 20× faster than one \`run\` per event, ${CALLERS} callers`, `${(sRun10.perEvent / sNoMatch10.perEvent).toFixed(0)}×`, sRun10.perEvent / sNoMatch10.perEvent >= 20],
+  [`${CALLERS} callers: one handler ≤ 1.1× \`sh -c true\` from ${CALLERS} callers (per event)`, `${ratio(sOne10.perEvent, sSh10.perEvent)}×`, sOne10.perEvent <= 1.1 * sSh10.perEvent],
+  ...(sCached && sCached10
+    ? ([
+        ["no match from the no-match cache, median ≤ 5 µs", `${sCached.median.toFixed(2)} µs`, sCached.median <= 5],
+        [`${CALLERS} callers: no match from the cache ≤ 5 µs per event`, `${sCached10.perEvent.toFixed(2)} µs`, sCached10.perEvent <= 5],
+      ] as const)
+    : []),
+] as const;
+
+const md = [
+  `# runEvent from Bun through @levelcode/hooks`,
+  "",
+  `Bun ${Bun.version}, ${process.platform}-${process.arch}; binary ${binary}. Per event, in µs.`,
+  "",
+  "Median and p99 are each call's own latency; *per event* is the wall time of the whole",
+  "measurement over its events, which for concurrent callers is what each event costs the host.",
+  "",
+  "| measurement | median | p99 | per event | n |",
+  "|---|---:|---:|---:|---:|",
+  ...rows.map(([name, s]) => `| ${name} | ${s.median.toFixed(1)} | ${s.p99.toFixed(1)} | ${s.perEvent.toFixed(1)} | ${s.n} |`),
+  "",
+  "| goal | measured | met |",
+  "|---|---:|---|",
+  ...goals.map(([goal, value, met]) => `| ${goal} | ${value} | ${met ? "yes" : "**no**"} |`),
+  "",
+  `Also: /bin/true ${sTrue.median.toFixed(1)} µs; the one-handler event costs ${(sOne.median - sSh.median).toFixed(1)} µs over the handler alone.`,
+  "",
+].join("\n");
+const out = join(process.env.CARGO_TARGET_DIR ?? resolve(import.meta.dir, "..", "target"), "bench");
+mkdirSync(out, { recursive: true });
+writeFileSync(join(out, "client.md"), md);
+console.log(md);

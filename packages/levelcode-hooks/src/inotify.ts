@@ -1,0 +1,134 @@
+/**
+ * Linux inotify, read synchronously on the caller's thread (Bun only, through `bun:ffi`). The
+ * kernel queues a file's event inside the very write, rename or unlink that causes it, so a
+ * non-blocking read right before answering from memory sees every change made before that
+ * moment. `fs.watch` cannot promise that: its events arrive on a later turn of the event loop.
+ */
+
+/** What a watch reports: the name of the entry in the watched folder, or null for the folder. */
+export type WatchEvent = { wd: number; mask: number; name: string | null };
+
+export const IN_MODIFY = 0x2;
+export const IN_ATTRIB = 0x4;
+export const IN_CLOSE_WRITE = 0x8;
+export const IN_MOVED_FROM = 0x40;
+export const IN_MOVED_TO = 0x80;
+export const IN_CREATE = 0x100;
+export const IN_DELETE = 0x200;
+export const IN_DELETE_SELF = 0x400;
+export const IN_MOVE_SELF = 0x800;
+export const IN_UNMOUNT = 0x2000;
+export const IN_Q_OVERFLOW = 0x4000;
+export const IN_IGNORED = 0x8000;
+const IN_ONLYDIR = 0x01000000;
+const IN_NONBLOCK = 0x800;
+const IN_CLOEXEC = 0x80000;
+
+const WATCH_MASK =
+  IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+
+type Libc = {
+  inotify_init1: (flags: number) => number;
+  inotify_add_watch: (fd: number, path: Uint8Array, mask: number) => number;
+  read: (fd: number, buffer: Uint8Array, length: number) => number | bigint;
+  close: (fd: number) => number;
+};
+
+let libc: Libc | null | undefined;
+
+/** The C library's inotify calls, or null where there are none (not Linux, not Bun). */
+async function load(): Promise<Libc | null> {
+  if (libc !== undefined) return libc;
+  libc = null;
+  if (process.platform !== "linux" || (globalThis as { Bun?: unknown }).Bun === undefined) return libc;
+  try {
+    // Named through a variable, so that Node and the type checker of the Node build never load it.
+    const module = "bun:ffi";
+    const ffi = (await import(module)) as {
+      FFIType: Record<"i32" | "u32" | "ptr" | "u64" | "i64", number>;
+      dlopen: (name: string, symbols: object) => { symbols: unknown };
+    };
+    const { i32, u32, ptr, u64, i64 } = ffi.FFIType;
+    const symbols = {
+      inotify_init1: { args: [i32], returns: i32 },
+      inotify_add_watch: { args: [i32, ptr, u32], returns: i32 },
+      read: { args: [i32, ptr, u64], returns: i64 },
+      close: { args: [i32], returns: i32 },
+    } as const;
+    for (const name of ["libc.so.6", "libc.so", `libc.musl-${process.arch === "arm64" ? "aarch64" : "x86_64"}.so.1`]) {
+      try {
+        libc = ffi.dlopen(name, symbols).symbols as unknown as Libc;
+        break;
+      } catch {
+        // the next name
+      }
+    }
+  } catch {
+    libc = null;
+  }
+  return libc;
+}
+
+/** Starts loading the C library's calls; `Inotify.open` is null until then, and where none exist. */
+export const inotifyReady: Promise<Libc | null> = load();
+
+export class Inotify {
+  private readonly buffer = new Uint8Array(64 * 1024);
+  private readonly view = new DataView(this.buffer.buffer);
+  private closed = false;
+
+  private constructor(
+    private readonly c: Libc,
+    private readonly fd: number,
+  ) {}
+
+  /** A new inotify instance, or null when this platform or runtime has none. */
+  static open(): Inotify | null {
+    if (!libc) return null;
+    const fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    return fd < 0 ? null : new Inotify(libc, fd);
+  }
+
+  /** Watches a folder and the entries in it; the watch descriptor, or -1 when it cannot. */
+  watch(dir: string): number {
+    if (this.closed) return -1;
+    return this.c.inotify_add_watch(this.fd, new TextEncoder().encode(`${dir}\0`), WATCH_MASK);
+  }
+
+  /**
+   * Every event queued so far, or null when reading failed. Never blocks: an empty queue is an
+   * empty list.
+   */
+  drain(): WatchEvent[] | null {
+    if (this.closed) return null;
+    const events: WatchEvent[] = [];
+    for (;;) {
+      const got = Number(this.c.read(this.fd, this.buffer, this.buffer.length));
+      // -1 is EAGAIN, an empty queue: a non-blocking read of inotify has no other failure with a
+      // buffer this size.
+      if (got < 0) return events;
+      if (got === 0) return null;
+      let at = 0;
+      while (at + 16 <= got) {
+        const wd = this.view.getInt32(at, true);
+        const mask = this.view.getUint32(at + 4, true);
+        const length = this.view.getUint32(at + 12, true);
+        let name: string | null = null;
+        if (length > 0) {
+          const bytes = this.buffer.subarray(at + 16, at + 16 + length);
+          const end = bytes.indexOf(0);
+          name = new TextDecoder().decode(end >= 0 ? bytes.subarray(0, end) : bytes);
+        }
+        events.push({ wd, mask, name });
+        at += 16 + length;
+      }
+      if (got < this.buffer.length - 4096) return events;
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.c.close(this.fd);
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * The types of the hooks API: the configuration a person writes, the payload the agent sends,
+ * and the outcome it gets back. The names and the shapes of levelcode's in-process engine are
+ * kept, so that a caller switches with its import lines only; the members this dispatcher adds
+ * are optional or come last.
+ */
+
+/** The events levelcode fires. An event outside these is accepted; nothing can block on it. */
+export const HOOK_EVENT_NAMES = ["SessionStart", "PreToolUse", "PostToolUse", "Stop"] as const;
+
+export type HookEventName = (typeof HOOK_EVENT_NAMES)[number];
+
+/** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
+export type HookProtocol = "levelcode" | "claude";
+
+/** One handler: a command run through the shell, or an argv run directly. */
+export type HookHandler = {
+  type?: "command" | undefined;
+  /** Shell command string, run with `/bin/sh -c` (`cmd.exe /d /s /c` on Windows). */
+  command?: string | undefined;
+  /** Direct argv, `argv[0]` looked up on `PATH`, no shell. */
+  argv?: string[] | undefined;
+  /** Seconds, fractions allowed; default 10, at most 600. */
+  timeout?: number | undefined;
+  /** `false`: not run (the in-process engine ignored this key and ran it). */
+  enabled?: boolean | undefined;
+  /** A label for output and logs. */
+  name?: string | undefined;
+  protocol?: HookProtocol | undefined;
+};
+
+/** One group: a matcher and the handlers it runs. */
+export type HookMatcher = {
+  /** Exact names separated by `|`, `*` or nothing for every tool, else a regular expression. */
+  matcher?: string | undefined;
+  enabled?: boolean | undefined;
+  protocol?: HookProtocol | undefined;
+  hooks: HookHandler[];
+};
+
+/** The `hooks` key of settings.json. */
+export type HooksConfig = Partial<Record<HookEventName, HookMatcher[]>> & {
+  [event: string]: HookMatcher[] | undefined;
+};
+
+/** The payload sent to handlers (JSON on their stdin). Extra members pass through untouched. */
+export type HookPayload = {
+  event?: HookEventName | string | undefined;
+  sessionId?: string | undefined;
+  /** The project root the agent works in. */
+  cwd: string;
+  /** PreToolUse and PostToolUse only. */
+  tool_name?: string | undefined;
+  tool_input?: Record<string, unknown> | undefined;
+  /** PostToolUse only. */
+  tool_result?: unknown;
+  [key: string]: unknown;
+};
+
+/** A handler's structured reply on stdout, as `parseHookDecision` reads it. */
+export type HookDecision = {
+  /** `block` prevents the tool; `ask` needs a person's approval; `allow` / omitted proceeds. */
+  decision?: "block" | "allow" | "ask" | undefined;
+  reason?: string | undefined;
+  /** Added to the model's context. */
+  additionalContext?: string | undefined;
+  /** PreToolUse: the tool's input for later handlers and for the caller. */
+  updatedInput?: Record<string, unknown> | undefined;
+  /** `false`: the agent should stop its loop. */
+  continue?: boolean | undefined;
+  stopReason?: string | undefined;
+  /** A message for the person, not the model. */
+  systemMessage?: string | undefined;
+};
+
+/** What became of one handler. */
+export type HookHandlerOutcome =
+  | "proceed"
+  | "block"
+  | "ask"
+  | "error"
+  | "timeout"
+  | "spawn_error"
+  | "duplicate"
+  | "skipped"
+  | (string & {});
+
+/** One handler that matched, as the in-process engine reported it. */
+export type HookRunResult = {
+  /** The handler's `name`, else its `command`, else its `argv` quoted as a shell would. */
+  label: string;
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  /** The handler could not be started (not found, not executable, ...). */
+  spawnError?: string | undefined;
+} & Partial<HookRunDetail>;
+
+/** What this dispatcher adds about each handler. */
+export type HookRunDetail = {
+  outcome: HookHandlerOutcome;
+  /** Milliseconds the handler ran, `null` when it did not run. */
+  durationMs: number | null;
+  /** `user`, `data`, `project`, `cli` or `inline`. */
+  layer: string;
+  /** The settings file, or `null` for an inline configuration. */
+  source: string | null;
+  matcher: string | null;
+  /** The signal that ended it, when one did. */
+  signal: number | null;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  /** Why the outcome is what it is, when that needs saying. */
+  message: string | null;
+  /** The handler rewrote the tool's input. */
+  rewroteInput: boolean;
+};
+
+/** A handler's result as `runEvent` gives it: every detail present. */
+export type HookDispatchResult = HookRunResult & HookRunDetail;
+
+/** The trust state of the project layer (contract §13). */
+export type ProjectTrust = {
+  state: "trusted" | "untrusted" | "changed" | "denied" | (string & {});
+  digest: string;
+  /** The project's settings file. */
+  path: string;
+  /** How many project handlers wait for trust. */
+  handlers: number;
+};
+
+/**
+ * The answer to one event, as the in-process engine's type has it, with this dispatcher's
+ * members optional: code written for the engine that builds such objects itself (a default
+ * when hooks are off, a test's stub) still type-checks. `runEvent` gives the stricter
+ * `HookDispatchOutcome`.
+ */
+export type HookEventOutcome = {
+  /** The tool must not run: a handler blocked it, or asked for approval (see `decision`). */
+  blocked: boolean;
+  /** The blocking (or asking) handlers' reason. */
+  reason?: string | undefined;
+  /** Every handler's additionalContext, joined with newlines. */
+  additionalContext: string;
+  results: HookRunResult[];
+  /** `ask`: the tool needs a person's approval; `blocked` is true too, to stay on the safe side. */
+  decision?: "proceed" | "block" | "ask" | undefined;
+  /** PreToolUse: the tool's input after the handlers' rewrites. */
+  updatedInput?: Record<string, unknown> | undefined;
+  /** A handler asked the agent to stop its loop. */
+  stop?: { reason: string } | undefined;
+  /** Messages for the person, not the model. */
+  systemMessage?: string | undefined;
+  /** Problems with the settings, and with reaching the dispatcher. */
+  warnings?: string[] | undefined;
+  /** Present when the project layer's hooks did not run for want of trust. */
+  projectTrust?: ProjectTrust | undefined;
+  /** The dispatch's own time in milliseconds, as the dispatcher measured it. */
+  durationMs?: number | undefined;
+};
+
+/** The answer `runEvent` resolves: the outcome with everything this dispatcher always says. */
+export type HookDispatchOutcome = HookEventOutcome & {
+  results: HookDispatchResult[];
+  decision: "proceed" | "block" | "ask";
+  warnings: string[];
+  durationMs: number;
+};

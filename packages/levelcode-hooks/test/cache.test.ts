@@ -1,0 +1,195 @@
+/**
+ * The no-match cache gives the answers the dispatcher gives: a corpus of events is answered by a
+ * runner with the cache and by one without, before and after each of a series of changes
+ * (settings edits in place and by rename, folders renamed away and back, new layers, trust,
+ * named scripts that appear and change, permissions), and the answers must be identical.
+ */
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { NoMatchCache, watchedFiles } from "../src/cache.ts";
+import { inotifyReady } from "../src/inotify.ts";
+import { createHookRunner, type HookDispatchOutcome, type HookPayload } from "../src/index.ts";
+import { serverSupports, tempDir } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(60_000);
+
+const cacheAvailable = (await inotifyReady) !== null && NoMatchCache.available();
+
+let dir: string;
+let cleanup: () => void;
+const runners: Array<{ close: () => void }> = [];
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir());
+});
+afterEach(() => {
+  for (const runner of runners.splice(0)) runner.close();
+  cleanup();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A handler in argv form: its words can be told apart without a shell, so its project can be cached. */
+const reply = (text: string) => ({ argv: ["printf", `{"additionalContext":"${text}"}`] });
+const settings = (hooks: unknown) => JSON.stringify({ hooks });
+
+/** What two answers must share: everything but the times. */
+function comparable(outcome: HookDispatchOutcome) {
+  const { durationMs: _d, results, ...rest } = outcome;
+  return { ...rest, results: results.map(({ durationMs: _r, ...result }) => result) };
+}
+
+describe.skipIf(!cacheAvailable)("the no-match cache", () => {
+  test("answers exactly as the dispatcher does, across edits, renames, trust changes and new files", async () => {
+    const home = join(dir, "home");
+    const p1 = join(dir, "p1");
+    const p2 = join(dir, "p2");
+    for (const folder of [home, join(p1, ".levelcode"), join(p2, ".levelcode")]) mkdirSync(folder, { recursive: true });
+    const env = { HOME: home, LEVELCODE_DIR: undefined, LEVELCODE_TRUST_PROJECT_HOOKS: undefined };
+    const cached = createHookRunner({ env });
+    const plain = createHookRunner({ env, noMatchCache: false });
+    runners.push(cached, plain);
+
+    const projectSettings = join(p1, ".levelcode", "settings.json");
+    writeFileSync(projectSettings, settings({ PreToolUse: [{ matcher: "write_file", hooks: [reply("p1 write")] }] }));
+    writeFileSync(join(p2, ".levelcode", "settings.json"), settings({ Stop: [{ hooks: [{ command: "bash .levelcode/stop.sh" }] }] }));
+
+    const corpus: Array<[string, HookPayload]> = [];
+    for (const cwd of [p1, p2]) {
+      for (const tool of ["write_file", "str_replace", "read_files", "run_terminal_command"]) {
+        corpus.push(["PreToolUse", { event: "PreToolUse", cwd, tool_name: tool, tool_input: { path: "a.ts" } }]);
+      }
+      corpus.push(["PostToolUse", { event: "PostToolUse", cwd, tool_name: "write_file", tool_result: "ok" }]);
+      corpus.push(["SessionStart", { event: "SessionStart", cwd }]);
+      corpus.push(["Stop", { event: "Stop", cwd }]);
+    }
+
+    let compared = 0;
+    /** The corpus, answered by both; a second round by the cached runner alone, from memory. */
+    const agree = async (step: string) => {
+      for (let round = 0; round < 3; round++) {
+        for (const [event, payload] of corpus) {
+          const fromCache = comparable(await cached.runEvent(event, payload));
+          const fromDispatcher = comparable(await plain.runEvent(event, payload));
+          expect({ step, event, payload, answer: fromCache }).toEqual({ step, event, payload, answer: fromDispatcher });
+          compared++;
+        }
+        // Let the cache set up its watches for these projects.
+        if (round === 0) await sleep(400);
+      }
+    };
+
+    await agree("start");
+    const userDir = join(home, ".config", "levelcode");
+    mkdirSync(userDir, { recursive: true });
+    writeFileSync(join(userDir, "settings.json"), settings({ PreToolUse: [{ matcher: "str_replace", hooks: [reply("user")] }] }));
+    await agree("a user layer appears, in a folder that did not exist");
+
+    writeFileSync(projectSettings, settings({ PreToolUse: [{ matcher: "read_files", hooks: [reply("p1 write")] }] }));
+    await agree("the project layer edited in place, same size");
+
+    writeFileSync(`${projectSettings}.tmp`, settings({ PreToolUse: [{ matcher: "run_terminal_command", hooks: [reply("p1 run")] }] }));
+    renameSync(`${projectSettings}.tmp`, projectSettings);
+    await agree("the project layer saved by rename");
+
+    renameSync(join(p1, ".levelcode"), join(p1, ".levelcode-off"));
+    await agree("the project's .levelcode folder renamed away");
+    renameSync(join(p1, ".levelcode-off"), join(p1, ".levelcode"));
+    await agree("and back");
+
+    mkdirSync(join(home, ".levelcode"));
+    writeFileSync(join(home, ".levelcode", "settings.json"), settings({ SessionStart: [{ hooks: [reply("data")] }] }));
+    await agree("a data layer appears");
+
+    writeFileSync(join(home, ".levelcode", "trusted-hooks.json"), JSON.stringify({ [p2]: "denied" }));
+    await agree("the trust store changes by hand");
+    if (serverSupports("trust")) {
+      const status = await cached.trustStatus(p2);
+      await cached.trust(status.digest, p2);
+      await agree("the project is trusted through the client");
+    }
+
+    writeFileSync(join(p2, ".levelcode", "stop.sh"), 'echo \'{"additionalContext":"stop script"}\'\n');
+    await agree("a script the project's hooks name appears");
+    writeFileSync(join(p2, ".levelcode", "stop.sh"), 'echo \'{"additionalContext":"stop script, changed"}\'\n');
+    await agree("and changes");
+
+    chmodSync(projectSettings, 0o000);
+    await agree("the project layer made unreadable");
+    chmodSync(projectSettings, 0o644);
+    await agree("and readable again");
+
+    renameSync(p2, join(dir, "p2-old"));
+    mkdirSync(join(p2, ".levelcode"), { recursive: true });
+    writeFileSync(join(p2, ".levelcode", "settings.json"), settings({ PreToolUse: [{ hooks: [reply("new p2")] }] }));
+    await agree("the project folder replaced by another");
+
+    rmSync(join(userDir, "settings.json"));
+    await agree("the user layer removed");
+
+    const stats = cached.cacheStats();
+    expect(compared).toBeGreaterThan(300);
+    // Fewer where project hooks wait for trust: an answer with a trust warning is not remembered.
+    expect(stats.hits).toBeGreaterThan(5);
+    expect(stats.invalidations).toBeGreaterThanOrEqual(5);
+    expect(plain.cacheStats().hits).toBe(0);
+  });
+
+  test("a no-match answered from memory costs no dispatch: the server never sees it", async () => {
+    const project = join(dir, "p");
+    mkdirSync(join(project, ".levelcode"), { recursive: true });
+    const runner = createHookRunner({});
+    runners.push(runner);
+    const payload = { event: "PreToolUse", cwd: project, tool_name: "write_file" };
+    await runner.runEvent("PreToolUse", payload);
+    await sleep(150);
+    await runner.runEvent("PreToolUse", payload);
+    const before = runner.cacheStats();
+    for (let i = 0; i < 100; i++) await runner.runEvent("PreToolUse", payload);
+    expect(runner.cacheStats().hits - before.hits).toBe(100);
+  });
+
+  test("nothing is remembered in a team's PostToolUse, which writes the compliance log", async () => {
+    const runner = createHookRunner({ env: { LEVELCODE_TEAM: "alpha", LEVELCODE_DIR: join(dir, "data") } });
+    runners.push(runner);
+    const payload = { event: "PostToolUse", cwd: dir, tool_name: "write_file", tool_result: "ok" };
+    for (let i = 0; i < 3; i++) {
+      await runner.runEvent("PostToolUse", payload);
+      await sleep(100);
+    }
+    expect(runner.cacheStats().hits).toBe(0);
+  });
+});
+
+describe("watchedFiles", () => {
+  const listing = (command: string | null, argv: string[] | null = null) => ({
+    project_root: "/p",
+    layers: [
+      { layer: "user", file: "/h/.config/levelcode/settings.json" },
+      { layer: "data", file: "/h/.levelcode/settings.json" },
+      { layer: "project", file: "/p/.levelcode/settings.json" },
+    ],
+    handlers: [{ layer: "project", command, argv }],
+  });
+
+  test("are the layers, the trust store and the files inside the project that handlers name", () => {
+    expect(watchedFiles(listing("bun .levelcode/guard.ts --strict", ["node", "/p/tools/a.js", "/etc/passwd"]))).toEqual([
+      "/h/.config/levelcode/settings.json",
+      "/h/.levelcode/settings.json",
+      "/p/.levelcode/settings.json",
+      "/h/.levelcode/trusted-hooks.json",
+      "/p/node",
+      "/p/tools/a.js",
+      "/p/bun",
+      "/p/.levelcode/guard.ts",
+      "/p/--strict",
+    ]);
+  });
+
+  test("are unknown when a command needs a shell to split it", () => {
+    expect(watchedFiles(listing('bun "$DIR/guard.ts"'))).toBeNull();
+    expect(watchedFiles(listing("bun my\\ guard.ts"))).toBeNull();
+    expect(watchedFiles(listing("bun 'guard.ts'"))).not.toBeNull();
+  });
+});
