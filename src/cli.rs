@@ -55,6 +55,8 @@ pub enum Command {
     Trust(crate::commands::trust::TrustArgs),
     /// Print a shell completion script.
     Completions(crate::commands::completions::CompletionsArgs),
+    /// Read another agent's hook settings (Claude Code's) and print them as levelcode settings.
+    Import(crate::commands::import::ImportArgs),
 }
 
 /// Parses the command line. Help and version print as usual; any other mistake prints
@@ -169,6 +171,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Completions(args)) => {
             crate::commands::completions::run(&args, Cli::command())
         }
+        Some(Command::Import(args)) => crate::commands::import::run(&args),
     }
 }
 

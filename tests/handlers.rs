@@ -689,7 +689,8 @@ fn a_handler_result_carries_every_field() {
             "stderr",
             "stdout_truncated",
             "stderr_truncated",
-            "message"
+            "message",
+            "rewrote_input"
         ]
     );
     assert_eq!(handler["event"], "PreToolUse");

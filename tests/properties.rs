@@ -14,6 +14,7 @@ use levelcode_hooks::dispatch::matcher::{self, Matcher};
 use levelcode_hooks::dispatch::outcome::Outcome;
 use levelcode_hooks::dispatch::output::{HandlerReport, Report};
 use levelcode_hooks::dispatch::payload::Payload;
+use levelcode_hooks::dispatch::protocol::claude;
 use levelcode_hooks::dispatch::settings::{self, Events, Group, Program, MAX_TIMEOUT_SECS};
 use levelcode_hooks::dispatch::OutputMode;
 use levelcode_hooks::runner::capture::{Capture, KEEP_BYTES};
@@ -697,6 +698,10 @@ proptest! {
         warnings in prop::collection::vec(".{0,12}", 0..3),
         context in prop::collection::vec(".{0,12}", 0..3),
         reason in prop::option::of(".{0,12}"),
+        asks in prop::collection::vec(".{0,8}", 0..3),
+        // Without floats: serde_json reads some back a last digit off, which is not ours to test.
+        updated in prop::option::of((".{0,8}", any::<i64>()).prop_map(|(c, n)| json!({"command": c, "n": n}))),
+        stop in prop::option::of(".{0,8}"),
         interrupted in prop::option::of(1i32..65),
         tool in prop::option::of(".{0,8}"),
     ) {
@@ -718,11 +723,16 @@ proptest! {
                 stdout_truncated: out.truncated(),
                 stderr_truncated: err.truncated(),
                 message: Some(label.clone()),
+                rewrote_input: false,
+                protocol: Default::default(),
             });
         }
         report.warnings = warnings;
         report.additional_context = context;
         report.reason = reason;
+        report.asks = asks;
+        report.updated_input = updated;
+        report.stop = stop;
         report.interrupted = interrupted;
         for mode in [OutputMode::Full, OutputMode::Compact] {
             let line = report.to_json(mode);
@@ -730,7 +740,19 @@ proptest! {
             let value: Value = serde_json::from_str(&line).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let object = value.as_object().expect("an object");
             prop_assert!(!object.contains_key("error"), "{line}");
-            prop_assert_eq!(&object["decision"], if report.reason.is_some() { "block" } else { "proceed" });
+            let decision = match (&report.reason, report.asks.is_empty()) {
+                (Some(_), _) => "block",
+                (None, false) => "ask",
+                (None, true) => "proceed",
+            };
+            prop_assert_eq!(&object["decision"], decision);
+            prop_assert_eq!(object.get("reason").is_some(), decision != "proceed");
+            // A block's input is not to be run, rewritten or not.
+            prop_assert_eq!(
+                object.get("updated_input"),
+                report.updated_input.as_ref().filter(|_| decision != "block")
+            );
+            prop_assert_eq!(object.get("stop").is_some(), report.stop.is_some());
             prop_assert_eq!(object.get("interrupted").is_some(), report.interrupted.is_some());
             if mode == OutputMode::Full {
                 let printed = object["handlers"].as_array().unwrap();
@@ -741,6 +763,208 @@ proptest! {
                     prop_assert_eq!(p["stdout_truncated"].as_bool().unwrap(), h.stdout_truncated);
                 }
             }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regexes that need a backtracking engine (contract §5)
+
+/// Regex pieces with look-around and backreferences among them.
+fn js_regex_fragments() -> impl Strategy<Value = String> {
+    let fragment = prop::sample::select(vec![
+        "a", "b", "_", ".", "*", "+", "?", "(", ")", "[ab]", "|", "^", "$", "\\", "\\1", "\\d",
+        "(?=", "(?!", "(?<=", "(?<!", "(?:", "(a)", "read_", "{2}",
+    ]);
+    prop::collection::vec(fragment, 0..10).prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The backtracking engine is never built for a pattern the `regex` crate accepts, and is
+    /// built only for what `regex` rejects for look-around or backreferences.
+    #[test]
+    fn matcher_backtracking_engine_only_where_regex_cannot(pattern in js_regex_fragments(), tool in tool()) {
+        let fast = regex::Regex::new(&pattern);
+        match Matcher::compile(Some(&pattern)) {
+            Ok(Matcher::Backtracking(re)) => {
+                prop_assert!(fast.is_err(), "{pattern:?} was accepted by regex");
+                prop_assert!(matcher::needs_backtracking(&pattern), "{pattern:?}");
+                let compiled = Matcher::Backtracking(re);
+                prop_assert_eq!(compiled.matches(&tool), fancy_regex::Regex::new(&pattern).unwrap().is_match(&tool).unwrap_or(false));
+            }
+            Ok(Matcher::Pattern(re)) => {
+                prop_assert!(fast.is_ok());
+                prop_assert_eq!(re.is_match(&tool), fast.unwrap().is_match(&tool));
+            }
+            Ok(_) => prop_assert!(matcher::is_name_list(&pattern) || pattern.is_empty() || pattern == "*"),
+            Err(_) => prop_assert!(fast.is_err(), "{pattern:?} is valid for regex"),
+        }
+    }
+
+    /// `^(?!x)` and `^(?=x)` mean what they mean in JavaScript.
+    #[test]
+    fn matcher_look_ahead_agrees_with_the_model(prefix in "[ab_]{1,3}", tool in tool()) {
+        let not = Matcher::compile(Some(&format!("^(?!{prefix})"))).unwrap();
+        prop_assert_eq!(not.matches(&tool), !tool.starts_with(&prefix));
+        let yes = Matcher::compile(Some(&format!("^(?={prefix})"))).unwrap();
+        prop_assert_eq!(yes.matches(&tool), tool.starts_with(&prefix));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Claude Code translation (contract §12)
+
+fn text_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        3 => "[a-z./ é_-]{0,10}".prop_map(Value::String),
+        1 => prop::sample::select(vec!["../x", "/abs/./p", ".", "", "a/../../b"]).prop_map(|s| json!(s)),
+        1 => leaf(),
+    ]
+}
+
+/// A levelcode tool and an input for it: the fields its translation reads, with values of the
+/// right shape or not, and fields it knows nothing of.
+fn tool_call() -> impl Strategy<Value = (String, Value)> {
+    let tool = prop::sample::select(vec![
+        "write_file",
+        "str_replace",
+        "run_terminal_command",
+        "read_files",
+        "code_search",
+        "glob",
+        "spawn_agents",
+    ]);
+    let replacement = prop::collection::vec(
+        (
+            prop::sample::select(vec!["old", "new", "allowMultiple", "x"]),
+            text_value(),
+        ),
+        0..4,
+    )
+    .prop_map(|pairs| Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()));
+    let value = prop_oneof![
+        4 => text_value(),
+        1 => json_value(),
+        2 => prop::collection::vec(replacement, 0..3).prop_map(Value::Array),
+        2 => prop::collection::vec(text_value(), 0..4).prop_map(Value::Array),
+        2 => prop::sample::select(vec![json!(-1), json!(30), json!(1.5), json!(0), json!("BACKGROUND"), json!("SYNC"), json!(true)]),
+    ];
+    let key = prop::sample::select(vec![
+        "path",
+        "content",
+        "instructions",
+        "replacements",
+        "command",
+        "process_type",
+        "cwd",
+        "timeout_seconds",
+        "paths",
+        "pattern",
+        "flags",
+        "extra",
+    ]);
+    let input = prop_oneof![
+        9 => prop::collection::vec((key, value), 0..7)
+            .prop_map(|pairs| Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+        1 => json_value(),
+    ];
+    (tool.prop_map(String::from), input)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// An input translated to Claude Code's form and handed back unchanged as `updatedInput`
+    /// gives the original levelcode input, every run of it (`read_files` has one per path).
+    #[test]
+    fn claude_unchanged_updated_input_gives_the_original((tool, input) in tool_call(), root in prop::sample::select(vec!["/p", "/home/u/my proj", "/"])) {
+        let root = Path::new(root);
+        let calls = claude::tool_calls(&tool, &input, root);
+        prop_assert!(!calls.is_empty());
+        for call in &calls {
+            if let Some(given) = call.input.as_object() {
+                let back = claude::input_from_claude(&tool, &input, call, given, root);
+                prop_assert_eq!(&back, &input, "{} {:?}", tool, call);
+            }
+        }
+    }
+
+    /// A changed command, content or path comes back in its levelcode field, and every other
+    /// field keeps its value.
+    #[test]
+    fn claude_changed_fields_come_back((tool, input) in tool_call(), new in "[a-z ]{1,8}") {
+        let root = Path::new("/p");
+        let Some(original) = input.as_object() else { return Ok(()) };
+        let (theirs, ours) = match tool.as_str() {
+            "write_file" => ("content", "content"),
+            "run_terminal_command" => ("command", "command"),
+            "code_search" | "glob" => ("pattern", "pattern"),
+            _ => return Ok(()),
+        };
+        let call = &claude::tool_calls(&tool, &input, root)[0];
+        let mut updated = call.input.as_object().unwrap().clone();
+        let value = json!(format!("{new}!"));
+        updated.insert(theirs.into(), value.clone());
+        let back = claude::input_from_claude(&tool, &input, call, &updated, root);
+        let back = back.as_object().unwrap();
+        prop_assert_eq!(&back[ours], &value);
+        for (key, v) in original {
+            if key != ours {
+                prop_assert_eq!(&back[key], v, "{}", key);
+            }
+        }
+    }
+
+    /// The payload a Claude Code script reads starts with Claude Code's envelope, in its order,
+    /// with the project root as `cwd`, and keeps every other member of ours.
+    #[test]
+    fn claude_payload_has_the_envelope_first(
+        extra in prop::collection::vec(("[a-z_]{1,6}", leaf()), 0..4),
+        (tool, input) in tool_call(),
+        event in prop::sample::select(vec!["PreToolUse", "PostToolUse", "SessionStart", "Stop", "Other"]),
+    ) {
+        let mut fields = Map::new();
+        for (k, v) in &extra {
+            fields.insert(k.clone(), v.clone());
+        }
+        fields.insert("tool_input".into(), input.clone());
+        let kind = levelcode_hooks::dispatch::payload::EventKind::of(event);
+        let runs = claude::payloads(&fields, event, kind, Some(&tool), Some(&input), Path::new("/p"));
+        for (_, payload) in runs {
+            let keys: Vec<&str> = payload.keys().map(String::as_str).collect();
+            prop_assert_eq!(&keys[..5], &["session_id", "transcript_path", "cwd", "permission_mode", "hook_event_name"]);
+            prop_assert_eq!(&payload["cwd"], "/p");
+            prop_assert_eq!(&payload["hook_event_name"], event);
+            prop_assert_eq!(payload.contains_key("tool_input"), kind.is_tool_event());
+            let envelope = ["event", "hook_event_name", "cwd", "session_id", "transcript_path",
+                "permission_mode", "tool_name", "tool_input", "source", "stop_hook_active"];
+            for (k, v) in &fields {
+                if !envelope.contains(&k.as_str()) {
+                    prop_assert_eq!(&payload[k], v, "{}", k);
+                }
+            }
+        }
+    }
+
+    /// Any reply is read without panicking; only `PreToolUse` blocks or asks, and a block never
+    /// carries a rewrite.
+    #[test]
+    fn claude_any_reply_is_an_outcome(
+        code in prop::sample::select(vec![0, 2]),
+        stdout in prop_oneof![".{0,20}", json_value().prop_map(|v| v.to_string()), Just(r#"{"hookSpecificOutput":{"permissionDecision":"deny","updatedInput":{"command":"x"}}}"#.to_string())],
+        stderr in ".{0,10}",
+        event in prop::sample::select(vec!["PreToolUse", "PostToolUse", "SessionStart", "Stop"]),
+    ) {
+        let kind = levelcode_hooks::dispatch::payload::EventKind::of(event);
+        let judgement = claude::judge(kind, event, "h", code, &stdout, &stderr, None);
+        if kind != levelcode_hooks::dispatch::payload::EventKind::PreToolUse {
+            prop_assert!(!matches!(judgement.outcome, Outcome::Block | Outcome::Ask));
+        }
+        if judgement.outcome == Outcome::Block {
+            prop_assert!(judgement.updated_input.is_none());
+            prop_assert!(judgement.reason.is_some());
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Black-box tests: the real binary, a temporary HOME and project, never the real HOME.
 
 mod architecture;
+#[cfg(unix)]
+mod claude;
 mod common;
 mod compliance;
 
@@ -20,6 +22,8 @@ mod matching;
 #[cfg(unix)]
 mod payload;
 mod properties;
+#[cfg(unix)]
+mod rewriting;
 #[cfg(unix)]
 mod serve;
 #[cfg(unix)]

@@ -196,7 +196,10 @@ fn read_layer(reader: &mut layers::Reader, layer: &LayerPath) -> LayerView {
             // A dispatch compiles a tool event's matchers only when that event fires; people
             // want to hear about a bad one before then.
             for group in &view.groups {
-                if !EventKind::of(&group.event).is_tool_event() {
+                if group
+                    .match_subject(EventKind::of(&group.event), Some(""))
+                    .is_none()
+                {
                     continue;
                 }
                 if let Err(e) = group.compiled_matcher() {

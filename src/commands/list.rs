@@ -188,14 +188,15 @@ fn judge<'a>(
     if !group.enabled {
         return (Verdict::Disabled, Some(disabled_why(false)));
     }
-    if let (true, Some(tool)) = (EventKind::of(event).is_tool_event(), tool) {
-        match group.compiled_matcher() {
-            Ok(matcher) if matcher.matches(tool) => {}
-            Ok(_) => {
+    let kind = EventKind::of(event);
+    if let Some((subject, _)) = group.match_subject(kind, tool) {
+        match group.applies(kind, tool) {
+            Ok(true) => {}
+            Ok(false) => {
                 return (
                     Verdict::NoMatch,
                     Some(format!(
-                        "matcher {:?} does not match {tool}",
+                        "matcher {:?} does not match {subject}",
                         group.matcher.as_deref().unwrap_or("")
                     )),
                 )
@@ -328,6 +329,8 @@ pub struct HandlerJson {
     pub argv: Option<Vec<String>>,
     pub timeout: Option<f64>,
     pub enabled: bool,
+    /// `levelcode` or `claude` (contract §12).
+    pub protocol: Option<&'static str>,
     pub state: &'static str,
     pub order: Option<usize>,
     pub why: Option<String>,
@@ -355,6 +358,7 @@ impl HandlerJson {
             argv,
             timeout: handler.map(|h| h.timeout.as_secs_f64()),
             enabled: entry.enabled(),
+            protocol: handler.map(|h| h.protocol.name()),
             state: planned.verdict.name(),
             order: match planned.verdict {
                 Verdict::WouldRun(n) => Some(n),
@@ -531,7 +535,11 @@ fn table(
                 matcher_text(p),
                 timeout,
                 p.entry.layer.kind.name(),
-                p.entry.label,
+                match p.entry.handler.map(|h| h.protocol) {
+                    Some(crate::dispatch::protocol::Protocol::Claude) =>
+                        format!("{} (claude)", p.entry.label),
+                    _ => p.entry.label.clone(),
+                },
             );
             let file = inspect::short_path(&p.entry.layer.path, root);
             let _ = writeln!(

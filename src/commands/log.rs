@@ -120,7 +120,8 @@ pub fn run_log(args: &LogArgs) -> anyhow::Result<ExitCode> {
 fn outcome_style(outcome: &str) -> Style {
     match outcome {
         "proceed" => Style::Good,
-        "block" => Style::Bad,
+        "block" | "stop" => Style::Bad,
+        "ask" => Style::Warn,
         "error" | "timeout" | "spawn_error" | "interrupted" => Style::Warn,
         _ => Style::Dim,
     }
@@ -129,10 +130,10 @@ fn outcome_style(outcome: &str) -> Style {
 fn render_entry(out: &mut String, entry: &Entry, painter: Painter) {
     use std::fmt::Write as _;
     let decision = painter.paint(
-        if entry.decision == "block" {
-            Style::Bad
-        } else {
-            Style::Good
+        match entry.decision.as_str() {
+            "block" => Style::Bad,
+            "ask" => Style::Warn,
+            _ => Style::Good,
         },
         &entry.decision,
     );
@@ -169,11 +170,16 @@ fn render_entry(out: &mut String, entry: &Entry, painter: Painter) {
         };
         let _ = writeln!(
             out,
-            "    {:<11} {:>9}  {:>10}  {}",
+            "    {:<11} {:>9}  {:>10}  {}{}",
             painter.paint(outcome_style(&h.outcome), &h.outcome),
             code,
             time,
-            h.label
+            h.label,
+            if h.rewrote_input {
+                "  (rewrote the input)"
+            } else {
+                ""
+            }
         );
         if matches!(h.outcome.as_str(), "error" | "timeout" | "spawn_error")
             && !h.stderr.trim().is_empty()
@@ -208,6 +214,10 @@ pub struct HandlerStats {
     /// Times it ran (duplicates and skipped handlers did not run).
     pub runs: usize,
     pub blocks: usize,
+    /// `ask` outcomes: approval asked of a person.
+    pub asks: usize,
+    /// Runs that rewrote the tool input.
+    pub rewrites: usize,
     /// `error` and `spawn_error` outcomes.
     pub errors: usize,
     pub timeouts: usize,
@@ -272,6 +282,8 @@ pub fn summarise<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<HandlerSta
                     source: h.source.clone(),
                     runs: 0,
                     blocks: 0,
+                    asks: 0,
+                    rewrites: 0,
                     errors: 0,
                     timeouts: 0,
                     median_ms: 0.0,
@@ -283,8 +295,10 @@ pub fn summarise<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<HandlerSta
             });
             let s = &mut stats[i];
             s.runs += 1;
+            s.rewrites += usize::from(h.rewrote_input);
             match h.outcome.as_str() {
                 "block" => s.blocks += 1,
+                "ask" => s.asks += 1,
                 "error" | "spawn_error" => s.errors += 1,
                 "timeout" => s.timeouts += 1,
                 _ => {}
@@ -363,8 +377,8 @@ fn stats_table(
         painter.paint(
             Style::Bold,
             format!(
-                "{:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>6}  {:>8}  {:>10}  {:>10}",
-                "HANDLER", "EVENT", "RUNS", "BLOCKS", "ERRORS", "TIMEOUTS", "MEDIAN", "P95"
+                "{:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>4}  {:>8}  {:>6}  {:>8}  {:>10}  {:>10}",
+                "HANDLER", "EVENT", "RUNS", "BLOCKS", "ASKS", "REWRITES", "ERRORS", "TIMEOUTS", "MEDIAN", "P95"
             )
         )
     );
@@ -379,10 +393,12 @@ fn stats_table(
         let bad = |n: usize, style: Style| painter.paint(if n > 0 { style } else { Style::Dim }, n);
         let _ = writeln!(
             out,
-            "{label:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>6}  {:>8}  {:>10}  {:>10}",
+            "{label:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>4}  {:>8}  {:>6}  {:>8}  {:>10}  {:>10}",
             s.event,
             s.runs,
             bad(s.blocks, Style::Bad),
+            bad(s.asks, Style::Warn),
+            bad(s.rewrites, Style::Dim),
             bad(s.errors, Style::Warn),
             bad(s.timeouts, Style::Warn),
             format!("{:.1} ms", s.median_ms),

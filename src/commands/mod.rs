@@ -2,6 +2,7 @@
 
 pub mod command_check;
 pub mod completions;
+pub mod import;
 pub mod inspect;
 pub mod list;
 pub mod log;
@@ -9,5 +10,6 @@ pub mod run;
 pub mod schema;
 pub mod suggest;
 pub mod test;
+pub mod tools;
 pub mod trust;
 pub mod validate;

@@ -34,7 +34,7 @@ pub fn text() -> String {
 pub fn document() -> Value {
     let event_descriptions = [
         "Fired once when a session starts. Matchers are ignored; every enabled group runs.",
-        "Fired before a tool runs. The only event that can block: a handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call.",
+        "Fired before a tool runs. The only event that can block: a handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call; {\"decision\":\"ask\"} asks a person; {\"updatedInput\":{...}} rewrites the tool's input.",
         "Fired after a tool ran, with its result.",
         "Fired when the agent stops. Matchers are ignored; every enabled group runs.",
     ];
@@ -78,6 +78,10 @@ pub fn document() -> Value {
                         "description": "false turns off every handler of the group.",
                         "type": ["boolean", "null"],
                         "default": true
+                    },
+                    "protocol": {
+                        "description": "The protocol of the group's handlers, unless a handler says otherwise. \"claude\": Claude Code hook scripts run unmodified; the matcher is also tested against Claude Code's tool names (Write, Edit, MultiEdit, Bash, Read, Grep, Glob) and, on SessionStart, against \"startup\".",
+                        "$ref": "#/$defs/protocol"
                     },
                     "hooks": {
                         "description": "The handlers, run one after another.",
@@ -129,6 +133,10 @@ pub fn document() -> Value {
                         "description": "A label for output and logs; default: the command.",
                         "type": ["string", "null"],
                         "minLength": 1
+                    },
+                    "protocol": {
+                        "description": "What the handler reads and how its reply is read; default: its group's, else \"levelcode\".",
+                        "$ref": "#/$defs/protocol"
                     }
                 },
                 "oneOf": [
@@ -136,6 +144,12 @@ pub fn document() -> Value {
                     { "required": ["argv"], "not": { "required": ["command"] } }
                 ],
                 "additionalProperties": false
+            },
+            "protocol": {
+                "description": "\"levelcode\": levelcode's payload and replies, with updatedInput, decision \"ask\", continue: false and systemMessage. \"claude\": Claude Code's payload (hook_event_name, tool_input.file_path, ...) and replies (exit 2, hookSpecificOutput.permissionDecision, updatedInput, ...), translated both ways.",
+                "type": ["string", "null"],
+                "enum": ["levelcode", "claude", null],
+                "default": "levelcode"
             }
         }
     })

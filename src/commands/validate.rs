@@ -60,8 +60,10 @@ pub struct Problem {
 }
 
 const TOP_KEYS: &[&str] = &["hooks"];
-const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks"];
-const HANDLER_KEYS: &[&str] = &["type", "command", "argv", "timeout", "enabled", "name"];
+const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol"];
+const HANDLER_KEYS: &[&str] = &[
+    "type", "command", "argv", "timeout", "enabled", "name", "protocol",
+];
 
 /// Events of other agents, and the levelcode event they correspond to, if any.
 const FOREIGN_EVENTS: &[(&str, Option<&str>)] = &[
@@ -83,7 +85,7 @@ const FOREIGN_TOOLS: &[(&str, Option<&str>)] = &[
     ("Read", Some("read_files")),
     ("Grep", Some("code_search")),
     ("Task", Some("spawn_agents")),
-    ("Glob", None),
+    ("Glob", Some("glob")),
     ("LS", None),
     ("WebFetch", None),
     ("WebSearch", None),
@@ -98,7 +100,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         no_project: args.no_project,
         team: None,
     };
-    let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
+    let mut inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
+    if args.settings.is_empty() {
+        inspection
+            .notes
+            .extend(crate::commands::import::suggestion(&inspection));
+    }
     let problems = validate(&inspection);
     let text = if args.json {
         let mut line = serde_json::to_string(&to_json(&inspection, &problems))?;
@@ -296,6 +303,7 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
             .iter()
             .any(|k| fields.contains_key(*k));
     let tool_event = EventKind::of(event).is_tool_event();
+    let claude = speaks_claude(fields);
     if !handler_written_as_group {
         for key in fields.keys() {
             if GROUP_KEYS.contains(&key.as_str()) {
@@ -310,13 +318,15 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
         }
     }
     match fields.get("matcher") {
+        // A Claude Code group's matcher is tested against `startup` on SessionStart.
+        Some(Value::String(_)) if claude && EventKind::of(event) == EventKind::SessionStart => {}
         Some(Value::String(m)) if !tool_event && !m.is_empty() && m != "*" => found.add(
             Some(format!("{path}.matcher")),
             "matcher_ignored",
             format!("{event} ignores matchers (only PreToolUse and PostToolUse have a tool to match); this group runs for every {event}: remove the matcher"),
         ),
         Some(Value::String(m)) if tool_event && matcher::is_name_list(m) => {
-            check_tool_names(m, &format!("{path}.matcher"), found);
+            check_tool_names(m, &format!("{path}.matcher"), claude, found);
         }
         _ => {}
     }
@@ -329,18 +339,57 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
     }
 }
 
-fn check_tool_names(matcher: &str, path: &str, found: &mut Found<'_>) {
-    for name in matcher.split('|').map(str::trim) {
-        let Some((_, ours)) = FOREIGN_TOOLS.iter().find(|(theirs, _)| *theirs == name) else {
+/// Returns true if and only if a group's matcher is also tested against Claude Code's names: its
+/// `"protocol"` is `"claude"`, or every handler's is (contract §12).
+fn speaks_claude(fields: &Map<String, Value>) -> bool {
+    let group = fields.get("protocol").and_then(Value::as_str);
+    if group == Some("claude") {
+        return true;
+    }
+    match fields.get("hooks") {
+        Some(Value::Array(handlers)) if !handlers.is_empty() => handlers
+            .iter()
+            .all(|h| h.get("protocol").and_then(Value::as_str).or(group) == Some("claude")),
+        _ => false,
+    }
+}
+
+/// Names in an exact-name matcher that no tool has: another agent's names (fine in a group that
+/// speaks Claude Code's protocol, when levelcode has the tool), and names levelcode does not
+/// have, with the tool probably meant. MCP names (`mcp__…`) are the servers' own.
+fn check_tool_names(matcher: &str, path: &str, claude: bool, found: &mut Found<'_>) {
+    let claude_names = || {
+        crate::commands::tools::TOOLS
+            .iter()
+            .flat_map(|t| crate::dispatch::protocol::claude::tool_names(t))
+    };
+    for name in matcher.split('|').map(str::trim).filter(|n| !n.is_empty()) {
+        if crate::commands::tools::is_known(name) || (claude && claude_names().any(|c| *c == name))
+        {
             continue;
-        };
-        let message = match ours {
-            Some(ours) => format!(
-                "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?}"
+        }
+        let message = match FOREIGN_TOOLS.iter().find(|(theirs, _)| *theirs == name) {
+            Some((_, Some(ours))) => format!(
+                "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?} (or add \"protocol\": \"claude\" to the group to run a Claude Code script that expects its names)"
             ),
-            None => format!(
-                "{name:?} is another agent's tool name and never matches here; levelcode's tool names are snake_case, such as write_file, str_replace, run_terminal_command"
+            Some((_, None)) => format!(
+                "{name:?} is another agent's tool name and never matches here: levelcode has no such tool"
             ),
+            None => match claude
+                .then(|| {
+                    let names: Vec<&str> = claude_names().copied().collect();
+                    crate::commands::suggest::nearest(name, &names)
+                })
+                .flatten()
+                .or_else(|| crate::commands::tools::did_you_mean(name))
+            {
+                Some(ours) => format!(
+                    "{name:?} is not a levelcode tool and never matches; did you mean {ours:?}?"
+                ),
+                None => format!(
+                    "{name:?} is not a levelcode tool and never matches (levelcode's tools are listed in docs/hooks.md; MCP tools are named mcp__<server>__<tool>)"
+                ),
+            },
         };
         found.add(Some(path.to_string()), "tool_name", message);
     }

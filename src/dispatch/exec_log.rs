@@ -127,6 +127,9 @@ pub struct HandlerEntry {
     /// True when stdout or stderr was cut, here or by the dispatcher.
     #[serde(default)]
     pub output_truncated: bool,
+    /// The handler rewrote the tool input (contract §11).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewrote_input: bool,
 }
 
 impl Entry {
@@ -135,8 +138,11 @@ impl Entry {
             time: rfc3339(SystemTime::now()),
             event: report.event.clone(),
             tool: report.tool_name.clone(),
-            decision: if report.blocked() { "block" } else { "proceed" }.into(),
-            reason: report.reason.as_deref().map(|r| cut(r, KEPT_OUTPUT).0),
+            decision: report.decision().into(),
+            reason: report
+                .decision_reason()
+                .as_deref()
+                .map(|r| cut(r, KEPT_OUTPUT).0),
             duration_ms: millis(report.started.elapsed()),
             handlers: report
                 .handlers
@@ -158,6 +164,7 @@ impl Entry {
                             || err_cut
                             || h.stdout_truncated
                             || h.stderr_truncated,
+                        rewrote_input: h.rewrote_input,
                     }
                 })
                 .collect(),
@@ -182,6 +189,8 @@ fn outcome_name(outcome: Outcome) -> &'static str {
         Outcome::Duplicate => "duplicate",
         Outcome::Skipped => "skipped",
         Outcome::Interrupted => "interrupted",
+        Outcome::Ask => "ask",
+        Outcome::Stop => "stop",
     }
 }
 

@@ -9,6 +9,9 @@ pub enum Status {
     Proceed,
     /// A `PreToolUse` handler blocked the tool call (2).
     Block,
+    /// A `PreToolUse` handler asked for a person's approval and none blocked (2, as a block,
+    /// so that a caller that knows only block and proceed stays on the safe side).
+    Ask,
     /// The dispatcher could not do its job: bad payload, bad arguments (1).
     Failure,
     /// Stopped by signal N (128 + N), after printing the result so far.
@@ -20,7 +23,7 @@ impl Status {
         match self {
             Status::Proceed => 0,
             Status::Failure => 1,
-            Status::Block => 2,
+            Status::Block | Status::Ask => 2,
             Status::Signal(n) => u8::try_from(128 + n).unwrap_or(u8::MAX),
         }
     }

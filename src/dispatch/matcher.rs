@@ -1,7 +1,10 @@
 //! Which groups apply to a tool (contract §5).
 //!
 //! A matcher of plain names is an exact list, so `write_file` never matches `write_file_v2`;
-//! anything else is a regular expression searched unanchored.
+//! anything else is a regular expression searched unanchored. A pattern that the `regex` crate
+//! rejects only for what it lacks by design (look-ahead, look-behind, backreferences, as in
+//! JavaScript's `^(?!read_)`) is compiled by `fancy-regex`, a backtracking engine made for them;
+//! that engine is never built for a pattern `regex` accepts.
 
 use regex::Regex;
 
@@ -14,6 +17,8 @@ pub enum Matcher {
     Names(Vec<String>),
     /// Anything else: a regex searched anywhere in the tool name.
     Pattern(Regex),
+    /// A regex with look-around or backreferences, which only a backtracking engine runs.
+    Backtracking(fancy_regex::Regex),
 }
 
 /// Returns true if and only if `matcher` is a list of exact names: only ASCII letters, digits,
@@ -45,9 +50,13 @@ impl Matcher {
             }
             return Ok(Matcher::Names(names));
         }
-        Regex::new(text)
-            .map(Matcher::Pattern)
-            .map_err(|e| e.to_string())
+        match Regex::new(text) {
+            Ok(re) => Ok(Matcher::Pattern(re)),
+            Err(e) if needs_backtracking(text) => fancy_regex::Regex::new(text)
+                .map(Matcher::Backtracking)
+                .map_err(|_| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     /// Returns true if and only if the group applies to `tool`.
@@ -56,7 +65,23 @@ impl Matcher {
             Matcher::Any => true,
             Matcher::Names(names) => names.iter().any(|n| n == tool),
             Matcher::Pattern(re) => re.is_match(tool),
+            // Tool names are short, so the backtracking limit is out of reach; were it reached,
+            // the group would not apply, as with any other matcher that does not match.
+            Matcher::Backtracking(re) => re.is_match(tool).unwrap_or(false),
         }
+    }
+}
+
+/// Returns true if and only if the `regex` crate rejects `pattern` for look-around or a
+/// backreference, the features it leaves out by design; any other error stays an error.
+pub fn needs_backtracking(pattern: &str) -> bool {
+    use regex_syntax::ast::ErrorKind;
+    match regex_syntax::ast::parse::Parser::new().parse(pattern) {
+        Err(e) => matches!(
+            e.kind(),
+            ErrorKind::UnsupportedLookAround | ErrorKind::UnsupportedBackreference
+        ),
+        Ok(_) => false,
     }
 }
 
@@ -448,6 +473,26 @@ mod tests {
         ] {
             assert!(!plainly_valid(pattern), "{pattern:?}");
         }
+    }
+
+    #[test]
+    fn look_around_and_backreferences_are_backtracking_regexes() {
+        let not_read = Matcher::compile(Some("^(?!read_)")).unwrap();
+        assert!(matches!(not_read, Matcher::Backtracking(_)));
+        assert!(not_read.matches("write_file"));
+        assert!(!not_read.matches("read_files"));
+        assert!(m(Some("(?<=mcp__)github"), "mcp__github__x"));
+        assert!(!m(Some("(?<=mcp__)github"), "github"));
+        assert!(m(Some("^(\\w)\\1"), "aab"));
+        assert!(!m(Some("^(\\w)\\1"), "abc"));
+        assert!(matches!(
+            Matcher::compile(Some("^write_")).unwrap(),
+            Matcher::Pattern(_)
+        ));
+        // Invalid for both engines: the `regex` crate's message.
+        let error = Matcher::compile(Some("(?!a")).unwrap_err();
+        assert!(error.contains("look-around"), "{error}");
+        assert!(!needs_backtracking("(unclosed"));
     }
 
     #[test]

@@ -7,25 +7,31 @@ use std::time::Instant;
 
 use crate::compliance;
 use crate::environment;
-use crate::runner::{self, Ending, Invocation, Stop};
+use crate::runner::{self, Ending, Finished, Invocation, Stop};
 use crate::signals;
 use crate::trust::Gate;
+use handler_input::{ClaudeRun, Inputs};
 use layers::LayerPath;
-use outcome::Outcome;
+use outcome::{Dialect, Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::{EventKind, Payload};
+use protocol::claude::{self, Rewrite};
+use protocol::Protocol;
 use settings::{Events, Group, Program};
 
 // Data flows payload → layers → settings → matcher → (this file: the chain, through the runner)
 // → outcome → exec_log → output → exit.
 pub mod exec_log;
 pub mod exit;
+mod handler_input;
 pub mod layers;
 pub mod matcher;
 mod options;
 pub mod outcome;
 pub mod output;
 pub mod payload;
+pub mod protocol;
+mod session_env;
 pub mod settings;
 
 pub use options::{DispatchArgs, Options, OutputMode};
@@ -201,7 +207,8 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     report
 }
 
-/// Runs the matching handlers of `groups` one after another; the first block ends the chain.
+/// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
+/// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
 pub fn run_chain(
     payload: &Payload,
     root: &Path,
@@ -211,56 +218,27 @@ pub fn run_chain(
 ) {
     let kind = payload.kind;
     let tool = payload.tool_name.as_deref();
-    let mut input: Option<std::borrow::Cow<[u8]>> = None;
-    let mut env_exported = false;
+    let mut inputs = Inputs::new(payload, root);
+    let mut exported: Option<Vec<(&'static str, String)>> = None;
     // A list, not a set: a chain runs few handlers, and a hash set's random seed costs a
     // system call per dispatch.
     let mut already_run: Vec<&Program> = Vec::new();
     let mut dir: Option<PathBuf> = None;
-    let mut ended = false;
+    let mut ended: Option<&'static str> = None;
 
     for group in groups {
-        if !group.enabled {
+        if !group.enabled || !group_applies(group, kind, tool, report, trace) {
             continue;
-        }
-        if let (true, Some(tool)) = (kind.is_tool_event(), tool) {
-            let compiled = if group.ruled_out(tool) {
-                &Ok(crate::dispatch::matcher::Matcher::Names(Vec::new()))
-            } else {
-                group.compiled_matcher()
-            };
-            match compiled {
-                Ok(matcher) if matcher.matches(tool) => {}
-                Ok(_) => {
-                    if trace.enabled() {
-                        trace.line(format_args!(
-                            "  {} {}: matcher {:?} does not match {tool}",
-                            group.source.file.display(),
-                            group.path(),
-                            group.matcher.as_deref().unwrap_or("")
-                        ));
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    report.warnings.push(format!(
-                        "{}: {}.matcher: invalid regular expression ({}); group skipped",
-                        group.source.file.display(),
-                        group.path(),
-                        e.lines().last().unwrap_or("invalid").trim()
-                    ));
-                    continue;
-                }
-            }
         }
         for handler in group.handlers.iter().filter(|h| h.enabled) {
             let label = handler.label();
             let mut entry = HandlerReport::new(group, &label);
-            if ended {
+            entry.protocol = handler.protocol;
+            if let Some(why) = ended {
                 entry.outcome = Outcome::Skipped;
                 entry.message = Some(match report.interrupted {
                     Some(sig) => format!("not run: the dispatcher received {}", signals::name(sig)),
-                    None => "not run: an earlier handler blocked".into(),
+                    None => format!("not run: an earlier handler {why}"),
                 });
                 report.handlers.push(entry);
                 continue;
@@ -276,7 +254,7 @@ pub fn run_chain(
             already_run.push(&handler.program);
             if let Some(sig) = signals::received() {
                 report.interrupted = Some(sig);
-                ended = true;
+                ended = Some("was interrupted");
                 entry.outcome = Outcome::Skipped;
                 entry.message = Some(format!(
                     "not run: the dispatcher received {}",
@@ -286,61 +264,200 @@ pub fn run_chain(
                 continue;
             }
             let dir = dir.get_or_insert_with(|| handler_dir(root, &mut report.warnings));
-            let input = input.get_or_insert_with(|| payload.handler_input(root));
-            if !env_exported {
-                let remove: &[&str] = if kind.is_tool_event() {
-                    &[]
+            let claude = handler.protocol == Protocol::Claude;
+            let runs = if claude {
+                inputs.claude_runs()
+            } else {
+                vec![ClaudeRun {
+                    call: None,
+                    input: Vec::new(),
+                }]
+            };
+            let parts = runs.len();
+            for (i, run) in runs.into_iter().enumerate() {
+                let mut entry = if i == 0 {
+                    std::mem::replace(&mut entry, HandlerReport::new(group, &label))
                 } else {
-                    &["LEVELCODE_TOOL_NAME"]
+                    let mut next = HandlerReport::new(group, &label);
+                    next.protocol = handler.protocol;
+                    next
                 };
-                // SAFETY: dispatches run on the process's one thread (`run` and `serve` start no
-                // other), so nothing reads the environment while it changes.
-                unsafe { runner::export_env(&handler_env(payload, root), remove) };
-                env_exported = true;
+                // Each per-path run sees the input as the runs before it left it.
+                let run = if i > 0 && claude {
+                    inputs.claude_runs().into_iter().nth(i).unwrap_or(run)
+                } else {
+                    run
+                };
+                if parts > 1 {
+                    if let Some(path) = run.call.as_ref().and_then(|c| c.input.get("file_path")) {
+                        entry.message = Some(format!(
+                            "run for {} ({} of {parts} paths of read_files)",
+                            path.as_str().unwrap_or_default(),
+                            i + 1
+                        ));
+                    }
+                }
+                let env_file = (claude && kind == EventKind::SessionStart)
+                    .then(|| session_env::create(&mut report.warnings))
+                    .flatten();
+                let (env, remove) = handler_env(payload, root, env_file.as_deref());
+                if exported.as_ref() != Some(&env) {
+                    // SAFETY: dispatches run on the process's one thread (`run` and `serve`
+                    // start no other), so nothing reads the environment while it changes.
+                    unsafe { runner::export_env(&env, &remove) };
+                    exported = Some(env);
+                }
+                let original = claude.then(|| inputs.tool_input());
+                let input: &[u8] = if claude { &run.input } else { inputs.native() };
+                let finished = runner::run(&Invocation {
+                    program: &handler.program,
+                    dir,
+                    input,
+                    timeout: handler.timeout,
+                });
+                if let Some(file) = &env_file {
+                    session_env::collect(file, report);
+                }
+                let rewrite = match (&original, &run.call, tool) {
+                    (Some(original), Some(call), Some(tool)) => Some(Rewrite {
+                        tool,
+                        input: original,
+                        call,
+                        root,
+                    }),
+                    _ => None,
+                };
+                let read_claude = |code: i32, stdout: &str, stderr: &str| {
+                    claude::judge(kind, &payload.event, &label, code, stdout, stderr, rewrite)
+                };
+                let dialect = if claude {
+                    Dialect::Other(&read_claude)
+                } else {
+                    Dialect::Levelcode
+                };
+                let judgement = outcome::judge(
+                    kind,
+                    &payload.event,
+                    &label,
+                    &handler.program,
+                    &finished,
+                    handler.timeout,
+                    dialect,
+                );
+                if let Some(Stop::Interrupted(sig)) = finished.stopped {
+                    report.interrupted = Some(sig);
+                    ended = Some("was interrupted");
+                }
+                fill_entry(&mut entry, &finished, &judgement);
+                if let Some(why) = apply(judgement, &mut entry, report, &mut inputs) {
+                    ended = Some(why);
+                }
+                trace.handler(&entry);
+                report.handlers.push(entry);
+                if ended.is_some() {
+                    break;
+                }
             }
-            let finished = runner::run(&Invocation {
-                program: &handler.program,
-                dir,
-                input,
-                timeout: handler.timeout,
-            });
-            let judgement = outcome::judge(
-                kind,
-                &payload.event,
-                &label,
-                &handler.program,
-                &finished,
-                handler.timeout,
-            );
-            entry.outcome = judgement.outcome;
-            entry.duration_ms = output::millis(finished.duration);
-            match finished.ending {
-                Ending::Exited(code) if finished.stopped.is_none() => entry.exit_code = Some(code),
-                Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
-                Ending::Signaled(sig) => entry.signal = Some(sig),
-                _ => {}
-            }
-            entry.stdout_truncated = finished.stdout.truncated();
-            entry.stderr_truncated = finished.stderr.truncated();
-            entry.stdout = finished.stdout.text();
-            entry.stderr = finished.stderr.text();
-            entry.message = judgement.message;
-            if let Some(warning) = judgement.warning {
-                report.warnings.push(warning);
-            }
-            if let Some(context) = judgement.context {
-                report.additional_context.push(context);
-            }
-            if let Some(Stop::Interrupted(sig)) = finished.stopped {
-                report.interrupted = Some(sig);
-                ended = true;
-            }
-            if judgement.outcome == Outcome::Block && report.reason.is_none() {
+        }
+    }
+}
+
+/// A handler's report from how it ended and what that means.
+fn fill_entry(entry: &mut HandlerReport, finished: &Finished, judgement: &Judgement) {
+    entry.outcome = judgement.outcome;
+    entry.duration_ms = output::millis(finished.duration);
+    match finished.ending {
+        Ending::Exited(code) if finished.stopped.is_none() => entry.exit_code = Some(code),
+        Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
+        Ending::Signaled(sig) => entry.signal = Some(sig),
+        _ => {}
+    }
+    entry.stderr_truncated = finished.stderr.truncated();
+    entry.stderr = finished.stderr.text();
+    if !judgement.suppress_output {
+        entry.stdout_truncated = finished.stdout.truncated();
+        entry.stdout = finished.stdout.text();
+    }
+    entry.message = match (entry.message.take(), judgement.message.clone()) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
+}
+
+/// What one handler's judgement adds to the dispatch (contract §6, §11): its warning, context,
+/// message for the person, rewrite of the tool input, and its block, ask or stop. Returns why
+/// the chain ends, when it does.
+fn apply(
+    judgement: Judgement,
+    entry: &mut HandlerReport,
+    report: &mut Report,
+    inputs: &mut Inputs<'_>,
+) -> Option<&'static str> {
+    report.warnings.extend(judgement.warning);
+    report.additional_context.extend(judgement.context);
+    report.system_messages.extend(judgement.system_message);
+    if let Some(updated) = judgement.updated_input {
+        if inputs.differs(&updated) {
+            entry.rewrote_input = true;
+            report.updated_input = Some(updated.clone());
+            inputs.rewrite(updated);
+        }
+    }
+    match judgement.outcome {
+        Outcome::Block => {
+            if report.reason.is_none() {
                 report.reason = judgement.reason;
-                ended = true;
             }
-            trace.handler(&entry);
-            report.handlers.push(entry);
+            Some("blocked")
+        }
+        Outcome::Ask => {
+            report.asks.extend(judgement.reason);
+            None
+        }
+        Outcome::Stop => {
+            if report.reason.is_none() {
+                report.reason = judgement.reason;
+            }
+            if report.stop.is_none() {
+                report.stop = judgement.stop;
+            }
+            Some("asked the agent to stop")
+        }
+        _ => None,
+    }
+}
+
+/// Returns true if and only if `group` applies to this dispatch ([`Group::applies`]); an
+/// invalid matcher is a warning, and its group does not apply.
+fn group_applies(
+    group: &Group,
+    kind: EventKind,
+    tool: Option<&str>,
+    report: &mut Report,
+    trace: &Trace,
+) -> bool {
+    match group.applies(kind, tool) {
+        Ok(true) => true,
+        Ok(false) => {
+            if trace.enabled() {
+                trace.line(format_args!(
+                    "  {} {}: matcher {:?} does not match {}",
+                    group.source.file.display(),
+                    group.path(),
+                    group.matcher.as_deref().unwrap_or(""),
+                    group.match_subject(kind, tool).map_or("", |(s, _)| s)
+                ));
+            }
+            false
+        }
+        Err(e) => {
+            report.warnings.push(format!(
+                "{}: {}.matcher: invalid regular expression ({}); group skipped",
+                group.source.file.display(),
+                group.path(),
+                e.lines().last().unwrap_or("invalid").trim()
+            ));
+            false
         }
     }
 }
@@ -359,19 +476,35 @@ fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
     here
 }
 
-fn handler_env(payload: &Payload, root: &Path) -> Vec<(&'static str, String)> {
+/// The variables a handler gets, and those it must not inherit: `CLAUDE_ENV_FILE` only for a
+/// Claude Code handler on `SessionStart` (contract §12), the tool's name only on tool events.
+fn handler_env(
+    payload: &Payload,
+    root: &Path,
+    env_file: Option<&Path>,
+) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
     let mut env = vec![
         ("LEVELCODE_PROJECT_DIR", root.to_string_lossy().into_owned()),
         ("LEVELCODE_HOOK_EVENT", payload.event.clone()),
+        // Claude Code's name for the project root, for scripts written for it (contract §12);
+        // given to every handler, since it names the same directory.
+        ("CLAUDE_PROJECT_DIR", root.to_string_lossy().into_owned()),
         (
             "LEVELCODE_HOOKS_DEPTH",
             (environment::depth() + 1).to_string(),
         ),
     ];
-    if let Some(tool) = &payload.tool_name {
-        env.push(("LEVELCODE_TOOL_NAME", tool.clone()));
+    let mut remove = Vec::new();
+    match &payload.tool_name {
+        Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),
+        None => remove.push("LEVELCODE_TOOL_NAME"),
     }
-    env
+    match env_file {
+        Some(file) => env.push(("CLAUDE_ENV_FILE", file.display().to_string())),
+        None if session_env::given_before() => remove.push("CLAUDE_ENV_FILE"),
+        None => {}
+    }
+    (env, remove)
 }
 
 /// Appends the compliance record of a team run's `PostToolUse` (contract §9).

@@ -1,5 +1,7 @@
-//! What one handler's run means (the outcome table of contract §6): proceed, block, or one of
-//! the fail-open failures, with the reason and the context it contributes.
+//! What one handler's run means (the outcome table of contract §6, and the replies of §11):
+//! proceed, block, ask, stop, or one of the fail-open failures, with the reason, the context,
+//! the rewritten input and the message for the person it contributes. A handler speaking another
+//! protocol has its exit 0 or 2 read by that protocol's reader (§12).
 
 use std::time::Duration;
 
@@ -26,6 +28,10 @@ pub enum Outcome {
     Skipped,
     /// Stopped because the dispatcher received SIGINT, SIGTERM or SIGHUP.
     Interrupted,
+    /// Asked for a person's approval of the tool call (contract §11).
+    Ask,
+    /// Asked the agent to stop its loop (`"continue": false`, contract §11).
+    Stop,
 }
 
 /// One handler's outcome and what it contributes to the dispatch.
@@ -36,16 +42,38 @@ pub struct Judgement {
     pub context: Option<String>,
     pub message: Option<String>,
     pub warning: Option<String>,
+    /// The tool input for later handlers and the caller, in levelcode's form (contract §11).
+    pub updated_input: Option<Value>,
+    /// `"continue": false`: the agent should stop, for this reason.
+    pub stop: Option<String>,
+    /// A message for the person, not the model.
+    pub system_message: Option<String>,
+    /// The handler asked for its stdout to be left out of the report (Claude Code's
+    /// `suppressOutput`).
+    pub suppress_output: bool,
+}
+
+/// How a handler's exit 0 or 2 is read: by levelcode's protocol, or by another protocol's
+/// reader (contract §12), given the exit code, stdout and stderr. Every other ending means the
+/// same whatever the protocol.
+#[derive(Clone, Copy)]
+pub enum Dialect<'a> {
+    Levelcode,
+    Other(&'a dyn Fn(i32, &str, &str) -> Judgement),
 }
 
 impl Judgement {
-    fn new(outcome: Outcome) -> Judgement {
+    pub fn new(outcome: Outcome) -> Judgement {
         Judgement {
             outcome,
             reason: None,
             context: None,
             message: None,
             warning: None,
+            updated_input: None,
+            stop: None,
+            system_message: None,
+            suppress_output: false,
         }
     }
 
@@ -63,8 +91,9 @@ pub fn judge(
     program: &Program,
     run: &Finished,
     timeout: Duration,
+    dialect: Dialect<'_>,
 ) -> Judgement {
-    let mut judgement = judge_ending(kind, event, label, program, run, timeout);
+    let mut judgement = judge_ending(kind, event, label, program, run, timeout, dialect);
     if run.leftover_output {
         let note = "it exited while a process it started still held its output; stopped reading 100 ms later and left that process running, but its output now goes nowhere and its next write to it kills it (SIGPIPE): start background work with its output redirected (cmd >/dev/null 2>&1 &, or to a file)";
         judgement.message = Some(match judgement.message.take() {
@@ -82,6 +111,7 @@ fn judge_ending(
     program: &Program,
     run: &Finished,
     timeout: Duration,
+    dialect: Dialect<'_>,
 ) -> Judgement {
     let how = if run.killed {
         "SIGTERM, then SIGKILL 1 s later"
@@ -135,6 +165,12 @@ fn judge_ending(
             Judgement::new(Outcome::Error).with_message(format!(
                 "exit {code}: the program was probably {what} (see stderr); check the command and PATH"
             ))
+        }
+        Ending::Exited(code @ (0 | 2)) if matches!(dialect, Dialect::Other(_)) => {
+            let Dialect::Other(read) = dialect else {
+                unreachable!("matched above")
+            };
+            read(code, &stdout, &run.stderr.text())
         }
         Ending::Exited(2) if kind == EventKind::PreToolUse => {
             let mut judgement = Judgement::new(Outcome::Block);
@@ -192,16 +228,48 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
         }
     };
     judgement.context = string_field(&object, "additionalContext");
-    if object.get("decision").and_then(Value::as_str) == Some("block") {
+    judgement.system_message = string_field(&object, "systemMessage");
+    if object.get("continue") == Some(&Value::Bool(false)) {
+        let reason = string_field(&object, "stopReason")
+            .unwrap_or_else(|| default_stop_reason(event, label));
+        judgement.outcome = Outcome::Stop;
         if kind == EventKind::PreToolUse {
+            judgement.reason = Some(reason.clone());
+        }
+        judgement.stop = Some(reason);
+        return judgement;
+    }
+    let mut warnings = Vec::new();
+    match object.get("decision").and_then(Value::as_str) {
+        Some("block") if kind == EventKind::PreToolUse => {
             judgement.outcome = Outcome::Block;
             judgement.reason =
                 Some(string_field(&object, "reason").unwrap_or_else(|| default_reason(label)));
-        } else {
-            judgement.warning = Some(format!(
-                "{label}: asked to block, but {event} hooks cannot block; only PreToolUse can"
-            ));
         }
+        Some("ask") if kind == EventKind::PreToolUse => {
+            judgement.outcome = Outcome::Ask;
+            judgement.reason =
+                Some(string_field(&object, "reason").unwrap_or_else(|| default_ask_reason(label)));
+        }
+        Some(what @ ("block" | "ask")) => warnings.push(format!(
+            "{label}: asked to {what}, but {event} hooks cannot {what}; only PreToolUse can"
+        )),
+        _ => {}
+    }
+    match object.get("updatedInput") {
+        None => {}
+        Some(_) if judgement.outcome == Outcome::Block => {}
+        Some(Value::Object(_)) if kind != EventKind::PreToolUse => warnings.push(format!(
+            "{label}: updatedInput applies to PreToolUse only, not {event}; ignored"
+        )),
+        Some(updated @ Value::Object(_)) => judgement.updated_input = Some(updated.clone()),
+        Some(other) => warnings.push(format!(
+            "{label}: updatedInput must be an object, the tool's whole new input, not {}; ignored",
+            crate::dispatch::payload::short_json(other)
+        )),
+    }
+    if !warnings.is_empty() {
+        judgement.warning = Some(warnings.join("; "));
     }
     judgement
 }
@@ -222,7 +290,7 @@ fn stdout_object(stdout: &str) -> Option<serde_json::Map<String, Value>> {
 /// JavaScript's `JSON.stringify` writes a lone UTF-16 surrogate (a string cut in the middle of
 /// an emoji, say) as an escape such as `\ud83d`, which a Rust string cannot hold. Rather than
 /// lose the whole object (and with it a block), such escapes are read as U+FFFD.
-fn parse_json(text: &str) -> serde_json::Result<Value> {
+pub(crate) fn parse_json(text: &str) -> serde_json::Result<Value> {
     let strict = serde_json::from_str(text);
     if strict.is_ok() || !text.contains("\\u") {
         return strict;
@@ -290,13 +358,23 @@ fn replace_lone_surrogates(text: &str) -> Option<String> {
 }
 
 /// A non-empty string field, trimmed.
-fn string_field(object: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+pub(crate) fn string_field(object: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
     let text = object.get(key)?.as_str()?.trim();
     (!text.is_empty()).then(|| text.to_string())
 }
 
 pub fn default_reason(label: &str) -> String {
     format!("blocked by PreToolUse hook: {label}")
+}
+
+/// The reason of an `ask` that gave none.
+pub fn default_ask_reason(label: &str) -> String {
+    format!("approval asked by PreToolUse hook: {label}")
+}
+
+/// The reason of a `"continue": false` that gave no `stopReason`.
+pub fn default_stop_reason(event: &str, label: &str) -> String {
+    format!("stopped by {event} hook: {label}")
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::dispatch::exit::Status;
 use crate::dispatch::outcome::Outcome;
+use crate::dispatch::protocol::Protocol;
 use crate::dispatch::settings::Group;
 use crate::dispatch::OutputMode;
 use crate::signals;
@@ -20,8 +21,18 @@ use crate::style::{self, Painter, Style};
 pub struct Report {
     pub event: Option<String>,
     pub tool_name: Option<String>,
+    /// The reason of a block (a `block`, or a `stop` on `PreToolUse`).
     pub reason: Option<String>,
     pub additional_context: Vec<String>,
+    /// The reasons of the handlers that asked for approval (contract §11).
+    pub asks: Vec<String>,
+    /// The tool input after the last rewrite, when a handler rewrote it.
+    pub updated_input: Option<serde_json::Value>,
+    /// The reason a handler asked the agent to stop, when one did.
+    pub stop: Option<String>,
+    pub system_messages: Vec<String>,
+    /// What Claude Code `SessionStart` handlers wrote to `CLAUDE_ENV_FILE`.
+    pub session_env: Option<String>,
     pub handlers: Vec<HandlerReport>,
     pub warnings: Vec<String>,
     pub started: Instant,
@@ -48,6 +59,15 @@ pub struct HandlerReport {
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
     pub message: Option<String>,
+    /// The handler rewrote the tool input (contract §11).
+    pub rewrote_input: bool,
+    /// Left out for levelcode's own protocol.
+    #[serde(skip_serializing_if = "is_levelcode")]
+    pub protocol: Protocol,
+}
+
+fn is_levelcode(protocol: &Protocol) -> bool {
+    *protocol == Protocol::Levelcode
 }
 
 impl HandlerReport {
@@ -67,6 +87,8 @@ impl HandlerReport {
             stdout_truncated: false,
             stderr_truncated: false,
             message: None,
+            rewrote_input: false,
+            protocol: Protocol::Levelcode,
         }
     }
 }
@@ -78,6 +100,11 @@ impl Report {
             tool_name,
             reason: None,
             additional_context: Vec::new(),
+            asks: Vec::new(),
+            updated_input: None,
+            stop: None,
+            system_messages: Vec::new(),
+            session_env: None,
             handlers: Vec::new(),
             warnings: Vec::new(),
             started,
@@ -90,12 +117,34 @@ impl Report {
         self.reason.is_some()
     }
 
-    /// The exit status for this result: a signal wins, then a block.
+    /// `block`, else `ask` when a handler asked for approval, else `proceed`.
+    pub fn decision(&self) -> &'static str {
+        if self.blocked() {
+            "block"
+        } else if !self.asks.is_empty() {
+            "ask"
+        } else {
+            "proceed"
+        }
+    }
+
+    /// The reason of the decision: the block's, or the asks' joined with `\n`.
+    pub fn decision_reason(&self) -> Option<String> {
+        match &self.reason {
+            Some(reason) => Some(reason.clone()),
+            None if !self.asks.is_empty() => Some(self.asks.join("\n")),
+            None => None,
+        }
+    }
+
+    /// The exit status for this result: a signal wins, then a block, then an ask, which exits
+    /// 2 as a block does so that a caller knowing only block and proceed stays on the safe side.
     pub fn status(&self) -> Status {
-        match (self.interrupted, self.blocked()) {
+        match (self.interrupted, self.decision()) {
             (Some(sig), _) => Status::Signal(sig),
-            (None, true) => Status::Block,
-            (None, false) => Status::Proceed,
+            (None, "block") => Status::Block,
+            (None, "ask") => Status::Ask,
+            (None, _) => Status::Proceed,
         }
     }
 
@@ -107,14 +156,24 @@ impl Report {
     /// The JSON line, saying `"interrupted":true` when `interrupted` holds a signal.
     fn render(&self, mode: OutputMode, interrupted: Option<i32>) -> String {
         let context = self.additional_context.join("\n");
-        let decision = if self.blocked() { "block" } else { "proceed" };
+        let decision = self.decision();
+        let reason = self.decision_reason();
+        // A block stands: the input it was about is not to be run, rewritten or not.
+        let updated_input = self.updated_input.as_ref().filter(|_| !self.blocked());
+        let stop = self.stop.as_deref().map(|reason| StopJson { reason });
+        let system_message = self.system_messages.join("\n");
+        let system_message = Some(system_message.as_str()).filter(|m| !m.is_empty());
         let result = match mode {
             OutputMode::Full => serde_json::to_string(&Full {
                 event: self.event.as_deref(),
                 tool_name: self.tool_name.as_deref(),
                 decision,
-                reason: self.reason.as_deref(),
+                reason: reason.as_deref(),
                 additional_context: Some(context.as_str()).filter(|c| !c.is_empty()),
+                updated_input,
+                stop,
+                system_message,
+                session_env: self.session_env.as_deref(),
                 handlers: &self.handlers,
                 warnings: &self.warnings,
                 duration_ms: millis(self.started.elapsed()),
@@ -123,8 +182,11 @@ impl Report {
             }),
             OutputMode::Compact => serde_json::to_string(&Compact {
                 decision,
-                reason: self.reason.as_deref(),
+                reason: reason.as_deref(),
                 additional_context: Some(context.as_str()).filter(|c| !c.is_empty()),
+                updated_input,
+                stop,
+                system_message,
                 interrupted: interrupted.map(|_| true),
             }),
         };
@@ -144,6 +206,14 @@ struct Full<'a> {
     reason: Option<&'a str>,
     #[serde(rename = "additionalContext", skip_serializing_if = "Option::is_none")]
     additional_context: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_input: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop: Option<StopJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_env: Option<&'a str>,
     handlers: &'a [HandlerReport],
     warnings: &'a [String],
     duration_ms: f64,
@@ -161,7 +231,18 @@ struct Compact<'a> {
     #[serde(rename = "additionalContext", skip_serializing_if = "Option::is_none")]
     additional_context: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    updated_input: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop: Option<StopJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     interrupted: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct StopJson<'a> {
+    reason: &'a str,
 }
 
 /// Milliseconds with two decimals.
@@ -185,7 +266,7 @@ pub fn print_report(report: &Report, mode: OutputMode, trace: &Trace) -> anyhow:
         None => report.status(),
     };
     trace.summary(report);
-    if let (Status::Block, Some(reason)) = (status, &report.reason) {
+    if let (Status::Block | Status::Ask, Some(reason)) = (status, report.decision_reason()) {
         eprintln!("{reason}");
     }
     write_line(&report.render(mode, interrupted))?;
@@ -265,7 +346,13 @@ impl Trace {
             "levelcode-hooks:   {:<11} {code:>8} {time:>10}  {}  {}\n",
             self.painter.paint(style, word),
             entry.label,
-            self.painter.paint(Style::Dim, format!("[{}]", entry.layer)),
+            self.painter.paint(
+                Style::Dim,
+                match entry.protocol {
+                    Protocol::Claude => format!("[{}, claude]", entry.layer),
+                    Protocol::Levelcode => format!("[{}]", entry.layer),
+                }
+            ),
         );
         let mut detail = |label: &str, body: &str, style: Style| {
             let mut lines = body.trim().lines();
@@ -288,7 +375,7 @@ impl Trace {
                 );
             }
         };
-        if entry.outcome == Outcome::Block {
+        if matches!(entry.outcome, Outcome::Block | Outcome::Ask | Outcome::Stop) {
             detail("reason:", &block_reason(entry), Style::Bad);
         }
         if let Some(message) = &entry.message {
@@ -349,14 +436,35 @@ impl Trace {
             .iter()
             .filter(|h| !matches!(h.outcome, Outcome::Duplicate | Outcome::Skipped))
             .count();
-        let decision = match &report.reason {
-            Some(reason) => format!(
+        let decision = match (report.decision(), report.decision_reason()) {
+            (word, Some(reason)) => format!(
                 "{} ({})",
-                self.painter.paint(Style::Bad, "block"),
+                self.painter.paint(
+                    if word == "ask" {
+                        Style::Warn
+                    } else {
+                        Style::Bad
+                    },
+                    word
+                ),
                 reason.lines().next().unwrap_or("")
             ),
-            None => self.painter.paint(Style::Good, "proceed").to_string(),
+            (word, None) => self.painter.paint(Style::Good, word).to_string(),
         };
+        if let Some(stop) = &report.stop {
+            let _ = writeln!(
+                text,
+                "levelcode-hooks: {} {}",
+                self.painter.paint(Style::Bad, "stop:"),
+                stop.lines().next().unwrap_or("")
+            );
+        }
+        if report.updated_input.is_some() && !report.blocked() {
+            let _ = writeln!(
+                text,
+                "levelcode-hooks: the tool input was rewritten (updated_input)"
+            );
+        }
         let _ = writeln!(
             text,
             "levelcode-hooks: decision {decision}; {} handler(s) matched, {ran} ran; {:.1} ms{}",
@@ -382,11 +490,14 @@ fn outcome_word(outcome: Outcome) -> (Style, &'static str) {
         Outcome::Duplicate => (Style::Dim, "duplicate"),
         Outcome::Skipped => (Style::Dim, "skipped"),
         Outcome::Interrupted => (Style::Warn, "interrupted"),
+        Outcome::Ask => (Style::Warn, "ask"),
+        Outcome::Stop => (Style::Bad, "STOP"),
     }
 }
 
-/// The reason a blocking handler gave, by the rules of contract §6: exit 2 reads stderr first,
-/// a JSON decision on stdout reads its `reason`.
+/// The reason a blocking (asking, stopping) handler gave, by the rules of contract §6: exit 2
+/// reads stderr first, a JSON decision on stdout reads its `reason` (or Claude Code's
+/// `permissionDecisionReason`, or a `stopReason`).
 fn block_reason(entry: &HandlerReport) -> String {
     let stderr = entry.stderr.trim();
     let json_reason = || {
@@ -395,13 +506,27 @@ fn block_reason(entry: &HandlerReport) -> String {
             return None;
         }
         let value: serde_json::Value = serde_json::from_str(stdout).ok()?;
-        let reason = value.get("reason")?.as_str()?.trim();
-        (!reason.is_empty()).then(|| reason.to_string())
+        // Claude Code's replies keep their reason elsewhere (contract §12).
+        let reason = [
+            value.pointer("/hookSpecificOutput/permissionDecisionReason"),
+            value.get("stopReason"),
+            value.get("reason"),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .map(str::trim)
+        .find(|r| !r.is_empty())?;
+        Some(reason.to_string())
     };
     if entry.exit_code == Some(2) && !stderr.is_empty() {
         return stderr.to_string();
     }
-    json_reason().unwrap_or_else(|| crate::dispatch::outcome::default_reason(&entry.label))
+    json_reason().unwrap_or_else(|| match entry.outcome {
+        Outcome::Ask => crate::dispatch::outcome::default_ask_reason(&entry.label),
+        Outcome::Stop => crate::dispatch::outcome::default_stop_reason(&entry.event, &entry.label),
+        _ => crate::dispatch::outcome::default_reason(&entry.label),
+    })
 }
 
 /// Writes to stdout; a reader that went away is no error.
@@ -462,6 +587,8 @@ mod tests {
             stdout_truncated: false,
             stderr_truncated: false,
             message: None,
+            rewrote_input: false,
+            protocol: Protocol::Levelcode,
         }
     }
 
@@ -486,6 +613,18 @@ mod tests {
         assert_eq!(block_reason(&json), "json");
         let bare = entry(Outcome::Block, Some(2), "", "");
         assert_eq!(block_reason(&bare), "blocked by PreToolUse hook: guard");
+        let claude = entry(
+            Outcome::Block,
+            Some(0),
+            r#"{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"no .env"}}"#,
+            "",
+        );
+        assert_eq!(block_reason(&claude), "no .env");
+        let ask = entry(Outcome::Ask, Some(0), r#"{"decision":"ask"}"#, "");
+        assert_eq!(
+            block_reason(&ask),
+            "approval asked by PreToolUse hook: guard"
+        );
     }
 
     #[test]

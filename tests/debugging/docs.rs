@@ -59,7 +59,11 @@ fn schema_describes_the_hooks_key() {
         .collect();
     assert_eq!(
         keys,
-        ["type", "command", "argv", "timeout", "enabled", "name"]
+        ["type", "command", "argv", "timeout", "enabled", "name", "protocol"]
+    );
+    assert_eq!(
+        defs["protocol"]["enum"],
+        serde_json::json!(["levelcode", "claude", null])
     );
     assert_eq!(handler["additionalProperties"], false);
     assert_eq!(handler["properties"]["timeout"]["maximum"], 600.0);

@@ -186,9 +186,13 @@ pub(super) fn parse_group(
         }
     };
     let enabled = parse_enabled(fields.get("enabled"), path.key("enabled"), at);
+    let protocol = match fields.get("protocol") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(parse_protocol(value, path.key("protocol"), "group", at)?),
+    };
     let mut handlers = Vec::with_capacity(hooks.len());
     for (h, value) in hooks.into_iter().enumerate() {
-        if let Some(handler) = parse_handler(h, value, path.handler(h), at) {
+        if let Some(handler) = parse_handler(h, value, protocol, path.handler(h), at) {
             handlers.push(handler);
         }
     }
@@ -198,6 +202,7 @@ pub(super) fn parse_group(
         index,
         matcher,
         enabled,
+        protocol,
         handlers,
         compiled: OnceCell::new(),
         parses: OnceCell::new(),
@@ -225,9 +230,31 @@ pub(super) fn parse_enabled(
     }
 }
 
+/// A `"protocol"` value; `None` (after a warning) when it names no protocol, since running a
+/// handler in a protocol it does not speak would misread its answers.
+fn parse_protocol(
+    value: &Value,
+    path: EntryPath<'_>,
+    what: &str,
+    at: &mut Location<'_>,
+) -> Option<Protocol> {
+    if let Some(protocol) = value.as_str().and_then(Protocol::parse) {
+        return Some(protocol);
+    }
+    at.warn(
+        path,
+        format!(
+            "{} is not a protocol (use \"claude\" for Claude Code hook scripts, or \"levelcode\"); {what} skipped",
+            short_json(value)
+        ),
+    );
+    None
+}
+
 pub(super) fn parse_handler(
     index: usize,
     value: Value,
+    group_protocol: Option<Protocol>,
     path: EntryPath<'_>,
     at: &mut Location<'_>,
 ) -> Option<Handler> {
@@ -328,12 +355,17 @@ pub(super) fn parse_handler(
             None
         }
     };
+    let protocol = match fields.get("protocol") {
+        None | Some(Value::Null) => group_protocol.unwrap_or_default(),
+        Some(value) => parse_protocol(value, path.key("protocol"), "handler", at)?,
+    };
     Some(Handler {
         index,
         program,
         timeout: Duration::from_secs_f64(secs),
         enabled,
         name,
+        protocol,
     })
 }
 

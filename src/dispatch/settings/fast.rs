@@ -22,6 +22,8 @@ pub(super) struct CleanGroup<'a> {
     hooks: Vec<CleanHandler<'a>>,
     #[serde(default)]
     enabled: Option<bool>,
+    #[serde(borrow, default)]
+    protocol: Option<std::borrow::Cow<'a, str>>,
 }
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,6 +40,8 @@ pub(super) struct CleanHandler<'a> {
     enabled: Option<bool>,
     #[serde(borrow, default)]
     name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    protocol: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// An event's groups when they have the shape nearly every settings file has, with nothing to
@@ -108,11 +112,34 @@ pub(super) fn clean_group(
         return None;
     }
     let enabled = entry.enabled.unwrap_or(true);
+    let protocol = match entry.protocol.as_deref() {
+        None => None,
+        Some(name) => Some(Protocol::parse(name)?),
+    };
+    // A handler's own protocol, else the group's; `None` for a value that names none, which
+    // the general path warns about.
+    let protocol_of = |handler: &CleanHandler<'_>| match handler.protocol.as_deref() {
+        None => Some(protocol.unwrap_or_default()),
+        Some(name) => Protocol::parse(name),
+    };
+    let mut all_claude = true;
+    for handler in &entry.hooks {
+        all_claude &= protocol_of(handler)? == Protocol::Claude;
+    }
+    let speaks_claude = protocol == Some(Protocol::Claude) || all_claude;
     // Every handler is checked, so an event with something to warn about still goes the
     // general way; only the building is saved for a group the dispatch would pass over.
-    let build = tool.is_none_or(|tool| enabled && may_apply(entry.matcher.as_deref(), tool));
+    let build = tool.is_none_or(|tool| {
+        enabled
+            && (may_apply(entry.matcher.as_deref(), tool)
+                || (speaks_claude
+                    && claude::tool_names(tool)
+                        .iter()
+                        .any(|name| may_apply(entry.matcher.as_deref(), name))))
+    });
     let mut handlers = Vec::with_capacity(if build { entry.hooks.len() } else { 0 });
     for (h, handler) in entry.hooks.into_iter().enumerate() {
+        let handler_protocol = protocol_of(&handler)?;
         if handler.kind.as_deref().is_some_and(|k| k != "command") {
             return None;
         }
@@ -142,6 +169,7 @@ pub(super) fn clean_group(
             timeout: Duration::from_secs_f64(secs),
             enabled: handler.enabled.unwrap_or(true),
             name: handler.name.map(std::borrow::Cow::into_owned),
+            protocol: handler_protocol,
         });
     }
     if !build {
@@ -153,6 +181,7 @@ pub(super) fn clean_group(
         index,
         matcher: entry.matcher.map(std::borrow::Cow::into_owned),
         enabled,
+        protocol,
         handlers,
         compiled: OnceCell::new(),
         parses: OnceCell::new(),

@@ -14,6 +14,8 @@ use serde_json::Value;
 
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher::{self, Matcher};
+use crate::dispatch::payload::EventKind;
+use crate::dispatch::protocol::{claude, Protocol};
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 pub const MAX_TIMEOUT_SECS: f64 = 600.0;
@@ -42,6 +44,8 @@ pub struct Group {
     pub index: usize,
     pub matcher: Option<String>,
     pub enabled: bool,
+    /// The group's own `"protocol"`, when it has one; its handlers' default.
+    pub protocol: Option<Protocol>,
     pub handlers: Vec<Handler>,
     /// The matcher, compiled the first time a tool event needs it.
     compiled: OnceCell<Result<Matcher, String>>,
@@ -58,6 +62,8 @@ pub struct Handler {
     pub timeout: Duration,
     pub enabled: bool,
     pub name: Option<String>,
+    /// The handler's protocol: its own `"protocol"`, else its group's, else levelcode's.
+    pub protocol: Protocol,
 }
 
 impl Group {
@@ -78,6 +84,46 @@ impl Group {
         };
         matcher::anchors_rule_out(pattern, tool)
             && *self.parses.get_or_init(|| matcher::parses(pattern))
+    }
+
+    /// Returns true if and only if the group's matcher is also tested against Claude Code's
+    /// names (contract §12): its protocol is `claude`, or all of its handlers' are.
+    pub fn speaks_claude(&self) -> bool {
+        self.protocol == Some(Protocol::Claude)
+            || (!self.handlers.is_empty()
+                && self.handlers.iter().all(|h| h.protocol == Protocol::Claude))
+    }
+
+    /// What the matcher is tested against for an event of `kind` about `tool`: the tool's name
+    /// and, for a group speaking Claude Code's protocol, its Claude Code names; on
+    /// `SessionStart`, `startup` for such a group. `None` when the matcher is not consulted.
+    pub fn match_subject<'t>(
+        &self,
+        kind: EventKind,
+        tool: Option<&'t str>,
+    ) -> Option<(&'t str, &'static [&'static str])> {
+        let claude = self.speaks_claude();
+        match (kind.is_tool_event(), tool) {
+            (true, Some(tool)) if claude => Some((tool, claude::tool_names(tool))),
+            (true, Some(tool)) => Some((tool, &[])),
+            _ if claude && kind == EventKind::SessionStart => Some((claude::SESSION_SOURCE, &[])),
+            _ => None,
+        }
+    }
+
+    /// Returns whether the group applies to an event of `kind` about `tool` (contract §5 and
+    /// §12), or the regex error of its matcher.
+    pub fn applies(&self, kind: EventKind, tool: Option<&str>) -> Result<bool, &str> {
+        let Some((subject, others)) = self.match_subject(kind, tool) else {
+            return Ok(true);
+        };
+        if self.ruled_out(subject) && others.iter().all(|n| self.ruled_out(n)) {
+            return Ok(false);
+        }
+        match self.compiled_matcher() {
+            Ok(m) => Ok(m.matches(subject) || others.iter().any(|n| m.matches(n))),
+            Err(e) => Err(e),
+        }
     }
 
     /// The compiled matcher, or the regex error; compiled once per group, on first use.

@@ -61,7 +61,7 @@ fn general(source: &Rc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
 fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let key = prop::sample::select(vec![
-        "type", "command", "argv", "timeout", "enabled", "name", "note",
+        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol",
     ]);
     let value = prop::sample::select(vec![
         "null",
@@ -83,6 +83,8 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         "[\"\", \"b\"]",
         "[\"a\", 1]",
         "{}",
+        "\"claude\"",
+        "\"levelcode\"",
     ]);
     let program = prop::sample::select(vec![
         "\"command\":\"echo hi\"",
@@ -103,6 +105,7 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
                 "\"timeout\":null",
                 "\"enabled\":false",
                 "\"name\":\"n\"",
+                "\"protocol\":\"claude\"",
             ],
             0..3,
         ),
@@ -138,9 +141,18 @@ fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
             "null", "false", "true", "\"no\"",
         ])),
         prop::bool::weighted(0.1),
+        prop::option::of(prop::sample::select(vec![
+            "null",
+            "\"claude\"",
+            "\"levelcode\"",
+            "\"x\"",
+        ])),
     )
-        .prop_map(|(matcher, hooks, enabled, extra)| {
+        .prop_map(|(matcher, hooks, enabled, extra, protocol)| {
             let mut fields = Vec::new();
+            if let Some(p) = protocol {
+                fields.push(format!("\"protocol\":{p}"));
+            }
             if let Some(m) = matcher {
                 fields.push(format!("\"matcher\":{m}"));
             }
@@ -194,16 +206,29 @@ fn clean_event_text() -> impl proptest::strategy::Strategy<Value = String> {
             "\"x\"",
             "\"^(read|write)_files?$\"",
             "\"^write_file$\"",
+            "\"Write|Edit\"",
+            "\"^Wr\"",
+            "\"Read\"",
             "null",
         ])),
         prop::option::of(prop::sample::select(vec!["true", "false", "null"])),
         prop::sample::select(vec![
             r#"[{"command":"echo hi"}]"#,
             r#"[{"argv":["true"]},{"command":"x","enabled":false}]"#,
+            r#"[{"command":"c","protocol":"claude"}]"#,
+            r#"[{"command":"c","protocol":"claude"},{"command":"d"}]"#,
         ]),
+        prop::option::of(prop::sample::select(vec![
+            "\"claude\"",
+            "\"levelcode\"",
+            "null",
+        ])),
     )
-        .prop_map(|(matcher, enabled, hooks)| {
+        .prop_map(|(matcher, enabled, hooks, protocol)| {
             let mut fields = vec![format!("\"hooks\":{hooks}")];
+            if let Some(p) = protocol {
+                fields.push(format!("\"protocol\":{p}"));
+            }
             if let Some(m) = matcher {
                 fields.push(format!("\"matcher\":{m}"));
             }
@@ -240,8 +265,9 @@ proptest::proptest! {
         }
         for group in &all {
             let used = group.enabled
-                && !group.ruled_out(tool)
-                && group.compiled_matcher().as_ref().map_or(true, |m| m.matches(tool));
+                && group
+                    .applies(crate::dispatch::payload::EventKind::PreToolUse, Some(tool))
+                    .unwrap_or(true);
             proptest::prop_assert!(!used || kept.contains(&group.index), "{} lost group {}", raw, group.index);
         }
     }

@@ -1,0 +1,354 @@
+//! `levelcode-hooks import claude [FILE]` (contract §12): the `hooks` of a Claude Code settings
+//! file as levelcode settings whose groups say `"protocol": "claude"`, printed or merged into the
+//! project's `.levelcode/settings.json`. What levelcode cannot run (events it does not fire,
+//! handler types other than `command`) is named on stderr, never dropped silently.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value};
+
+use crate::commands::inspect::{Inspection, LayerState};
+use crate::dispatch::output::write_stdout;
+use crate::dispatch::payload::KNOWN_EVENTS;
+
+/// The Claude Code settings files read when none is named, in this order, under the project root.
+pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
+
+/// Claude Code's default handler timeout, in seconds: an imported handler keeps it.
+const CLAUDE_TIMEOUT_SECS: u64 = 60;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Agent {
+    /// Claude Code's settings.json.
+    Claude,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Whose settings to import.
+    #[arg(value_enum)]
+    pub agent: Agent,
+
+    /// The settings file [default: .claude/settings.json, then .claude/settings.local.json].
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    /// Merge the hooks into the project's .levelcode/settings.json instead of printing them.
+    #[arg(long)]
+    pub write: bool,
+
+    /// The project root [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub project_dir: Option<PathBuf>,
+}
+
+/// Claude Code hooks as levelcode hooks, and what could not be carried over.
+#[derive(Debug, Default, PartialEq)]
+pub struct Conversion {
+    /// The levelcode `hooks` object: event to groups.
+    pub hooks: Map<String, Value>,
+    /// One line per thing left out or changed, for stderr.
+    pub notes: Vec<String>,
+}
+
+/// Converts the `hooks` of one Claude Code settings file (`file` names it in notes), adding to
+/// `out`.
+pub fn convert(file: &str, settings: &Value, out: &mut Conversion) {
+    let Some(hooks) = settings.get("hooks") else {
+        out.notes
+            .push(format!("{file}: no \"hooks\"; nothing to import"));
+        return;
+    };
+    let Some(hooks) = hooks.as_object() else {
+        out.notes.push(format!(
+            "{file}: \"hooks\" is not an object; nothing imported"
+        ));
+        return;
+    };
+    for (event, groups) in hooks {
+        let Some(groups) = groups.as_array() else {
+            out.notes.push(format!(
+                "{file}: hooks.{event} is not an array of groups; left out"
+            ));
+            continue;
+        };
+        if !KNOWN_EVENTS.contains(&event.as_str()) {
+            out.notes.push(format!(
+                "{file}: hooks.{event}: levelcode does not fire {event} (it fires {}); its {} group(s) were left out",
+                KNOWN_EVENTS.join(", "),
+                groups.len()
+            ));
+            continue;
+        }
+        for (i, group) in groups.iter().enumerate() {
+            let at = format!("{file}: hooks.{event}[{i}]");
+            if let Some(converted) = convert_group(&at, group, &mut out.notes) {
+                let list = out
+                    .hooks
+                    .entry(event.clone())
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(list) = list {
+                    list.push(converted);
+                }
+            }
+        }
+    }
+}
+
+fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Value> {
+    let Some(fields) = group.as_object() else {
+        notes.push(format!("{at}: not an object; left out"));
+        return None;
+    };
+    let handlers = fields
+        .get("hooks")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut converted = Vec::new();
+    for (j, handler) in handlers.iter().enumerate() {
+        let at = format!("{at}.hooks[{j}]");
+        let kind = handler
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("command");
+        if kind != "command" {
+            notes.push(format!(
+                "{at}: a {kind:?} handler; levelcode runs only \"command\" handlers, so it was left out"
+            ));
+            continue;
+        }
+        let Some(command) = handler
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|c| !c.trim().is_empty())
+        else {
+            notes.push(format!("{at}: no command; left out"));
+            continue;
+        };
+        let mut out = Map::new();
+        out.insert("command".into(), Value::String(command.into()));
+        let timeout = handler
+            .get("timeout")
+            .filter(|t| t.is_number())
+            .cloned()
+            .unwrap_or_else(|| Value::from(CLAUDE_TIMEOUT_SECS));
+        out.insert("timeout".into(), timeout);
+        for key in handler.as_object().into_iter().flat_map(Map::keys) {
+            if !matches!(key.as_str(), "type" | "command" | "timeout") {
+                notes.push(format!(
+                    "{at}: {key:?} has no levelcode equivalent; left out (the handler was imported without it)"
+                ));
+            }
+        }
+        converted.push(Value::Object(out));
+    }
+    if converted.is_empty() {
+        notes.push(format!("{at}: no command handler; group left out"));
+        return None;
+    }
+    let mut out = Map::new();
+    if let Some(matcher) = fields.get("matcher").filter(|m| !m.is_null()) {
+        out.insert("matcher".into(), matcher.clone());
+    }
+    out.insert("protocol".into(), Value::String("claude".into()));
+    out.insert("hooks".into(), Value::Array(converted));
+    Some(Value::Object(out))
+}
+
+/// Merges `hooks` into a levelcode settings value, keeping what is there; a group already
+/// present (the same JSON) is not added twice, so importing again changes nothing. Returns how
+/// many groups were added.
+pub fn merge(
+    settings: &mut Map<String, Value>,
+    hooks: &Map<String, Value>,
+) -> anyhow::Result<usize> {
+    let target = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(target) = target else {
+        anyhow::bail!("its \"hooks\" is not an object; fix it before importing");
+    };
+    let mut added = 0;
+    for (event, groups) in hooks {
+        let list = target
+            .entry(event.clone())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(list) = list else {
+            anyhow::bail!("its hooks.{event} is not an array; fix it before importing");
+        };
+        for group in groups.as_array().into_iter().flatten() {
+            if !list.contains(group) {
+                list.push(group.clone());
+                added += 1;
+            }
+        }
+    }
+    Ok(added)
+}
+
+pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let Agent::Claude = args.agent;
+    let root = match &args.project_dir {
+        Some(dir) => dir.clone(),
+        None => crate::environment::start_dir(),
+    };
+    let files: Vec<PathBuf> = match &args.file {
+        Some(file) => vec![file.clone()],
+        None => DEFAULT_FILES
+            .iter()
+            .map(|f| root.join(f))
+            .filter(|f| f.is_file())
+            .collect(),
+    };
+    if files.is_empty() {
+        anyhow::bail!(
+            "no Claude Code settings in {}: looked for {}; name the file: levelcode-hooks import claude FILE",
+            root.display(),
+            DEFAULT_FILES.join(" and ")
+        );
+    }
+    let mut conversion = Conversion::default();
+    for file in &files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("{}: cannot read", file.display()))?;
+        let value: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not valid JSON", file.display()))?;
+        convert(&file.display().to_string(), &value, &mut conversion);
+    }
+    for note in &conversion.notes {
+        eprintln!("levelcode-hooks: {note}");
+    }
+    if !args.write {
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "hooks": conversion.hooks }))?;
+        write_stdout(&format!("{text}\n"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let target = root.join(".levelcode").join("settings.json");
+    let mut settings = match std::fs::read_to_string(&target) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(object)) => object,
+            Ok(_) => anyhow::bail!(
+                "{}: the top level is not a JSON object; fix it before importing",
+                target.display()
+            ),
+            Err(e) => anyhow::bail!(
+                "{}: not valid JSON ({e}); fix it before importing",
+                target.display()
+            ),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+        Err(e) => anyhow::bail!("{}: cannot read: {e}", target.display()),
+    };
+    let added =
+        merge(&mut settings, &conversion.hooks).with_context(|| target.display().to_string())?;
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Object(settings))?;
+    text.push('\n');
+    write_atomically(&target, text.as_bytes())
+        .with_context(|| format!("{}: cannot write", target.display()))?;
+    eprintln!(
+        "levelcode-hooks: {}: {added} group(s) added; project hooks run once trusted: review and trust them with levelcode-hooks trust",
+        target.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes through a temporary file beside `path`, renamed over it, so a reader never sees half a
+/// file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = path.with_extension(format!("json.import-{}", std::process::id()));
+    std::fs::write(&temp, bytes)?;
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+/// `validate`'s suggestion: the project has Claude Code hooks and no levelcode hooks at all.
+pub fn suggestion(inspection: &Inspection) -> Option<String> {
+    let has_ours = inspection
+        .layers
+        .iter()
+        .any(|l| l.state == LayerState::Read && !l.groups.is_empty());
+    if has_ours {
+        return None;
+    }
+    let file = DEFAULT_FILES
+        .iter()
+        .map(|f| inspection.root.join(f))
+        .find(|f| {
+            std::fs::read_to_string(f)
+                .ok()
+                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                .and_then(|v| v.get("hooks")?.as_object().map(|h| !h.is_empty()))
+                .unwrap_or(false)
+        })?;
+    Some(format!(
+        "{} has Claude Code hooks and levelcode has none; they run unmodified under levelcode once imported: levelcode-hooks import claude --write",
+        file.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn claude_settings_become_levelcode_groups() {
+        let claude = json!({
+            "permissions": {"allow": ["Bash(npm test)"]},
+            "hooks": {
+                "PreToolUse": [
+                    {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 .claude/hooks/bash_guard.py", "timeout": 5}]},
+                    {"matcher": "Write|Edit", "hooks": [
+                        {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh"},
+                        {"type": "prompt", "prompt": "is this safe?"}
+                    ]}
+                ],
+                "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "x"}]}],
+                "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "cat notes.md", "async": true}]}]
+            }
+        });
+        let mut out = Conversion::default();
+        convert("s.json", &claude, &mut out);
+        assert_eq!(
+            Value::Object(out.hooks),
+            json!({
+                "PreToolUse": [
+                    {"matcher": "Bash", "protocol": "claude", "hooks": [{"command": "python3 .claude/hooks/bash_guard.py", "timeout": 5}]},
+                    {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 60}]}
+                ],
+                "SessionStart": [{"matcher": "startup", "protocol": "claude", "hooks": [{"command": "cat notes.md", "timeout": 60}]}]
+            })
+        );
+        let notes = out.notes.join("\n");
+        assert!(notes.contains("UserPromptSubmit"), "{notes}");
+        assert!(notes.contains("\"prompt\" handler"), "{notes}");
+        assert!(notes.contains("\"async\""), "{notes}");
+    }
+
+    #[test]
+    fn merging_keeps_what_is_there_and_adds_once() {
+        let mut settings = json!({"other": 1, "hooks": {"Stop": [{"hooks": [{"command": "a"}]}]}})
+            .as_object()
+            .unwrap()
+            .clone();
+        let hooks = json!({"Stop": [{"protocol": "claude", "hooks": [{"command": "b"}]}]})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert_eq!(merge(&mut settings, &hooks).unwrap(), 1);
+        assert_eq!(merge(&mut settings, &hooks).unwrap(), 0);
+        assert_eq!(settings["hooks"]["Stop"].as_array().unwrap().len(), 2);
+        assert_eq!(settings["other"], 1);
+        let mut broken = json!({"hooks": []}).as_object().unwrap().clone();
+        assert!(merge(&mut broken, &hooks).is_err());
+    }
+}
