@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.local
 
-.PHONY: build static test lint install bench example npm package-deps
+.PHONY: build static test lint install bench example npm package-deps bun
 
 # The host triple; on Linux with glibc `make static` links the C library in and skips position
 # independence, so the dispatcher starts about as fast as /bin/true (see docs/BENCHMARKS.md).
@@ -29,18 +29,26 @@ test:
 	$(CARGO) test --all-targets
 	$(MAKE) npm
 	cd $(PKG) && ./node_modules/.bin/tsc --noEmit
-	cd $(PKG) && $(BUN) test
+	cd $(PKG) && "$(BUN)" test
+
+# Bun runs the TypeScript client's tests. When none is on PATH, the pinned version is installed
+# from the npm registry into target/tools (the `bun` package carries this platform's binary), so
+# `make test` needs nothing on a fresh machine but Node's npm beside the Rust toolchain.
+BUN_VERSION := 1.4.5
+BUN ?= $(or $(shell command -v bun 2>/dev/null),$(CURDIR)/target/tools/bin/bun)
+bun:
+	@[ -x "$(BUN)" ] || npm install --global --prefix "$(CURDIR)/target/tools" --allow-scripts=bun "bun@$(BUN_VERSION)"
+	@"$(BUN)" --version >/dev/null
 
 # The TypeScript client (packages/levelcode-hooks): its dev dependencies, as its lock file says.
-BUN ?= bun
 PKG := packages/levelcode-hooks
-package-deps:
-	cd $(PKG) && $(BUN) install --frozen-lockfile
+package-deps: bun
+	cd $(PKG) && "$(BUN)" install --frozen-lockfile
 
 # npm packages like esbuild's and biome's: this machine's platform package (the static binary
 # only) and the main package (the client and the `levelcode-hooks` shim), packed into target/npm/.
 npm: static package-deps
-	$(BUN) $(PKG)/scripts/npm.ts --binary $(RELEASE_BIN) --out target/npm
+	"$(BUN)" $(PKG)/scripts/npm.ts --binary $(RELEASE_BIN) --out target/npm
 
 lint:
 	$(CARGO) fmt --check
@@ -57,7 +65,7 @@ bench: package-deps
 	bash benches/run.sh
 	bash benches/serve.sh
 	$(MAKE) static
-	LEVELCODE_HOOKS_BINARY=$(RELEASE_BIN) $(BUN) benches/client.mts
+	LEVELCODE_HOOKS_BINARY=$(RELEASE_BIN) "$(BUN)" benches/client.mts
 
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS; crashes land in fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
