@@ -72,6 +72,8 @@ export function outcomeFromAnswer(answer: Json): HookDispatchOutcome {
   if (isObject(answer.stop)) outcome.stop = { reason: str(answer.stop.reason) ?? "" };
   const systemMessage = str(answer.system_message);
   if (systemMessage !== undefined) outcome.systemMessage = systemMessage;
+  const sessionEnv = str(answer.session_env);
+  if (sessionEnv !== undefined) outcome.sessionEnv = sessionEnv;
   const trust = projectTrust(answer.project_trust);
   if (trust) outcome.projectTrust = trust;
   if (answer.interrupted === true) outcome.warnings.push("levelcode-hooks: the dispatch was interrupted");

@@ -41,6 +41,7 @@ export function isNoMatch(outcome: HookDispatchOutcome): boolean {
     outcome.updatedInput === undefined &&
     outcome.stop === undefined &&
     outcome.systemMessage === undefined &&
+    outcome.sessionEnv === undefined &&
     outcome.projectTrust === undefined
   );
 }

@@ -152,6 +152,11 @@ export type HookEventOutcome = {
   stop?: { reason: string } | undefined;
   /** Messages for the person, not the model. */
   systemMessage?: string | undefined;
+  /**
+   * SessionStart: the `export` lines Claude Code scripts wrote to `CLAUDE_ENV_FILE`, as written,
+   * for the agent to apply to the environment of the commands it runs.
+   */
+  sessionEnv?: string | undefined;
   /** Problems with the settings, and with reaching the dispatcher. */
   warnings?: string[] | undefined;
   /** Present when the project layer's hooks did not run for want of trust. */

@@ -80,6 +80,16 @@ describe.skipIf(!serverSupports("rewrite"))("the richer answer (§11)", () => {
     expect(outcome.blocked).toBe(true);
     expect(outcome.systemMessage).toBe("bye");
   });
+
+  test("a Claude Code SessionStart script's CLAUDE_ENV_FILE lines reach the caller as sessionEnv", async () => {
+    const script = { command: 'echo "export NODE_ENV=test" >> "$CLAUDE_ENV_FILE"', protocol: "claude" as const };
+    const outcome = await runnerWith({ hooks: { SessionStart: [{ hooks: [script] }] } }).runEvent("SessionStart", {
+      event: "SessionStart",
+      cwd: dir,
+    });
+    expect(outcome.sessionEnv).toBe("export NODE_ENV=test\n");
+    expect(outcome.blocked).toBe(false);
+  });
 });
 
 describe.skipIf(!serverSupports("trust"))("trust (§13, §14)", () => {
