@@ -64,7 +64,9 @@ export function watchedFiles(listing: Json): string[] | null {
     const words: string[] = [];
     if (Array.isArray(handler.argv)) words.push(...handler.argv.map(String));
     if (typeof handler.command === "string") {
-      for (let word of handler.command.split(/\s+/)) {
+      // Split where a shell would end a word: white space and the operators `; & | ( ) < >`. A
+      // redirection's target is watched too, which costs at most a needless invalidation.
+      for (let word of handler.command.split(/[\s;&|()<>]+/)) {
         if (/^'[^']*'$/.test(word) || /^"[^"$`\\]*"$/.test(word)) word = word.slice(1, -1);
         if (/['"\\`$]/.test(word)) return null;
         if (word) words.push(word);

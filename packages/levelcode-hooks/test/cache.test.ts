@@ -192,4 +192,11 @@ describe("watchedFiles", () => {
     expect(watchedFiles(listing("bun my\\ guard.ts"))).toBeNull();
     expect(watchedFiles(listing("bun 'guard.ts'"))).not.toBeNull();
   });
+
+  test("include a script named next to a shell operator", () => {
+    const files = watchedFiles(listing("sh .levelcode/guard.sh;echo done&&(sh b.sh|cat)>log")) ?? [];
+    expect(files).toContain("/p/.levelcode/guard.sh");
+    expect(files).toContain("/p/b.sh");
+    expect(files).not.toContain("/p/.levelcode/guard.sh;echo");
+  });
 });
