@@ -13,6 +13,7 @@ pub mod commands;
 pub(crate) mod compliance;
 pub mod dispatch;
 pub(crate) mod environment;
+pub(crate) mod lock;
 pub mod runner;
 pub(crate) mod serve;
 pub(crate) mod signals;

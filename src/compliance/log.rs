@@ -6,11 +6,10 @@
 //! bytes or fork the chain. Waiting for the lock is bounded: a lock that never frees costs a
 //! warning, never a hung tool call.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::chain::{self, Head};
 use super::event::ToolCallEvent;
@@ -42,7 +41,7 @@ pub fn append(dir: &Path, event: &ToolCallEvent) -> Result<(), String> {
             log_path.display()
         )
     })?;
-    lock(&file, &log_path)?;
+    crate::lock::exclusive(&file, &log_path, LOCK_WAIT)?;
     let result = append_locked(dir, &log_path, &mut file, event);
     // Closing the file releases the lock too; unlocking first only makes it prompt.
     let _ = file.unlock();
@@ -59,31 +58,6 @@ fn create_dir(dir: &Path) -> io::Result<()> {
         builder.mode(0o700);
     }
     builder.create(dir)
-}
-
-fn lock(file: &File, path: &Path) -> Result<(), String> {
-    let deadline = Instant::now() + LOCK_WAIT;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(()),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(8));
-            }
-            Err(TryLockError::WouldBlock) => {
-                return Err(format!(
-                    "{} stayed locked by another process for {} s; if no levelcode-hooks process \
-                     is still running, find the process holding it",
-                    path.display(),
-                    LOCK_WAIT.as_secs()
-                ));
-            }
-            Err(TryLockError::Error(e)) => {
-                return Err(format!("cannot lock {}: {e}", path.display()));
-            }
-        }
-    }
 }
 
 fn append_locked(
@@ -242,6 +216,8 @@ fn sync_dir(dir: &Path) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
     use crate::compliance::js_json::Value;
 

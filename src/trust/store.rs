@@ -13,10 +13,10 @@
 //! either the old store or the new one, mode 0600.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
@@ -229,7 +229,7 @@ pub fn update(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, S
             lock_path.display()
         )
     })?;
-    take_lock(&lock, &lock_path)?;
+    crate::lock::exclusive(&lock, &lock_path, LOCK_WAIT)?;
     let result = update_locked(path, change);
     let _ = lock.unlock();
     result
@@ -302,31 +302,6 @@ fn open_lock(path: &Path) -> io::Result<File> {
         Ok(file)
     } else {
         Err(io::Error::other("not a regular file"))
-    }
-}
-
-fn take_lock(file: &File, path: &Path) -> Result<(), String> {
-    let deadline = Instant::now() + LOCK_WAIT;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(()),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            Err(TryLockError::WouldBlock) => {
-                return Err(format!(
-                    "{} stayed locked by another process for {} s; if no levelcode-hooks process \
-                     is still running, find the process holding it",
-                    path.display(),
-                    LOCK_WAIT.as_secs()
-                ))
-            }
-            Err(TryLockError::Error(e)) => {
-                return Err(format!("cannot lock {}: {e}", path.display()))
-            }
-        }
     }
 }
 
