@@ -31,13 +31,25 @@ impl Seal {
     /// [`SETTLED`] or a path is not UTF-8.
     pub fn take(settings: &Path, named: &[PathBuf], handlers: usize) -> Option<Seal> {
         let now = SystemTime::now();
-        let mut files = Vec::with_capacity(named.len() + 1);
+        let mut files: Vec<(String, String)> = Vec::with_capacity(named.len() + 1);
         for path in std::iter::once(settings).chain(named.iter().map(PathBuf::as_path)) {
-            let (identity, changed) = identity(path);
+            // A path with nothing there is sealed by its nearest folder that exists: nothing
+            // can appear below it without changing that folder's entries, and so its times.
+            // Many named paths in one missing folder then cost one `stat`.
+            let mut at = path;
+            let (mut identity, mut changed) = identity(at);
+            while changed.is_none() {
+                let Some(parent) = at.parent() else { break };
+                at = parent;
+                (identity, changed) = self::identity(at);
+            }
             if changed.is_some_and(|t| now.duration_since(t).map_or(true, |age| age < SETTLED)) {
                 return None;
             }
-            files.push((path.to_str()?.to_string(), identity));
+            let at = at.to_str()?;
+            if !files.iter().any(|(sealed, _)| sealed == at) {
+                files.push((at.to_string(), identity));
+            }
         }
         Some(Seal { handlers, files })
     }
@@ -123,7 +135,10 @@ mod tests {
         );
         settle();
         let seal = Seal::take(&settings, &[script.clone(), missing.clone()], 1).expect("settled");
-        assert_eq!(seal.files.len(), 3);
+        // The missing file is sealed by its folder.
+        let folder = dir.path().to_str().unwrap();
+        assert_eq!(seal.files.len(), 3, "{:?}", seal.files);
+        assert_eq!(seal.files[2].0, folder);
         assert!(seal.holds(&settings));
         assert!(
             !seal.holds(&script),
