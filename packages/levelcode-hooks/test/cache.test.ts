@@ -4,29 +4,24 @@
  * (settings edits in place and by rename, folders renamed away and back, new layers, trust,
  * named scripts that appear and change, permissions), and the answers must be identical.
  */
-import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { NoMatchCache, watchedFiles } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
 import { createHookRunner, type HookDispatchOutcome, type HookPayload } from "../src/index.ts";
-import { serverSupports, tempDir } from "./helpers.ts";
+import { perTestDir, serverSupports } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(60_000);
 
 const cacheAvailable = (await inotifyReady) !== null && NoMatchCache.available();
 
-let dir: string;
-let cleanup: () => void;
-const runners: Array<{ close: () => void }> = [];
-beforeEach(() => {
-  ({ dir, cleanup } = tempDir());
-});
-afterEach(() => {
-  for (const runner of runners.splice(0)) runner.close();
-  cleanup();
+let dir = "";
+/** The runners a test makes, closed after it. */
+const runners = perTestDir((fresh) => {
+  dir = fresh;
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

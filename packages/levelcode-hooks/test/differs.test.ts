@@ -3,26 +3,20 @@
  * contract's **(differs)** marks). Each test checks the behaviour of this package; the list is
  * in docs/levelcode.md.
  */
-import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { realpathSync } from "node:fs";
 import { join } from "node:path";
 
 import { createHookRunner, parseHookDecision, type HooksConfig } from "../src/index.ts";
-import { serverSupports, tempDir, writeProjectHooks } from "./helpers.ts";
+import { perTestDir, serverSupports, writeProjectHooks } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(60_000);
 
-let dir: string;
-let cleanup: () => void;
-const runners: Array<{ close: () => void }> = [];
-
-beforeEach(() => {
-  ({ dir, cleanup } = tempDir());
-});
-afterEach(() => {
-  for (const runner of runners.splice(0)) runner.close();
-  cleanup();
+let dir = "";
+/** The runners a test makes, closed after it. */
+const runners = perTestDir((fresh) => {
+  dir = fresh;
 });
 
 function runnerWith(hooks?: HooksConfig, env?: Record<string, string | undefined>) {

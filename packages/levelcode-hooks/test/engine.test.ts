@@ -4,7 +4,7 @@
  * Where the contract marks a difference, the test checks this package's behaviour and
  * differs.test.ts says what changed.
  */
-import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -16,21 +16,15 @@ import {
   type HookEventOutcome,
   type HooksConfig,
 } from "../src/index.ts";
-import { BUN, tempDir, writeProjectHooks } from "./helpers.ts";
+import { BUN, perTestDir, writeProjectHooks } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(60_000);
 
-let dir: string;
-let cleanup: () => void;
-const runners: Array<{ close: () => void }> = [];
-
-beforeEach(() => {
-  ({ dir, cleanup } = tempDir());
-});
-afterEach(() => {
-  for (const runner of runners.splice(0)) runner.close();
-  cleanup();
+let dir = "";
+/** The runners a test makes, closed after it. */
+const runners = perTestDir((fresh) => {
+  dir = fresh;
 });
 
 function runnerWith(hooks?: HooksConfig, onConfigWarning?: (warning: string) => void) {

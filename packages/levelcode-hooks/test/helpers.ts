@@ -1,4 +1,5 @@
 /** Shared by the tests: temporary projects, and asking the binary what it supports. */
+import { afterEach, beforeEach } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,6 +12,25 @@ export const BINARY = process.env.LEVELCODE_HOOKS_BINARY!;
 export function tempDir(prefix = "levelcode-hooks-test-"): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * For each test of the calling file: a fresh temporary folder, handed to `onFolder` before the
+ * test and removed after it, and the returned list's runners closed after it.
+ */
+export function perTestDir(onFolder: (dir: string) => void): Array<{ close: () => void }> {
+  const runners: Array<{ close: () => void }> = [];
+  let cleanup = () => {};
+  beforeEach(() => {
+    const fresh = tempDir();
+    cleanup = fresh.cleanup;
+    onFolder(fresh.dir);
+  });
+  afterEach(() => {
+    for (const runner of runners.splice(0)) runner.close();
+    cleanup();
+  });
+  return runners;
 }
 
 /** Writes `<project>/.levelcode/settings.json` with these hooks. */

@@ -3,24 +3,18 @@
  * systemMessage), inline hooks sent to `serve`, and the trust ops. These parts of the dispatcher
  * are built separately; each test asks the binary whether it has them.
  */
-import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 
 import { createHookRunner, type HookRunnerOptions } from "../src/index.ts";
-import { serverSupports, tempDir, writeProjectHooks } from "./helpers.ts";
+import { perTestDir, serverSupports, writeProjectHooks } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(60_000);
 
-let dir: string;
-let cleanup: () => void;
-const runners: Array<{ close: () => void }> = [];
-
-beforeEach(() => {
-  ({ dir, cleanup } = tempDir());
-});
-afterEach(() => {
-  for (const runner of runners.splice(0)) runner.close();
-  cleanup();
+let dir = "";
+/** The runners a test makes, closed after it. */
+const runners = perTestDir((fresh) => {
+  dir = fresh;
 });
 
 function runnerWith(options: HookRunnerOptions) {

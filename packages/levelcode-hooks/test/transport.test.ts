@@ -3,27 +3,21 @@
  * other, faults that resolve fail-open, the fallback to `run`, and servers that never outlive
  * their host.
  */
-import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 import { createHookRunner, type HookRunnerOptions } from "../src/index.ts";
-import { alive, BINARY, BUN, tempDir, writeProjectHooks, writeScript } from "./helpers.ts";
+import { alive, BINARY, BUN, perTestDir, writeProjectHooks, writeScript } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(60_000);
 
-let dir: string;
-let cleanup: () => void;
-const runners: Array<{ close: () => void }> = [];
-
-beforeEach(() => {
-  ({ dir, cleanup } = tempDir());
-});
-afterEach(() => {
-  for (const runner of runners.splice(0)) runner.close();
-  cleanup();
+let dir = "";
+/** The runners a test makes, closed after it. */
+const runners = perTestDir((fresh) => {
+  dir = fresh;
 });
 
 function runnerWith(options: HookRunnerOptions) {
