@@ -209,21 +209,12 @@ fn unkillable_note() -> String {
 
 /// Exit 0: stdout may hold a JSON decision and context.
 fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judgement {
-    let trimmed = stdout.trim();
     let mut judgement = Judgement::new(Outcome::Proceed);
-    if !trimmed.starts_with('{') {
-        return judgement;
-    }
-    let object = match parse_json(trimmed) {
-        Ok(Value::Object(object)) => object,
-        other => {
-            let why = match other {
-                Err(e) => e.to_string(),
-                Ok(_) => "not an object".into(),
-            };
-            judgement.warning = Some(format!(
-                "{label}: stdout starts with '{{' but is not a JSON object ({why}); it was not read as a decision"
-            ));
+    let object = match reply_object(stdout.trim(), label) {
+        Ok(Some(object)) => object,
+        Ok(None) => return judgement,
+        Err(warning) => {
+            judgement.warning = Some(warning);
             return judgement;
         }
     };
@@ -275,13 +266,29 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
 }
 
 fn stdout_object(stdout: &str) -> Option<serde_json::Map<String, Value>> {
-    let trimmed = stdout.trim();
+    reply_object(stdout.trim(), "").ok().flatten()
+}
+
+/// A handler's trimmed stdout read as a reply: `None` when it does not start with `{`, the
+/// object when it is one, else the warning to give (it was not read as a decision).
+pub(crate) fn reply_object(
+    trimmed: &str,
+    label: &str,
+) -> Result<Option<serde_json::Map<String, Value>>, String> {
     if !trimmed.starts_with('{') {
-        return None;
+        return Ok(None);
     }
     match parse_json(trimmed) {
-        Ok(Value::Object(object)) => Some(object),
-        _ => None,
+        Ok(Value::Object(object)) => Ok(Some(object)),
+        other => {
+            let why = match other {
+                Err(e) => e.to_string(),
+                Ok(_) => "not an object".into(),
+            };
+            Err(format!(
+                "{label}: stdout starts with '{{' but is not a JSON object ({why}); it was not read as a decision"
+            ))
+        }
     }
 }
 

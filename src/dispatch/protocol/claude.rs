@@ -531,23 +531,14 @@ pub fn judge(
         return judgement;
     }
     let trimmed = stdout.trim();
-    let object = if trimmed.starts_with('{') {
-        match outcome::parse_json(trimmed) {
-            Ok(Value::Object(object)) => Some(object),
-            _ if kind == EventKind::SessionStart => None,
-            other => {
-                let why = match other {
-                    Err(e) => e.to_string(),
-                    Ok(_) => "not an object".into(),
-                };
-                judgement.warning = Some(format!(
-                    "{label}: stdout starts with '{{' but is not a JSON object ({why}); it was not read as a decision"
-                ));
-                return judgement;
-            }
+    let object = match outcome::reply_object(trimmed, label) {
+        Ok(object) => object,
+        // Claude Code adds SessionStart stdout that is not JSON to the context, `{` or not.
+        Err(_) if kind == EventKind::SessionStart => None,
+        Err(warning) => {
+            judgement.warning = Some(warning);
+            return judgement;
         }
-    } else {
-        None
     };
     let Some(object) = object else {
         if kind == EventKind::SessionStart && !trimmed.is_empty() {
