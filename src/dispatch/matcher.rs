@@ -1,10 +1,23 @@
 //! Which groups apply to a tool (contract §5).
 //!
 //! A matcher of plain names is an exact list, so `write_file` never matches `write_file_v2`;
-//! anything else is a regular expression searched unanchored. A pattern that the `regex` crate
-//! rejects only for what it lacks by design (look-ahead, look-behind, backreferences, as in
-//! JavaScript's `^(?!read_)`) is compiled by `fancy-regex`, a backtracking engine made for them;
-//! that engine is never built for a pattern `regex` accepts.
+//! anything else is a regular expression searched unanchored, with the `regex` crate's syntax
+//! and meaning. A matcher is compiled once per dispatch and tested against a name of a few
+//! dozen bytes, so the engine that runs it is chosen for its compile time, not its search
+//! speed: `regex` builds literal searchers, a lazy DFA and reverse automata for each pattern
+//! (tens to hundreds of microseconds; over half a millisecond for a Unicode `\w`), while
+//! `regex-lite` compiles one small NFA in one or two (docs/BENCHMARKS.md, "Matchers").
+//!
+//! `regex-lite` reads some patterns differently: its `\w`, `\d`, `\s` and `\b` know only
+//! ASCII, its case folding only ASCII letters, and it takes `(?-u)` where `regex` refuses what
+//! could match invalid UTF-8. On an ASCII name and a pattern [`lite_reads_as_regex`] accepts,
+//! the two agree; any other pattern, and any name that is not ASCII, go to `regex` (built on
+//! first need for a name that is not ASCII). A pattern that the `regex` crate rejects only for
+//! what it lacks by design (look-ahead, look-behind, backreferences, as in JavaScript's
+//! `^(?!read_)`) is compiled by `fancy-regex`, a backtracking engine made for them; neither of
+//! the larger engines is built for a pattern that a smaller one takes.
+
+use std::cell::OnceCell;
 
 use regex::Regex;
 
@@ -15,10 +28,105 @@ pub enum Matcher {
     Any,
     /// `a|b|c` of plain names: exactly these tools.
     Names(Vec<String>),
+    /// A regex that `regex-lite` runs as `regex` would, on ASCII names.
+    Lite(LitePattern),
     /// Anything else: a regex searched anywhere in the tool name.
     Pattern(Regex),
     /// A regex with look-around or backreferences, which only a backtracking engine runs.
     Backtracking(fancy_regex::Regex),
+}
+
+/// A regex compiled by `regex-lite`, with the `regex` crate's compilation of the same pattern
+/// kept for a name that is not ASCII.
+#[derive(Debug)]
+pub struct LitePattern {
+    lite: regex_lite::Regex,
+    /// Built the first time a name that is not ASCII is tested; `None` if `regex` refused it,
+    /// which [`LITE_SIZE_LIMIT`] rules out.
+    full: OnceCell<Option<Regex>>,
+}
+
+impl LitePattern {
+    /// Returns true if and only if the pattern matches somewhere in `tool`.
+    fn is_match(&self, tool: &str) -> bool {
+        if tool.is_ascii() {
+            return self.lite.is_match(tool);
+        }
+        self.full
+            .get_or_init(|| Regex::new(self.lite.as_str()).ok())
+            .as_ref()
+            .is_some_and(|re| re.is_match(tool))
+    }
+}
+
+/// The largest `regex-lite` automaton, in bytes, for which [`Matcher::compile`] takes its
+/// verdict that a pattern is valid. The `regex` crate refuses automata over 10 MiB of its own,
+/// and its Unicode `\w` costs it about 750 times what `regex-lite`'s ASCII one costs (it takes
+/// at most 209 of them in a row), so a pattern `regex-lite` builds in 4 KiB (at most 62 `\w`,
+/// or some 120 literal characters) is well within `regex`'s limit; a larger one goes to
+/// `regex`, which decides. A unit test holds the margin.
+pub const LITE_SIZE_LIMIT: usize = 4 * 1024;
+
+/// Patterns longer than this go to `regex`: `regex-lite` refuses nesting deeper than 50, the
+/// `regex` crate deeper than 250, and a pattern this short cannot nest deeper than that.
+const LITE_MAX_LEN: usize = 250;
+
+/// Returns true if and only if `regex-lite` and the `regex` crate read `pattern` alike on every
+/// ASCII name, judged from its text alone: it is at most [`LITE_MAX_LEN`] bytes long, no
+/// `(?...)` group names the `u` flag (`regex-lite` ignores it, so `(?-u:.)`, which `regex`
+/// refuses, would be valid) or the `x` flag, no flag group like `(?i)` is followed by a
+/// repetition operator, and, where a group names the `i` flag, the text is ASCII with no
+/// `\x`, `\u` or `\U` escape and no negated POSIX class, which could bring in the Kelvin sign
+/// or the long s, whose Unicode case folding reaches the ASCII `k` and `s`. The Perl classes,
+/// word boundaries and ASCII case folding of `regex-lite` agree with `regex`'s on ASCII text.
+/// The check is conservative: a flag named anywhere, even in a comment or a group name, counts.
+pub fn lite_reads_as_regex(pattern: &str) -> bool {
+    if pattern.len() > LITE_MAX_LEN {
+        return false;
+    }
+    let bytes = pattern.as_bytes();
+    let mut case_insensitive = false;
+    let mut at = 0;
+    while let Some(found) = memchr::memmem::find(&bytes[at..], b"(?") {
+        let flags_start = at + found + 2;
+        let flags = &bytes[flags_start..];
+        let flags = &flags[..flags
+            .iter()
+            .position(|b| matches!(b, b':' | b')'))
+            .unwrap_or(flags.len())];
+        // `regex-lite` repeats what came before a flag group, as in `a(?i)*`; `regex` says
+        // the repetition has nothing to repeat. In `x` mode, spaces and comments could come
+        // between the two.
+        let closes = bytes.get(flags_start + flags.len()) == Some(&b')');
+        let repeated = bytes
+            .get(flags_start + flags.len() + 1)
+            .is_some_and(|b| b"*+?{".contains(b));
+        if flags.contains(&b'u') || flags.contains(&b'x') || (closes && repeated) {
+            return false;
+        }
+        case_insensitive |= flags.contains(&b'i');
+        at = flags_start;
+    }
+    !case_insensitive || (pattern.is_ascii() && !has_code_point_escape(bytes))
+}
+
+/// Returns true if and only if `pattern` has a `\x`, `\u` or `\U` escape (a code point by
+/// number) or a negated POSIX class (`[:^alpha:]`).
+fn has_code_point_escape(pattern: &[u8]) -> bool {
+    let mut i = 0;
+    while i < pattern.len() {
+        match pattern[i] {
+            b'\\' => {
+                if matches!(pattern.get(i + 1), Some(b'x' | b'u' | b'U')) {
+                    return true;
+                }
+                i += 2;
+            }
+            b'[' if pattern[i + 1..].starts_with(b":^") => return true,
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// Returns true if and only if `matcher` is a list of exact names: only ASCII letters, digits,
@@ -30,7 +138,7 @@ pub fn is_name_list(matcher: &str) -> bool {
 }
 
 impl Matcher {
-    /// Compiles a group's matcher; the error is the regex's own message.
+    /// Compiles a group's matcher; the error is the `regex` crate's own message.
     pub fn compile(matcher: Option<&str>) -> Result<Matcher, String> {
         let Some(text) = matcher else {
             return Ok(Matcher::Any);
@@ -50,6 +158,19 @@ impl Matcher {
             }
             return Ok(Matcher::Names(names));
         }
+        if lite_reads_as_regex(text) {
+            // A pattern `regex-lite` refuses (a Unicode class, a set operation, look-around,
+            // an automaton over the limit) is `regex`'s to judge, below.
+            if let Ok(lite) = regex_lite::RegexBuilder::new(text)
+                .size_limit(LITE_SIZE_LIMIT)
+                .build()
+            {
+                return Ok(Matcher::Lite(LitePattern {
+                    lite,
+                    full: OnceCell::new(),
+                }));
+            }
+        }
         match Regex::new(text) {
             Ok(re) => Ok(Matcher::Pattern(re)),
             Err(e) if needs_backtracking(text) => fancy_regex::Regex::new(text)
@@ -64,6 +185,7 @@ impl Matcher {
         match self {
             Matcher::Any => true,
             Matcher::Names(names) => names.iter().any(|n| n == tool),
+            Matcher::Lite(pattern) => pattern.is_match(tool),
             Matcher::Pattern(re) => re.is_match(tool),
             // Tool names are short, so the backtracking limit is out of reach; were it reached,
             // the group would not apply, as with any other matcher that does not match.
@@ -487,12 +609,125 @@ mod tests {
         assert!(!m(Some("^(\\w)\\1"), "abc"));
         assert!(matches!(
             Matcher::compile(Some("^write_")).unwrap(),
-            Matcher::Pattern(_)
+            Matcher::Lite(_)
         ));
         // Invalid for both engines: the `regex` crate's message.
         let error = Matcher::compile(Some("(?!a")).unwrap_err();
         assert!(error.contains("look-around"), "{error}");
         assert!(!needs_backtracking("(unclosed"));
+    }
+
+    #[test]
+    fn most_regexes_run_on_regex_lite() {
+        for pattern in [
+            "mcp__.*__(delete|drop)_",
+            "(?i)(bash|shell)",
+            "\\bdeploy\\b|release_\\w+",
+            "(spawn|run)_agents?$",
+            "[Ww]eb_?(fetch|search)",
+            "é.*",
+        ] {
+            assert!(
+                matches!(Matcher::compile(Some(pattern)), Ok(Matcher::Lite(_))),
+                "{pattern:?}"
+            );
+        }
+        assert!(m(Some("(?i)(bash|shell)"), "run_BASH"));
+        assert!(m(Some("release_\\w+"), "release_v2"));
+        assert!(!m(Some("\\bdeploy\\b"), "redeploy"));
+    }
+
+    #[test]
+    fn what_regex_lite_reads_differently_goes_to_regex() {
+        // Unicode classes and set operations: regex-lite refuses them.
+        for pattern in ["\\pL+", "[\\w&&[^_]]+"] {
+            assert!(
+                matches!(Matcher::compile(Some(pattern)), Ok(Matcher::Pattern(_))),
+                "{pattern:?}"
+            );
+        }
+        assert!(m(Some("^\\pL+$"), "écrire"));
+        // The Kelvin sign and the long s fold to `k` and `s` in Unicode only.
+        for (pattern, tool) in [
+            ("(?i)\u{212A}ill", "kill"),
+            ("(?i)\\x{17F}hell", "shell"),
+            ("(?i)^[\\x{212A}]", "k"),
+        ] {
+            assert!(!lite_reads_as_regex(pattern), "{pattern:?}");
+            assert!(m(Some(pattern), tool), "{pattern:?} on {tool:?}");
+        }
+        // regex folds a negated POSIX class before negating it, regex-lite after.
+        assert!(!lite_reads_as_regex("(?i)^[[:^lower:]]"));
+        assert!(!m(Some("(?i)^[[:^lower:]]"), "k"));
+        // regex refuses what could match invalid UTF-8; regex-lite ignores `u`.
+        assert!(!lite_reads_as_regex("(?-u:.)"));
+        assert!(Matcher::compile(Some("(?-u:.)")).is_err());
+        assert!(Matcher::compile(Some("(?-u)\\W")).is_err());
+        assert!(m(Some("(?-u:\\w)x"), "ax"));
+        // regex-lite repeats what precedes a flag group; regex finds nothing to repeat.
+        assert!(!lite_reads_as_regex("a(?i)*"));
+        assert!(Matcher::compile(Some("a(?i)*")).is_err());
+        // Long patterns: nesting limits differ.
+        let deep = format!("{}a{}", "(".repeat(60), ")".repeat(60));
+        assert!(matches!(
+            Matcher::compile(Some(&deep)),
+            Ok(Matcher::Pattern(_))
+        ));
+    }
+
+    #[test]
+    fn names_that_are_not_ascii_are_tested_by_regex() {
+        // regex-lite's `\w`, `\d`, `\s` and `\b` are ASCII; `regex`'s are Unicode.
+        let word = Matcher::compile(Some("^\\w+$")).unwrap();
+        assert!(matches!(word, Matcher::Lite(_)));
+        assert!(word.matches("write_file"));
+        assert!(word.matches("écrire"));
+        assert!(!word.matches("a-b"));
+        assert!(m(Some("^\\d$"), "\u{663}"));
+        assert!(m(Some("a\\sb"), "a\u{a0}b"));
+        assert!(!m(Some("\\bé"), "aé"));
+        assert!(m(Some("(?i)^É$"), "é"));
+    }
+
+    /// Whatever `regex-lite` builds within [`LITE_SIZE_LIMIT`], `regex` builds too: for the
+    /// constructs whose `regex` automaton is largest against `regex-lite`'s, the most copies
+    /// `regex-lite` accepts are accepted by `regex`.
+    #[test]
+    fn regex_lite_size_limit_is_within_regex_limit() {
+        let lite_accepts = |p: &str| {
+            regex_lite::RegexBuilder::new(p)
+                .size_limit(LITE_SIZE_LIMIT)
+                .build()
+                .is_ok()
+        };
+        for construct in [
+            "\\w",
+            "\\W",
+            "[\\w-]",
+            "[\\w\\s]",
+            "[^\\w\\d]",
+            "(?i)\\w",
+            "\\S",
+            "\\D",
+            ".",
+            "[^a]",
+        ] {
+            let (mut low, mut high) = (1usize, 100_000usize);
+            while low < high {
+                let mid = (low + high).div_ceil(2);
+                if lite_accepts(&format!("(?:{construct}){{{mid}}}")) {
+                    low = mid;
+                } else {
+                    high = mid - 1;
+                }
+            }
+            assert!(low > 1, "{construct}");
+            let most = format!("(?:{construct}){{{low}}}");
+            assert!(Regex::new(&most).is_ok(), "{most}");
+            // And with room to spare: twice as many still fit.
+            let twice = format!("(?:{construct}){{{}}}", 2 * low);
+            assert!(Regex::new(&twice).is_ok(), "{twice}");
+        }
     }
 
     #[test]
