@@ -707,6 +707,37 @@ proptest! {
         check_against_regex(&pattern, &names)?;
     }
 
+    /// A regex ruled out for a name without compiling it never matches that name.
+    #[test]
+    fn matcher_ruled_out_never_matches(pattern in regex_tree(), names in engine_names()) {
+        if let Ok(re) = regex::Regex::new(&pattern) {
+            for name in names.iter().map(String::as_str).chain(["write_file", "kb_s", "a-b"]) {
+                if matcher::ruled_out(&pattern, name) {
+                    prop_assert!(!re.is_match(name), "{:?} ruled out {:?} but matches", pattern, name);
+                }
+            }
+        }
+    }
+
+    /// The same on patterns of the plain syntax that literal runs are read from.
+    #[test]
+    fn matcher_ruled_out_plain_patterns_never_match(
+        parts in prop::collection::vec(prop::sample::select(vec![
+            "a", "b", "ab", "_", "\u{e9}", "\\.", "\\|", "[ab]", "[^a]", "\\w", "\\b", ".", "*", "+",
+            "?", "{2}", "{0,1}", "{1,}?", "(a|b)", "(ab)+", "(a|)", "|", "^", "$",
+        ]), 1..8),
+        names in prop::collection::vec(prop_oneof![4 => "[ab]{0,6}", 1 => "[ab_.|\u{e9}]{0,6}"], 8..16),
+    ) {
+        let pattern = parts.concat();
+        if let Ok(re) = regex::Regex::new(&pattern) {
+            for name in &names {
+                if matcher::ruled_out(&pattern, name) {
+                    prop_assert!(!re.is_match(name), "{:?} ruled out {:?} but matches", pattern, name);
+                }
+            }
+        }
+    }
+
     /// And on strings of regex syntax that are often invalid: the same verdict, the same error.
     #[test]
     fn matcher_engine_agrees_with_regex_on_any_syntax(pattern in engine_fragments(), names in engine_names()) {

@@ -219,26 +219,145 @@ pub fn ruled_out(pattern: &str, tool: &str) -> bool {
     anchors_rule_out(pattern, tool) && parses(pattern)
 }
 
-/// Returns true if and only if the literal text that `pattern` anchors at the start (`^write_`)
-/// or the end (`_file$`) rules out `tool`, judged without compiling anything: compiling one regex
-/// costs more than a whole dispatch that matches nothing, and most regex matchers are anchored
-/// literals. A pattern with a top-level alternation or flags is never ruled out. Whether the
-/// pattern is valid at all is [`parses`]' question.
+/// Returns true if and only if literal text that every match of `pattern` must contain rules
+/// out `tool`, judged without compiling anything: compiling one regex costs more than a whole
+/// dispatch that matches nothing, and most regex matchers name literal text. The text is what a
+/// pattern anchors at the start (`^write_`) or the end (`_file$`), or, in a pattern of the plain
+/// syntax [`plainly_valid`] vouches for, any run of literals outside groups and classes
+/// (`mcp__` and `__` in `mcp__.*__(delete|drop)`); a top-level alternation is ruled out when
+/// each of its branches is, and only in that plain syntax. A pattern with flags is never ruled
+/// out. Whether the pattern is valid at all is [`parses`]' question.
 pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
-    if pattern.is_empty() || pattern == "*" || is_name_list(pattern) {
+    if pattern.is_empty() || pattern == "*" || is_name_list(pattern) || pattern.contains("(?") {
         return false;
     }
-    if pattern.contains("(?") || has_top_level_alternation(pattern) {
-        return false;
+    if !has_top_level_alternation(pattern) {
+        return anchored_text_rules_out(pattern, tool)
+            || (plainly_valid(pattern) && literal_runs_rule_out(pattern, tool));
     }
-    let by_prefix = pattern
+    plainly_valid(pattern)
+        && top_level_branches(pattern)
+            .iter()
+            .all(|b| anchored_text_rules_out(b, tool) || literal_runs_rule_out(b, tool))
+}
+
+/// Returns true if and only if the literal text that `branch` anchors at its start or end is
+/// not where `tool` has it.
+fn anchored_text_rules_out(branch: &str, tool: &str) -> bool {
+    let by_prefix = branch
         .strip_prefix('^')
         .is_some_and(|rest| !tool.starts_with(literal_prefix(rest)));
-    let by_suffix = pattern
+    let by_suffix = branch
         .strip_suffix('$')
         .filter(|rest| !rest.ends_with('\\'))
         .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)));
     by_prefix || by_suffix
+}
+
+/// The length of a group's text after its `(`, through its `)`, in a plainly valid pattern.
+fn group_end(rest: &[u8]) -> usize {
+    let mut depth = 1;
+    let mut i = 0;
+    while i < rest.len() {
+        match rest[i] {
+            b'\\' => i += 1,
+            b'[' => i += class_end(&rest[i + 1..]).unwrap_or(0),
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    rest.len()
+}
+
+/// The branches of a plainly valid pattern's top-level alternation.
+fn top_level_branches(pattern: &str) -> Vec<&str> {
+    let bytes = pattern.as_bytes();
+    let mut branches = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'[' => i += 1 + class_end(&bytes[i + 1..]).unwrap_or(0),
+            b'(' => i += 1 + group_end(&bytes[i + 1..]),
+            b'|' => {
+                branches.push(&pattern[start..i]);
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    branches.push(&pattern[start..]);
+    branches
+}
+
+/// Returns true if and only if a run of literal characters that every match of `branch` holds
+/// is missing from `tool`. `branch` has no top-level `|` and keeps to [`plainly_valid`]'s
+/// syntax. A run ends at anything but a literal or an escaped metacharacter; a character that
+/// `?`, `*` or `{..}` repeats leaves its run, `+` keeps it (it is there at least once).
+fn literal_runs_rule_out(branch: &str, tool: &str) -> bool {
+    let bytes = branch.as_bytes();
+    let mut run = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let ends_run = match bytes[i] {
+            b'\\' => {
+                let escaped = bytes.get(i + 1).copied().unwrap_or(b'\\');
+                i += 2;
+                if b"dwsDWSbB".contains(&escaped) {
+                    true
+                } else {
+                    run.push(char::from(escaped));
+                    false
+                }
+            }
+            b'[' => {
+                i += 1 + class_end(&bytes[i + 1..]).unwrap_or(0);
+                true
+            }
+            b'(' => {
+                i += 1 + group_end(&bytes[i + 1..]);
+                true
+            }
+            b'?' | b'*' => {
+                run.pop();
+                i += 1;
+                true
+            }
+            b'{' => {
+                run.pop();
+                i += bytes[i..]
+                    .iter()
+                    .position(|b| *b == b'}')
+                    .map_or(bytes.len(), |p| p + 1);
+                true
+            }
+            b'+' | b'.' | b'^' | b'$' | b')' | b'|' => {
+                i += 1;
+                true
+            }
+            _ => {
+                let c = branch[i..].chars().next().unwrap_or_default();
+                run.push(c);
+                i += c.len_utf8();
+                false
+            }
+        };
+        if ends_run {
+            if !run.is_empty() && !tool.contains(run.as_str()) {
+                return true;
+            }
+            run.clear();
+        }
+    }
+    !run.is_empty() && !tool.contains(run.as_str())
 }
 
 /// Returns true if and only if `pattern` is valid regex syntax. Only the syntax tree is built,
@@ -252,7 +371,8 @@ pub fn parses(pattern: &str) -> bool {
 }
 
 /// Returns true when `pattern` keeps to a plain subset of the syntax that is valid whatever
-/// it contains: literals, `.`, escaped metacharacters, `\d \w \s` and their negations, simple
+/// it contains: literals, `.`, escaped metacharacters, `\d \w \s` and their negations, `\b`
+/// and `\B`, simple
 /// classes such as `[a-z0-9_]`, plain groups, `|` between non-empty branches, `^`, `$`, and
 /// quantifiers after something they can repeat. False means only "not plainly valid": the
 /// syntax parser then decides. Building the parser's syntax tree costs tens of thousands of
@@ -277,7 +397,7 @@ fn plainly_valid(pattern: &str) -> bool {
         i += 1;
         last = match b {
             b'\\' => match bytes.get(i) {
-                Some(c) if b"\\.+*?()|[]{}^$dwsDWS".contains(c) => {
+                Some(c) if b"\\.+*?()|[]{}^$dwsDWSbB".contains(c) => {
                     i += 1;
                     Last::Item
                 }
@@ -506,6 +626,19 @@ mod tests {
             "^browser_(navigate|click|type)$",
             "^(read|write)_file$",
             "x(a|b)|^write",
+            "mcp__.*__(delete|drop)_",
+            "browser_(navigate|click|type)",
+            "\\bdeploy\\b|release_\\w+",
+            "(spawn|run)_agents?$",
+            "[Ww]eb_?(fetch|search)",
+            "wr+ite",
+            "wri?te",
+            "wx*rite",
+            "w(r)ite",
+            "write|",
+            "a\\.b|x\\|y",
+            "é+x",
+            "file{2}",
         ];
         let tools = [
             "write_file",
@@ -549,6 +682,21 @@ mod tests {
             !ruled_out("^read_x|write_file", "write_file"),
             "top-level alternation"
         );
+        // Literal runs anywhere, in each branch.
+        assert!(ruled_out("mcp__.*__(delete|drop)_", "write_file"));
+        assert!(ruled_out("git_(push|commit|rebase)", "write_file"));
+        assert!(ruled_out("\\bdeploy\\b|release_\\w+", "write_file"));
+        assert!(ruled_out("[Ww]eb_?(fetch|search)", "write_file"));
+        assert!(!ruled_out("[Ww]eb_?(fetch|search)", "web_fetch"));
+        assert!(!ruled_out("wr+ite", "wrrite"));
+        assert!(!ruled_out("wri?te", "wrte"));
+        assert!(!ruled_out("wx*rite", "write"));
+        assert!(
+            !ruled_out("write|", "read"),
+            "an empty branch matches anything"
+        );
+        assert!(!ruled_out("(?i)(bash|shell)", "write_file"), "flags");
+        assert!(!ruled_out("[]a]|b", "a"), "not plain: left to the regex");
     }
 
     #[test]
