@@ -93,7 +93,7 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
     let entry = Entry::Trusted {
         digest: digest.digest.clone(),
         content: Some(digest.content.clone()),
-        at: Some(store::now_ms()),
+        at: Some(crate::fs::now_ms()),
         seal: seal(assessment, digest),
     };
     store::update(store_path, |s| {
