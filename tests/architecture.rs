@@ -515,3 +515,93 @@ fn the_code_map_names_every_folder() {
         );
     }
 }
+
+/// The sandbox's list of variables a child never inherits covers every variable the dispatcher
+/// reads: each is named in `src/environment.rs`, the one place that reads them.
+#[test]
+fn the_sandbox_clears_every_variable_the_dispatcher_reads() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/environment.rs"))
+            .unwrap();
+    let code = without_comments(text.split("#[cfg(test)]").next().unwrap_or_default());
+    let names: BTreeSet<&str> = code
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            s.len() > 1
+                && s.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect();
+    assert!(names.len() >= 9, "environment.rs reads {names:?}");
+    // HOME is the sandbox's own, set rather than cleared.
+    let missing: Vec<&&str> = names
+        .iter()
+        .filter(|name| **name != "HOME" && !crate::common::CLEARED.contains(name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "tests/common/sandbox.rs does not clear {missing:?}"
+    );
+    // Elsewhere only what a shell would read to find a program is read: `command_check` and the
+    // spawner look up `PATH` (and `PATHEXT`, and `~` in a command) as the handler's shell would.
+    let shell = ["(\"PATH\"", "(\"PATHEXT\"", "(\"HOME\""];
+    let mut readers = Vec::new();
+    for (name, file) in modules() {
+        if name == "environment" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = without_comments(text.split("#[cfg(test)]").next().unwrap_or_default());
+        for (at, _) in code.match_indices("env::var") {
+            let call: String = code[at..].chars().take_while(|c| *c != ')').collect();
+            if !shell.iter().any(|allowed| call.contains(allowed)) {
+                readers.push(format!("{name}: {call})"));
+            }
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "variables read outside src/environment.rs: {readers:?}"
+    );
+}
+
+/// Every black-box test starts the binary through the sandbox of `tests/common/`.
+#[test]
+fn every_test_file_starts_the_binary_through_the_sandbox() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut files = Vec::new();
+    walk(&tests, &mut files);
+    assert!(files.len() > 10, "{files:?}");
+    let own = [
+        "CARGO_BIN_EXE",
+        "Command::new(bin",
+        "Command::new(crate::common::bin",
+    ];
+    let wrong: Vec<String> = files
+        .iter()
+        .filter(|file| {
+            !file.starts_with(tests.join("common")) && !file.ends_with("architecture.rs")
+        })
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            own.iter().any(|needle| text.contains(needle))
+        })
+        .map(|file| file.display().to_string())
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "these start the binary themselves: {wrong:?}"
+    );
+}
