@@ -1,5 +1,7 @@
 //! The layout's invariants (docs/ARCHITECTURE.md), read from the source itself: which module
-//! may import which, no import circle, and the size of `src/`'s top level and of each file.
+//! may import which, no import circle between files, the size of `src/`'s top level and of each
+//! file, every variable read in `src/environment.rs` and cleared by the test sandbox, and every
+//! test starting the binary through that sandbox.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
