@@ -216,6 +216,9 @@ pub fn run_chain(
     report: &mut Report,
     trace: &Trace,
 ) {
+    if groups.is_empty() {
+        return;
+    }
     let mut chain = Chain {
         payload,
         root,

@@ -122,18 +122,26 @@ pub(super) fn clean_group(
         None => Some(protocol.unwrap_or_default()),
         Some(name) => Protocol::parse(name),
     };
+    // Only a group where some protocol other than levelcode's is named can have a matcher
+    // tested against other names: the others need not ask the table.
+    let mut foreign = protocol.is_some_and(|p| !p.is_levelcode());
     for handler in &entry.hooks {
-        protocol_of(handler)?;
+        foreign |= !protocol_of(handler)?.is_levelcode();
     }
-    let matcher_protocol = Protocol::of_group(protocol, entry.hooks.iter().filter_map(protocol_of));
+    let other_names = |tool: &str| -> &'static [&'static str] {
+        if !foreign {
+            return &[];
+        }
+        Protocol::of_group(protocol, entry.hooks.iter().filter_map(protocol_of))
+            .rules()
+            .tool_names(tool)
+    };
     // Every handler is checked, so an event with something to warn about still goes the
     // general way; only the building is saved for a group the dispatch would pass over.
     let build = tool.is_none_or(|tool| {
         enabled
             && (may_apply(entry.matcher.as_deref(), tool)
-                || matcher_protocol
-                    .rules()
-                    .tool_names(tool)
+                || other_names(tool)
                     .iter()
                     .any(|name| may_apply(entry.matcher.as_deref(), name)))
     });
