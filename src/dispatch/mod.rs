@@ -11,17 +11,19 @@ use crate::runner;
 use crate::signals;
 use crate::trust::Gate;
 use action::{Action, Done, Ending, Stop};
+use events::EventKind;
 use handler_input::Inputs;
 use layers::LayerPath;
 use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
-use payload::{EventKind, Payload};
+use payload::Payload;
 use protocol::{Context, Protocol, Rewrite, Run, RunFile};
 use settings::{Events, Group, Handler};
 
 // Data flows payload → layers → settings → matcher → (this file: the chain, each handler's
 // action, through its protocol) → outcome → exec_log → output → exit.
 pub mod action;
+pub mod events;
 pub mod exec_log;
 pub mod exit;
 mod handler_input;

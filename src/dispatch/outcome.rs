@@ -281,13 +281,14 @@ pub(crate) fn string_field(object: &serde_json::Map<String, Value>, key: &str) -
     (!text.is_empty()).then(|| text.to_string())
 }
 
-pub fn default_reason(label: &str) -> String {
-    format!("blocked by PreToolUse hook: {label}")
+/// The reason of a block that gave none.
+pub fn default_reason(event: &str, label: &str) -> String {
+    format!("blocked by {event} hook: {label}")
 }
 
 /// The reason of an `ask` that gave none.
-pub fn default_ask_reason(label: &str) -> String {
-    format!("approval asked by PreToolUse hook: {label}")
+pub fn default_ask_reason(event: &str, label: &str) -> String {
+    format!("approval asked by {event} hook: {label}")
 }
 
 /// The reason of a `"continue": false` that gave no `stopReason`.

@@ -580,7 +580,7 @@ mod tests {
         use crate::dispatch::outcome::Reply;
         use crate::dispatch::protocol::Context;
         let context = Context {
-            kind: crate::dispatch::payload::EventKind::PreToolUse,
+            kind: crate::dispatch::events::EventKind::PreToolUse,
             event: "PreToolUse",
             label: "guard",
             rewrite: None,

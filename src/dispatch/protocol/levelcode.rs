@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
+use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{self, Judgement, Outcome, Reply};
-use crate::dispatch::payload::EventKind;
 use crate::dispatch::protocol::{Context, Rules, Run};
 
 /// The value of `"protocol"` that names it.
@@ -42,7 +42,7 @@ impl Rules for Levelcode {
             kind, event, label, ..
         } = *context;
         match reply.code {
-            2 if kind == EventKind::PreToolUse => {
+            2 if kind.can_block() => {
                 let mut judgement = Judgement::new(Outcome::Block);
                 let stderr = reply.stderr.trim();
                 judgement.reason = Some(if !stderr.is_empty() {
@@ -50,13 +50,16 @@ impl Rules for Levelcode {
                 } else {
                     stdout_object(reply.stdout)
                         .and_then(|o| outcome::string_field(&o, "reason"))
-                        .unwrap_or_else(|| outcome::default_reason(label))
+                        .unwrap_or_else(|| outcome::default_reason(event, label))
                 });
                 judgement
             }
             2 => outcome::failed_exit(
                 2,
-                &format!("; exit 2 blocks only on PreToolUse, not on {event}"),
+                &format!(
+                    "; exit 2 blocks only on {}, not on {event}",
+                    events::listed("and", |e| e.blocks)
+                ),
             ),
             _ => judge_stdout(kind, event, label, reply.stdout),
         }
@@ -80,7 +83,7 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
         let reason = outcome::string_field(&object, "stopReason")
             .unwrap_or_else(|| outcome::default_stop_reason(event, label));
         judgement.outcome = Outcome::Stop;
-        if kind == EventKind::PreToolUse {
+        if kind.can_block() {
             judgement.reason = Some(reason.clone());
         }
         judgement.stop = Some(reason);
@@ -88,30 +91,37 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
     }
     let mut warnings = Vec::new();
     match object.get("decision").and_then(Value::as_str) {
-        Some("block") if kind == EventKind::PreToolUse => {
+        Some("block") if kind.can_block() => {
             judgement.outcome = Outcome::Block;
             judgement.reason = Some(
                 outcome::string_field(&object, "reason")
-                    .unwrap_or_else(|| outcome::default_reason(label)),
+                    .unwrap_or_else(|| outcome::default_reason(event, label)),
             );
         }
-        Some("ask") if kind == EventKind::PreToolUse => {
+        Some("ask") if kind.can_ask() => {
             judgement.outcome = Outcome::Ask;
             judgement.reason = Some(
                 outcome::string_field(&object, "reason")
-                    .unwrap_or_else(|| outcome::default_ask_reason(label)),
+                    .unwrap_or_else(|| outcome::default_ask_reason(event, label)),
             );
         }
-        Some(what @ ("block" | "ask")) => warnings.push(format!(
-            "{label}: asked to {what}, but {event} hooks cannot {what}; only PreToolUse can"
-        )),
+        Some(what @ ("block" | "ask")) => {
+            let those = match what {
+                "block" => events::listed("and", |e| e.blocks),
+                _ => events::listed("and", |e| e.asks),
+            };
+            warnings.push(format!(
+                "{label}: asked to {what}, but {event} hooks cannot {what}; only {those} can"
+            ));
+        }
         _ => {}
     }
     match object.get("updatedInput") {
         None => {}
         Some(_) if judgement.outcome == Outcome::Block => {}
-        Some(Value::Object(_)) if kind != EventKind::PreToolUse => warnings.push(format!(
-            "{label}: updatedInput applies to PreToolUse only, not {event}; ignored"
+        Some(Value::Object(_)) if !kind.rewrites_input() => warnings.push(format!(
+            "{label}: updatedInput applies to {} only, not {event}; ignored",
+            events::listed("and", |e| e.rewrites_input)
         )),
         Some(updated @ Value::Object(_)) => judgement.updated_input = Some(updated.clone()),
         Some(other) => warnings.push(format!(

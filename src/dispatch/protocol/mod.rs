@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::dispatch::events::EventKind;
 use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{Judgement, Reply};
-use crate::dispatch::payload::EventKind;
 
 /// The table of protocols, one line each. The first is levelcode's own, every handler's
 /// default.
