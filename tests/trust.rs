@@ -17,7 +17,9 @@ struct World {
     env: Vec<(String, String)>,
 }
 
-const CLEARED: [&str; 7] = [
+const CLEARED: [&str; 9] = [
+    "LEVELCODE_AGENT",
+    "CLAUDECODE",
     "LEVELCODE_DIR",
     "LEVELCODE_HOOKS",
     "LEVELCODE_HOOKS_NO_PROJECT",
@@ -975,3 +977,4 @@ fn a_sealed_trust_admits_only_the_files_it_sealed() {
     world.settings(&project, &on("Stop", "sh .levelcode/hooks/hello.sh"));
     assert_changed(&world, &project);
 }
+mod hostile;

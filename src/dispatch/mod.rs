@@ -107,7 +107,9 @@ pub fn load_groups_from(
                 continue;
             }
             layers::Loaded::Unusable(warning) => warnings.push(warning),
-            layers::Loaded::Contents(bytes) if !gate.admit(layer, &bytes, warnings) => {
+            layers::Loaded::Contents(bytes, read)
+                if !gate.admit(layer, &bytes, &read, warnings) =>
+            {
                 trace.line(format_args!(
                     "{} layer: {} (not trusted: skipped)",
                     layer.kind.name(),
@@ -115,7 +117,7 @@ pub fn load_groups_from(
                 ));
                 continue;
             }
-            layers::Loaded::Contents(bytes) => {
+            layers::Loaded::Contents(bytes, _) => {
                 let source = settings::Source {
                     layer: layer.kind,
                     file: layer.path.clone().into_boxed_path(),
