@@ -61,6 +61,28 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A line of JSON with every invisible character that is not ASCII written as a JSON escape
+/// (`\u202e`): the same JSON value, shown as what it holds. (JSON already escapes the ASCII
+/// control characters; outside its strings there is nothing but ASCII.)
+pub fn json(line: &str) -> Cow<'_, str> {
+    if !line.chars().any(|c| !c.is_ascii() && is_invisible(c)) {
+        return Cow::Borrowed(line);
+    }
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(line.len() + 16);
+    for c in line.chars() {
+        if !c.is_ascii() && is_invisible(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// The warning for a handler at `place` whose command holds invisible characters.
 pub fn warning(place: &str) -> String {
     format!(
@@ -87,5 +109,12 @@ mod tests {
         assert_eq!(escape("a\nb"), "a\\nb");
         assert!(!needs_warning("a\nb\tc"));
         assert!(needs_warning("a\u{2066}b"));
+        let line = serde_json::json!({"s": "a\u{202e}b\u{e0041}\x1b"}).to_string();
+        let shown = json(&line);
+        assert_eq!(shown, r#"{"s":"a\u202eb\udb40\udc41\u001b"}"#);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&shown).unwrap(),
+            serde_json::from_str::<serde_json::Value>(&line).unwrap()
+        );
     }
 }

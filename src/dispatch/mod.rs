@@ -495,6 +495,10 @@ fn handler_env(
             "LEVELCODE_HOOKS_DEPTH",
             (environment::depth() + 1).to_string(),
         ),
+        // A handler is code the agent's work runs, never a person at a terminal: a `trust` it
+        // starts records nothing (docs/trust.md), even under a client that left the variable
+        // out of this dispatcher's own environment.
+        (crate::trust::AGENT_ENV[0], "1".to_string()),
     ];
     let mut remove = Vec::new();
     match &payload.tool_name {

@@ -31,11 +31,16 @@ pub const ENV: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
 /// `trust` started with either on records nothing: only a person can trust a project's hooks.
 pub const AGENT_ENV: [&str; 2] = ["LEVELCODE_AGENT", "CLAUDECODE"];
 
-/// The agent variable that is on in this process, if any.
+/// The agent variable that was on when this process started, if any. Read once, and early in
+/// `serve`: the dispatcher exports its handlers' variables, `LEVELCODE_AGENT` among them, into
+/// its own environment as it runs them.
 pub fn started_by_agent() -> Option<&'static str> {
-    AGENT_ENV.into_iter().find(|name| {
-        std::env::var_os(name)
-            .is_some_and(|v| crate::environment::is_on(v.to_string_lossy().trim()))
+    static STARTED_BY: OnceLock<Option<&'static str>> = OnceLock::new();
+    *STARTED_BY.get_or_init(|| {
+        AGENT_ENV.into_iter().find(|name| {
+            std::env::var_os(name)
+                .is_some_and(|v| crate::environment::is_on(v.to_string_lossy().trim()))
+        })
     })
 }
 

@@ -492,6 +492,12 @@ fn invisible_characters_are_shown_escaped_with_a_warning() {
         stderr.contains("invisible") || review.contains("invisible"),
         "{review}{stderr}"
     );
+    // `test` itself prints the dispatch's JSON, with the same escapes as JSON ones.
+    let (_, stdout, _) = world.exec(&["test", "--event", "Stop"], &world.project(), b"");
+    assert!(!stdout.contains('\u{202e}'), "{stdout:?}");
+    assert!(stdout.contains("\\u202ehs.lve"), "{stdout}");
+    let out: Value = serde_json::from_str(stdout.trim_end()).unwrap();
+    assert_eq!(out["handlers"][1]["label"], format!("sh '{bidi}'"));
     for args in [
         &["list"][..],
         &["validate"][..],
@@ -633,4 +639,51 @@ proptest! {
         }
         an_edit_never_runs_untrusted(&world, &command(&hook), &format!("tools/s{n}.sh"));
     }
+}
+
+/// A hook is code the agent's work runs: the dispatcher marks its environment, so a hook that
+/// runs `trust --yes` records nothing, even when the dispatcher's own environment is unmarked.
+#[test]
+fn a_hook_cannot_trust_either() {
+    let world = World::new();
+    let project = world.project();
+    world.settings(&project, &command("true"));
+    let trusting = format!(
+        "{} trust --yes --project-dir {}",
+        crate::common::bin().display(),
+        project.display()
+    );
+    write(
+        &world.home().join(".config/levelcode/settings.json"),
+        command(&trusting).to_string(),
+    );
+    let out = world.run();
+    let stderr = out["handlers"][0]["stderr"].as_str().unwrap_or("");
+    assert!(stderr.contains("LEVELCODE_AGENT"), "{out}");
+    assert!(std::fs::metadata(world.store()).is_err(), "{out}");
+    assert_eq!(world.status().0, 3, "still untrusted");
+}
+
+/// A `serve` started by its client without the variable still records its person's answers
+/// after it has run handlers (whose environment carries the variable).
+#[test]
+fn serve_records_trust_after_running_handlers() {
+    let world = World::new();
+    let project = world.project();
+    world.settings(&project, &command("echo project"));
+    write(
+        &world.home().join(".config/levelcode/settings.json"),
+        command("echo user").to_string(),
+    );
+    let mut server = world.serve(&[], &world.root.join("serve.log"));
+    let out = server.ask(&json!({"event": "Stop"}));
+    assert_eq!(stdouts(&out), ["user"], "{out}");
+    let status = server.ask(&json!({"op": "trust_status"}));
+    let digest = status["project_trust"]["digest"].clone();
+    let trusted = server.ask(&json!({"op": "trust", "digest": digest}));
+    assert_eq!(trusted["project_trust"]["state"], "trusted", "{trusted}");
+    assert_eq!(
+        stdouts(&server.ask(&json!({"event": "Stop"}))),
+        ["user", "project"]
+    );
 }
