@@ -24,24 +24,18 @@ use crate::dispatch::settings::{self, Events, Group};
 pub use digest::Digest;
 
 /// The variable that trusts the project layer for one run: `1`, or one digest.
-pub const ENV: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
+pub const ENV: &str = crate::environment::TRUST_PROJECT_HOOKS;
+
 /// The variables by which a process tells that it was started from inside an agent's tool
 /// calls (or by a hook): `LEVELCODE_AGENT`, which levelcode sets in its own environment for the
 /// commands it runs to inherit, and `CLAUDECODE`, which Claude Code sets in its shells. A
 /// `trust` started with either on records nothing: only a person can trust a project's hooks.
-pub const AGENT_ENV: [&str; 2] = ["LEVELCODE_AGENT", "CLAUDECODE"];
+pub const AGENT_ENV: [&str; 2] = crate::environment::AGENT;
 
-/// The agent variable that was on when this process started, if any. Read once, and early in
-/// `serve`: the dispatcher exports its handlers' variables, `LEVELCODE_AGENT` among them, into
-/// its own environment as it runs them.
+/// The agent variable that was on when this process started, if any (read early in `serve`,
+/// before a dispatch exports `LEVELCODE_AGENT` for its handlers into its own environment).
 pub fn started_by_agent() -> Option<&'static str> {
-    static STARTED_BY: OnceLock<Option<&'static str>> = OnceLock::new();
-    *STARTED_BY.get_or_init(|| {
-        AGENT_ENV.into_iter().find(|name| {
-            std::env::var_os(name)
-                .is_some_and(|v| crate::environment::is_on(v.to_string_lossy().trim()))
-        })
-    })
+    crate::environment::started_by_agent()
 }
 
 /// Why trust is not recorded from inside the agent's tool calls, when `var` is on.
@@ -141,7 +135,7 @@ pub enum OptIn {
 /// The variable, read once.
 pub fn opt_in() -> &'static OptIn {
     static OPT_IN: OnceLock<OptIn> = OnceLock::new();
-    OPT_IN.get_or_init(|| opt_in_from(std::env::var_os(ENV).as_deref()))
+    OPT_IN.get_or_init(|| opt_in_from(crate::environment::trust_project_hooks()))
 }
 
 fn opt_in_from(value: Option<&std::ffi::OsStr>) -> OptIn {

@@ -351,6 +351,12 @@ fn the_store_is_synced_before_it_is_renamed_into_place() {
     let world = World::new();
     world.settings(&world.project(), &command("true"));
     let trace = world.root.join("strace.log");
+    // The sandbox's command, run under strace with the sandbox's environment.
+    let project = world.project().display().to_string();
+    let sandboxed = world.command(
+        &["trust", "--yes", "--project-dir", &project],
+        &world.project(),
+    );
     let mut strace = std::process::Command::new("strace");
     strace
         .arg("-f")
@@ -360,14 +366,15 @@ fn the_store_is_synced_before_it_is_renamed_into_place() {
             "-e",
             "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
         ])
-        .arg(crate::common::bin())
-        .args(["trust", "--yes", "--project-dir"])
-        .arg(world.project())
+        .arg(sandboxed.get_program())
+        .args(sandboxed.get_args())
         .current_dir(world.project())
-        .env("HOME", world.home())
         .stdin(std::process::Stdio::null());
-    for key in super::CLEARED {
-        strace.env_remove(key);
+    for (key, value) in sandboxed.get_envs() {
+        match value {
+            Some(value) => strace.env(key, value),
+            None => strace.env_remove(key),
+        };
     }
     let out = strace.output().unwrap();
     assert!(out.status.success(), "{out:?}");
