@@ -102,28 +102,15 @@ fn looks_like_a_command(word: &str) -> bool {
     })
 }
 
-/// Every token of `text` cut at white space, quotes, operators, `$`, `=`, braces and
-/// backslashes: the fallback, which finds every path written in the text, whatever the
-/// quoting around it.
+/// Every token of `text` cut at white space, quotes, operators, `=` and backslashes: the
+/// fallback, which finds every path written in the text, whatever the quoting around it (a
+/// token that starts with a project-directory variable is the root, as any word).
 fn tokens(text: &str) -> Vec<String> {
     text.split(|c: char| {
         c.is_whitespace()
             || matches!(
                 c,
-                ';' | '&'
-                    | '|'
-                    | '('
-                    | ')'
-                    | '<'
-                    | '>'
-                    | '\''
-                    | '"'
-                    | '`'
-                    | '\\'
-                    | '$'
-                    | '='
-                    | '{'
-                    | '}'
+                ';' | '&' | '|' | '(' | ')' | '<' | '>' | '\'' | '"' | '`' | '\\' | '='
             )
     })
     .filter(|t| !t.is_empty())
@@ -431,8 +418,9 @@ mod tests {
 
         let mut all = Words::default();
         all.add_command("x=\"$(cat a.sh)\" sh 'b.sh\n");
+        all.add_command("sh $'c.sh' \"${LEVELCODE_PROJECT_DIR}/d.sh\"");
         assert!(all.fallback);
-        for token in ["a.sh", "b.sh", "cat", "sh"] {
+        for token in ["a.sh", "b.sh", "cat", "sh", "c.sh", "./d.sh"] {
             assert!(all.words.contains(token), "{token}: {:?}", all.words);
         }
     }
