@@ -41,6 +41,8 @@ pub struct ServeArgs {
 /// the request in progress).
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
+    // Before the first dispatch exports the handlers' variables into this process.
+    crate::trust::started_by_agent();
     let trace = Trace::new(args.dispatch.verbose);
     let mut cache = Cache::default();
     let mut lines = Lines::new(std::io::stdin().lock(), Some(0));
