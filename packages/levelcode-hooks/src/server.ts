@@ -1,8 +1,12 @@
 /**
- * One `levelcode-hooks serve` process (docs/serve.md): requests go in as lines on its stdin, one
- * at a time, and each answer comes back as one line on its stdout. A server that dies, answers
- * garbage or is declared hung by its caller is killed; the request it held resolves with a fault
- * instead of an answer, never with a rejection.
+ * One `levelcode-hooks serve` process (docs/serve.md): request lines go in on its stdin, each
+ * written before `send` returns, and each answer comes back as one line on its stdout, matched to
+ * its request by `id`, in whatever order the server answers. A server that dies, answers garbage
+ * or is declared hung is killed; the requests it held resolve with a fault, never a rejection.
+ *
+ * The host never waits for a server it is not waiting an answer from: the process, its pipes
+ * and its timers are unref'd while no request is out. Nothing kills a server when the host
+ * exits: its stdin then closes, and it finishes what it was given and exits by itself.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 
@@ -14,29 +18,17 @@ export type Reply =
   | {
       kind: "fault";
       warning: string;
-      /** The server never answered its first line: `serve` cannot start with this binary. */
+      /** The server never answered anything: `serve` cannot start with this binary. */
       neverStarted: boolean;
     };
 
 /**
  * The first line every server is sent. It dispatches nothing (no event), and the error it gets
- * says whether this binary takes an inline `hooks` object in `options` (contract §14).
+ * says which of the newer request options this binary takes (an unknown one is named first).
  */
 const PROBE_ID = "levelcode-hooks-client-probe";
-const PROBE_LINE = `{"id":"${PROBE_ID}","options":{"hooks":{}}}\n`;
-const INLINE_UNSUPPORTED = "unknown field `hooks`";
-
-/** Every server alive in this process, so that all of them end when the process does. */
-const live = new Set<Server>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once("exit", () => {
-    for (const server of live) server.kill("the host process exited");
-  });
-}
+const PROBE_KEY = JSON.stringify(PROBE_ID);
+const PROBE_LINE = `{"id":"${PROBE_ID}","options":{"hooks":{},"watch":true}}\n`;
 
 type Unrefable = { ref?: () => void; unref?: () => void };
 
@@ -44,41 +36,49 @@ export class Server {
   private readonly proc: ChildProcess;
   private buffered = "";
   private stderrTail = "";
-  private pending: { id: string | number; resolve: (reply: Reply) => void } | null = null;
-  private answeredProbe = false;
+  /** Requests written and not answered yet, the oldest first. */
+  private readonly pending = new Map<string, (reply: Reply) => void>();
+  private answeredAny = false;
   private dead = false;
+  private idleTimer: ReturnType<typeof setTimeout> | undefined;
   /** Resolves once the server has answered its probe (true) or died first (false). */
   readonly ready: Promise<boolean>;
-  /** The binary takes `options.hooks` (known once `ready` resolves true). */
+  /** Whether the probe was answered: until then the capabilities below are unknown. */
+  probed = false;
+  /** The binary takes `options.hooks`. */
   inline = false;
+  /** The binary takes `options.watch`. */
+  watch = false;
+  /** The server answered a request before an older one: it serves requests side by side. */
+  concurrent = false;
+  /** When the server last answered, or last went from idle to busy (ms, `Date.now()`). */
+  lastProgress = Date.now();
+  /** Why the server could not start, once `ready` resolved false. */
+  startFailure = "";
 
   constructor(
     binary: string,
     env: Record<string, string>,
     private readonly onDeath: (server: Server) => void,
+    private readonly idleMs: number,
     startTimeoutMs = 10_000,
   ) {
-    installExitHook();
-    live.add(this);
     let settle: (ok: boolean) => void = () => {};
     this.ready = new Promise<boolean>((resolve) => {
       settle = resolve;
     });
-    this.pending = {
-      id: PROBE_ID,
-      resolve: (reply) => {
-        if (reply.kind === "answer") {
-          this.answeredProbe = true;
-          const error = typeof reply.answer.error === "string" ? reply.answer.error : "";
-          this.inline = !error.includes(INLINE_UNSUPPORTED);
-          this.idle();
-          settle(true);
-        } else {
-          this.startFailure = reply.warning;
-          settle(false);
-        }
-      },
-    };
+    this.pending.set(PROBE_KEY, (reply) => {
+      if (reply.kind === "answer") {
+        const error = typeof reply.answer.error === "string" ? reply.answer.error : "";
+        this.inline = !error.includes("unknown field `hooks`");
+        this.watch = this.inline && !error.includes("unknown field `watch`");
+        this.probed = true;
+        settle(true);
+      } else {
+        this.startFailure = reply.warning;
+        settle(false);
+      }
+    });
 
     this.proc = spawn(binary, ["serve"], { stdio: ["pipe", "pipe", "pipe"], env, windowsHide: true });
     this.proc.on("error", (error) => this.kill(`could not run ${binary} serve: ${error.message}`));
@@ -96,17 +96,15 @@ export class Server {
     this.proc.stderr?.on("data", (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-2000);
     });
-    this.busy();
     this.proc.stdin?.write(PROBE_LINE);
+    this.unrefAll();
+    this.armIdle();
     const start = setTimeout(() => {
-      if (!this.answeredProbe) this.kill(`levelcode-hooks serve did not answer its first line within ${startTimeoutMs} ms`);
+      if (!this.answeredAny) this.kill(`levelcode-hooks serve did not answer its first line within ${startTimeoutMs} ms`);
     }, startTimeoutMs);
     (start as Unrefable).unref?.();
     void this.ready.then(() => clearTimeout(start));
   }
-
-  /** Why the server could not start, once `ready` resolved false. */
-  startFailure = "";
 
   get alive(): boolean {
     return !this.dead;
@@ -116,27 +114,57 @@ export class Server {
     return this.proc.pid;
   }
 
-  /** Sends one request line (ending in a newline) and resolves with its answer or a fault. */
+  /** Requests out, the probe left aside. */
+  get outstanding(): number {
+    return this.pending.size - (this.pending.has(PROBE_KEY) ? 1 : 0);
+  }
+
+  /** Whether `id` is the oldest request still out. */
+  isOldest(id: number): boolean {
+    for (const key of this.pending.keys()) {
+      if (key === PROBE_KEY) continue;
+      return key === String(id);
+    }
+    return false;
+  }
+
+  /**
+   * Writes one request line (ending in a newline) before returning, and resolves with its answer
+   * or a fault. `id` is the line's `id`, a number unique in this process.
+   */
   send(line: string, id: number): Promise<Reply> {
     if (this.dead) {
       return Promise.resolve({ kind: "fault", warning: "levelcode-hooks serve had already ended", neverStarted: false });
     }
-    this.busy();
     return new Promise<Reply>((resolve) => {
-      this.pending = { id, resolve };
+      if (this.outstanding === 0) {
+        this.lastProgress = Date.now();
+        this.refAll();
+      }
+      clearTimeout(this.idleTimer);
+      this.pending.set(String(id), resolve);
       this.proc.stdin?.write(line);
     });
   }
 
-  /** Ends the server; the request it holds, if any, resolves with `reason` as its warning. */
-  kill(reason: string): void {
+  /** Ends the server as a caller would: end of input; it answers what it has and exits 0. */
+  end(): void {
     if (this.dead) return;
+    this.proc.stdin?.end();
     this.dead = true;
-    live.delete(this);
+    this.onDeath(this);
+  }
+
+  /** Ends the server now; each request it holds resolves with `reason` as its warning. */
+  kill(reason: string): void {
+    if (this.dead && this.pending.size === 0) return;
+    const wasDead = this.dead;
+    this.dead = true;
+    clearTimeout(this.idleTimer);
     try {
       this.proc.stdin?.destroy();
       // SIGTERM lets serve stop a running handler's process group as on a timeout.
-      this.proc.kill("SIGTERM");
+      if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill("SIGTERM");
       const hard = setTimeout(() => {
         if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill("SIGKILL");
       }, 1500);
@@ -144,17 +172,17 @@ export class Server {
     } catch {
       // already gone
     }
-    this.idle();
-    const pending = this.pending;
-    this.pending = null;
-    pending?.resolve({ kind: "fault", warning: reason, neverStarted: !this.answeredProbe });
-    this.onDeath(this);
+    this.unrefAll();
+    const held = [...this.pending.values()];
+    this.pending.clear();
+    for (const resolve of held) resolve({ kind: "fault", warning: reason, neverStarted: !this.answeredAny });
+    if (!wasDead) this.onDeath(this);
   }
 
   private onData(chunk: string): void {
     this.buffered += chunk;
     let newline: number;
-    while (!this.dead && (newline = this.buffered.indexOf("\n")) >= 0) {
+    while (this.pending.size > 0 && (newline = this.buffered.indexOf("\n")) >= 0) {
       const line = this.buffered.slice(0, newline);
       this.buffered = this.buffered.slice(newline + 1);
       this.onLine(line);
@@ -162,11 +190,6 @@ export class Server {
   }
 
   private onLine(line: string): void {
-    const pending = this.pending;
-    if (!pending) {
-      this.kill(`levelcode-hooks serve wrote a line nobody asked for: ${line.slice(0, 120)}`);
-      return;
-    }
     let answer: unknown;
     try {
       answer = JSON.parse(line);
@@ -174,22 +197,40 @@ export class Server {
       this.kill(`levelcode-hooks serve answered something that is not JSON: ${line.slice(0, 120)}`);
       return;
     }
-    if (answer === null || typeof answer !== "object" || Array.isArray(answer) || (answer as Json).id !== pending.id) {
-      this.kill(`levelcode-hooks serve answered with a line that is not the answer to request ${pending.id}: ${line.slice(0, 120)}`);
+    const id = answer !== null && typeof answer === "object" && !Array.isArray(answer) ? (answer as Json).id : undefined;
+    const key = typeof id === "string" ? JSON.stringify(id) : String(id);
+    const resolve = id === undefined ? undefined : this.pending.get(key);
+    if (!resolve) {
+      this.kill(`levelcode-hooks serve wrote a line that answers no request: ${line.slice(0, 120)}`);
       return;
     }
-    this.pending = null;
-    this.idle();
-    pending.resolve({ kind: "answer", answer: answer as Json });
+    if (this.pending.keys().next().value !== key) this.concurrent = true;
+    this.pending.delete(key);
+    this.answeredAny = true;
+    this.lastProgress = Date.now();
+    if (this.outstanding === 0) {
+      this.unrefAll();
+      this.armIdle();
+    }
+    resolve({ kind: "answer", answer: answer as Json });
   }
 
-  /** While a request is out, the host waits for it; otherwise the server must not hold it. */
-  private busy(): void {
+  /** An idle server ends by itself after `idleMs`. */
+  private armIdle(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.outstanding === 0 && this.probed) this.end();
+    }, this.idleMs);
+    (this.idleTimer as Unrefable).unref?.();
+  }
+
+  /** While a request is out, the host waits for its answer, as it would for a handler. */
+  private refAll(): void {
     this.proc.ref();
     (this.proc.stdout as Unrefable | null)?.ref?.();
   }
 
-  private idle(): void {
+  private unrefAll(): void {
     this.proc.unref();
     for (const stream of [this.proc.stdin, this.proc.stdout, this.proc.stderr]) {
       (stream as Unrefable | null)?.unref?.();

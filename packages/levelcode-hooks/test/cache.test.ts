@@ -8,13 +8,13 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { NoMatchCache, watchedFiles } from "../src/cache.ts";
+import { NoMatchCache } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
 import { createHookRunner, type HookDispatchOutcome, type HookPayload } from "../src/index.ts";
 import { perTestDir, serverSupports } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
-setDefaultTimeout(60_000);
+setDefaultTimeout(120_000);
 
 const cacheAvailable = (await inotifyReady) !== null && NoMatchCache.available();
 
@@ -31,8 +31,10 @@ const settings = (hooks: unknown) => JSON.stringify({ hooks });
 
 /** What two answers must share: everything but the times. */
 function comparable(outcome: HookDispatchOutcome) {
-  const { durationMs: _d, results, ...rest } = outcome;
-  return { ...rest, results: results.map(({ durationMs: _r, ...result }) => result) };
+  // Notices are told once per process, to whichever runner's SessionStart comes first.
+  const { durationMs: _d, results, notices, ...rest } = outcome;
+  const additionalContext = rest.additionalContext.split("\n").filter((line) => !notices?.includes(line)).join("\n");
+  return { ...rest, additionalContext, results: results.map(({ durationMs: _r, ...result }) => result) };
 }
 
 describe.skipIf(!cacheAvailable)("the no-match cache", () => {
@@ -70,8 +72,9 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
           expect({ step, event, payload, answer: fromCache }).toEqual({ step, event, payload, answer: fromDispatcher });
           compared++;
         }
-        // Let the cache set up its watches for these projects.
-        if (round === 0) await sleep(400);
+        // Files written less than two seconds ago are not remembered (a same-size rewrite in the
+        // same clock tick would not show in their stamps): let them age.
+        if (round === 0) await sleep(2100);
       }
     };
 
@@ -127,7 +130,9 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     expect(compared).toBeGreaterThan(300);
     // Fewer where project hooks wait for trust: an answer with a trust warning is not remembered.
     expect(stats.hits).toBeGreaterThan(5);
-    expect(stats.invalidations).toBeGreaterThanOrEqual(5);
+    expect(stats.stored).toBeGreaterThan(5);
+    // Watches are set only for what was stored, so only changes after a store drop the cache.
+    expect(stats.invalidations).toBeGreaterThanOrEqual(2);
     expect(plain.cacheStats().hits).toBe(0);
   });
 
@@ -154,44 +159,5 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
       await sleep(100);
     }
     expect(runner.cacheStats().hits).toBe(0);
-  });
-});
-
-describe("watchedFiles", () => {
-  const listing = (command: string | null, argv: string[] | null = null) => ({
-    project_root: "/p",
-    layers: [
-      { layer: "user", file: "/h/.config/levelcode/settings.json" },
-      { layer: "data", file: "/h/.levelcode/settings.json" },
-      { layer: "project", file: "/p/.levelcode/settings.json" },
-    ],
-    handlers: [{ layer: "project", command, argv }],
-  });
-
-  test("are the layers, the trust store and the files inside the project that handlers name", () => {
-    expect(watchedFiles(listing("bun .levelcode/guard.ts --strict", ["node", "/p/tools/a.js", "/etc/passwd"]))).toEqual([
-      "/h/.config/levelcode/settings.json",
-      "/h/.levelcode/settings.json",
-      "/p/.levelcode/settings.json",
-      "/h/.levelcode/trusted-hooks.json",
-      "/p/node",
-      "/p/tools/a.js",
-      "/p/bun",
-      "/p/.levelcode/guard.ts",
-      "/p/--strict",
-    ]);
-  });
-
-  test("are unknown when a command needs a shell to split it", () => {
-    expect(watchedFiles(listing('bun "$DIR/guard.ts"'))).toBeNull();
-    expect(watchedFiles(listing("bun my\\ guard.ts"))).toBeNull();
-    expect(watchedFiles(listing("bun 'guard.ts'"))).not.toBeNull();
-  });
-
-  test("include a script named next to a shell operator", () => {
-    const files = watchedFiles(listing("sh .levelcode/guard.sh;echo done&&(sh b.sh|cat)>log")) ?? [];
-    expect(files).toContain("/p/.levelcode/guard.sh");
-    expect(files).toContain("/p/b.sh");
-    expect(files).not.toContain("/p/.levelcode/guard.sh;echo");
   });
 });
