@@ -3,15 +3,15 @@
  * the process creates (a runner per prompt costs nothing more) and by `logToolCall`.
  *
  * A request goes to the server with the fewest requests out, among those that answered within
- * the last `STALL_MS` (a server that has not is busy with a slow handler, and a server that
- * answers in order would make the request wait behind it). A new server is started only when
+ * the last `STALL_MS` or since the host last read (a server that has not is busy with a slow
+ * handler, and a server that answers in order would make the request wait behind it). A new server is started only when
  * every server is stalled, or the least busy one has `SPREAD` requests out and there is only one;
  * never more than `maxServers` (4). A server idle for `idleMs` (30 s) ends by itself.
  */
-import { Server, type Reply } from "./server.js";
+import { currentTurn, Server, type Reply } from "./server.js";
 
 /** A server with requests out and no answer for this long is taken to be running a slow handler. */
-const STALL_MS = 100;
+const STALL_MS = 20;
 /** Requests out on the least busy server before a second server is worth starting. */
 const SPREAD = 4;
 const SPREAD_SERVERS = 2;
@@ -52,12 +52,13 @@ export class Pool {
   /** The server the next request goes to (started if need be). */
   pick(): Server {
     const now = Date.now();
+    const turn = currentTurn();
     let best: Server | null = null;
     let fallback: Server | null = null;
     for (const server of this.servers) {
       if (!server.alive) continue;
       if (fallback === null || server.outstanding < fallback.outstanding) fallback = server;
-      const stalled = server.outstanding > 0 && now - server.lastProgress > STALL_MS;
+      const stalled = server.outstanding > 0 && turn > server.progressTurn && now - server.lastProgress > STALL_MS;
       if (stalled && !server.concurrent) continue;
       if (best === null || server.outstanding < best.outstanding) best = server;
     }

@@ -291,8 +291,13 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const stop = watchdog(bin, event, payload, () => !server.concurrent && !server.isOldest(id), (ms) =>
         server.kill(`levelcode-hooks serve gave no answer within ${ms} ms; it was stopped and will be replaced`),
       );
-      return chosen.send(server, line, id).then((reply) => {
+      return chosen.send(server, line, id).then(async (reply) => {
         stop();
+        if (reply.kind === "answer" && server.refused(reply.answer)) {
+          // A binary older than an option the line used: nothing ran; once more without it.
+          const again = newId();
+          reply = await chosen.send(server, requestLine(json, again, server, ticket !== null), again);
+        }
         if (reply.kind === "fault" && reply.neverStarted) {
           serveFailure = reply.warning;
           return fallback(bin, event, payload, json, remember);

@@ -4,7 +4,9 @@
  * its request by `id`, in whatever order the server answers. A server that dies, answers garbage
  * or is declared hung is killed; the requests it held resolve with a fault, never a rejection.
  *
- * The host never waits for a server it is not waiting an answer from: the process, its pipes
+ * Nothing is written before the first request, and a binary older than an option a request
+ * uses says so in its answer, which `refused` reads. The host never waits for a server it is not
+ * waiting an answer from: the process, its pipes
  * and its timers are unref'd while no request is out. Nothing kills a server when the host
  * exits: its stdin then closes, and it finishes what it was given and exits by itself.
  */
@@ -22,15 +24,29 @@ export type Reply =
       neverStarted: boolean;
     };
 
-/**
- * The first line every server is sent. It dispatches nothing (no event), and the error it gets
- * says which of the newer request options this binary takes (an unknown one is named first).
- */
-const PROBE_ID = "levelcode-hooks-client-probe";
-const PROBE_KEY = JSON.stringify(PROBE_ID);
-const PROBE_LINE = `{"id":"${PROBE_ID}","options":{"hooks":{},"watch":true}}\n`;
+/** The error of a binary older than an option this client sends. */
+const UNKNOWN_HOOKS = "unknown field `hooks`";
+const UNKNOWN_WATCH = "unknown field `watch`";
 
 type Unrefable = { ref?: () => void; unref?: () => void };
+
+/**
+ * Turns of the event loop seen since this module loaded (counted only while someone asks). An
+ * answer can only be read on a later turn than its request was written, so a server that has not
+ * answered within the turn its request was sent in is not slow: the host has not read yet.
+ */
+let turn = 0;
+let turnScheduled = false;
+export function currentTurn(): number {
+  if (!turnScheduled) {
+    turnScheduled = true;
+    setImmediate(() => {
+      turn++;
+      turnScheduled = false;
+    });
+  }
+  return turn;
+}
 
 export class Server {
   private readonly proc: ChildProcess;
@@ -41,45 +57,30 @@ export class Server {
   private answeredAny = false;
   private dead = false;
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Resolves once the server has answered its probe (true) or died first (false). */
-  readonly ready: Promise<boolean>;
-  /** Whether the probe was answered: until then the capabilities below are unknown. */
-  probed = false;
-  /** The binary takes `options.hooks`. */
-  inline = false;
-  /** The binary takes `options.watch`. */
-  watch = false;
+  /**
+   * The binary takes `options.hooks`, and `options.watch`. Taken to be so until an answer says
+   * otherwise (the binary ships with this client); a request refused for it is sent again.
+   */
+  inline = true;
+  watch = true;
   /** The server answered a request before an older one: it serves requests side by side. */
   concurrent = false;
   /** When the server last answered, or last went from idle to busy (ms, `Date.now()`). */
   lastProgress = Date.now();
-  /** Why the server could not start, once `ready` resolved false. */
-  startFailure = "";
+  /** The turn of the event loop of `lastProgress`. */
+  progressTurn = currentTurn();
+  private startTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly spawnedAt = Date.now();
 
   constructor(
     binary: string,
     env: Record<string, string>,
     private readonly onDeath: (server: Server) => void,
     private readonly idleMs: number,
-    startTimeoutMs = 10_000,
+    private readonly startTimeoutMs = 10_000,
   ) {
-    let settle: (ok: boolean) => void = () => {};
-    this.ready = new Promise<boolean>((resolve) => {
-      settle = resolve;
-    });
-    this.pending.set(PROBE_KEY, (reply) => {
-      if (reply.kind === "answer") {
-        const error = typeof reply.answer.error === "string" ? reply.answer.error : "";
-        this.inline = !error.includes("unknown field `hooks`");
-        this.watch = this.inline && !error.includes("unknown field `watch`");
-        this.probed = true;
-        settle(true);
-      } else {
-        this.startFailure = reply.warning;
-        settle(false);
-      }
-    });
-
+    // Nothing is written until there is a request: a server whose host exits without one reads
+    // the end of its input and exits, having written nothing.
     this.proc = spawn(binary, ["serve"], { stdio: ["pipe", "pipe", "pipe"], env, windowsHide: true });
     this.proc.on("error", (error) => this.kill(`could not run ${binary} serve: ${error.message}`));
     // `close`, not `exit`: an answer written just before the end is read first.
@@ -96,14 +97,28 @@ export class Server {
     this.proc.stderr?.on("data", (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-2000);
     });
-    this.proc.stdin?.write(PROBE_LINE);
     this.unrefAll();
     this.armIdle();
-    const start = setTimeout(() => {
-      if (!this.answeredAny) this.kill(`levelcode-hooks serve did not answer its first line within ${startTimeoutMs} ms`);
-    }, startTimeoutMs);
-    (start as Unrefable).unref?.();
-    void this.ready.then(() => clearTimeout(start));
+  }
+
+  /** Whether the server has answered anything yet. */
+  get started(): boolean {
+    return this.answeredAny;
+  }
+
+  /** Learns from a refusal which options the binary lacks; true when the request should go again. */
+  refused(answer: Json): boolean {
+    const error = typeof answer.error === "string" ? answer.error : "";
+    if (this.inline && error.includes(UNKNOWN_HOOKS)) {
+      this.inline = false;
+      this.watch = false;
+      return true;
+    }
+    if (this.watch && error.includes(UNKNOWN_WATCH)) {
+      this.watch = false;
+      return true;
+    }
+    return false;
   }
 
   get alive(): boolean {
@@ -114,18 +129,14 @@ export class Server {
     return this.proc.pid;
   }
 
-  /** Requests out, the probe left aside. */
+  /** Requests out. */
   get outstanding(): number {
-    return this.pending.size - (this.pending.has(PROBE_KEY) ? 1 : 0);
+    return this.pending.size;
   }
 
   /** Whether `id` is the oldest request still out. */
   isOldest(id: number): boolean {
-    for (const key of this.pending.keys()) {
-      if (key === PROBE_KEY) continue;
-      return key === String(id);
-    }
-    return false;
+    return this.pending.keys().next().value === String(id);
   }
 
   /**
@@ -139,9 +150,16 @@ export class Server {
     return new Promise<Reply>((resolve) => {
       if (this.outstanding === 0) {
         this.lastProgress = Date.now();
+        this.progressTurn = currentTurn();
         this.refAll();
       }
       clearTimeout(this.idleTimer);
+      if (!this.answeredAny && this.startTimer === undefined) {
+        this.startTimer = setTimeout(() => {
+          if (!this.answeredAny) this.kill(`levelcode-hooks serve did not answer its first line within ${this.startTimeoutMs} ms`);
+        }, Math.max(0, this.spawnedAt + this.startTimeoutMs - Date.now()));
+        (this.startTimer as Unrefable).unref?.();
+      }
       this.pending.set(String(id), resolve);
       this.proc.stdin?.write(line);
     });
@@ -161,6 +179,7 @@ export class Server {
     const wasDead = this.dead;
     this.dead = true;
     clearTimeout(this.idleTimer);
+    clearTimeout(this.startTimer);
     try {
       this.proc.stdin?.destroy();
       // SIGTERM lets serve stop a running handler's process group as on a timeout.
@@ -207,7 +226,9 @@ export class Server {
     if (this.pending.keys().next().value !== key) this.concurrent = true;
     this.pending.delete(key);
     this.answeredAny = true;
+    clearTimeout(this.startTimer);
     this.lastProgress = Date.now();
+    this.progressTurn = currentTurn();
     if (this.outstanding === 0) {
       this.unrefAll();
       this.armIdle();
@@ -219,7 +240,7 @@ export class Server {
   private armIdle(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.outstanding === 0 && this.probed) this.end();
+      if (this.outstanding === 0) this.end();
     }, this.idleMs);
     (this.idleTimer as Unrefable).unref?.();
   }

@@ -5,7 +5,7 @@
  * named scripts that appear and change, permissions), and the answers must be identical.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { NoMatchCache } from "../src/cache.ts";
@@ -159,5 +159,56 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
       await sleep(100);
     }
     expect(runner.cacheStats().hits).toBe(0);
+  });
+});
+
+describe.skipIf(!cacheAvailable)("the no-match cache and symlinks on the way", () => {
+  test("a swap of a symlinked folder anywhere on the way to a layer drops the cache", async () => {
+    // ~/.config/levelcode -> deploy/current -> v1; then current -> v2, which adds a blocking guard.
+    const home = join(dir, "home");
+    const deploy = join(dir, "deploy");
+    const project = join(dir, "project");
+    for (const folder of [join(home, ".config"), join(deploy, "v1"), join(deploy, "v2"), project]) mkdirSync(folder, { recursive: true });
+    writeFileSync(join(deploy, "v1", "settings.json"), settings({ PreToolUse: [{ matcher: "other_tool", hooks: [{ command: "true" }] }] }));
+    writeFileSync(join(deploy, "v2", "settings.json"), settings({ PreToolUse: [{ matcher: "write_file", hooks: [{ command: "echo guarded >&2; exit 2" }] }] }));
+    symlinkSync("v1", join(deploy, "current"));
+    symlinkSync(join(deploy, "current"), join(home, ".config", "levelcode"));
+    // Old enough that the stamps alone can be trusted.
+    const old = new Date(Date.now() - 60_000);
+    for (const file of [join(deploy, "v1", "settings.json"), join(deploy, "v2", "settings.json")]) utimesSync(file, old, old);
+    await sleep(2100);
+
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    const payload = { event: "PreToolUse", cwd: project, tool_name: "write_file", tool_input: {} };
+    expect((await runner.runEvent("PreToolUse", payload)).blocked).toBe(false);
+    expect((await runner.runEvent("PreToolUse", payload)).blocked).toBe(false);
+    expect(runner.cacheStats().hits).toBe(1);
+
+    symlinkSync("v2", join(deploy, "next"));
+    renameSync(join(deploy, "next"), join(deploy, "current"));
+    const after = await runner.runEvent("PreToolUse", payload);
+    expect(after.blocked).toBe(true);
+    expect(after.reason).toBe("guarded");
+  });
+
+  test("a path whose way cannot be watched is not remembered, though its stamp agrees", async () => {
+    const noMatch: HookDispatchOutcome = { blocked: false, additionalContext: "", results: [], decision: "proceed", warnings: [], durationMs: 0 };
+    // A link that never ends (a loop) cannot be followed, so its way cannot be watched; its
+    // stamp, "unreachable", is what the dispatcher would report for it.
+    symlinkSync(join(dir, "loop-b"), join(dir, "loop-a"));
+    symlinkSync(join(dir, "loop-a"), join(dir, "loop-b"));
+    const looped = join(dir, "loop-a", "settings.json");
+    const plain = join(dir, "absent.json");
+    const cache = new NoMatchCache();
+    cache.store("looped", cache.ticket(), noMatch, [[plain, "absent"], [looped, "unreachable"]]);
+    expect(cache.lookup("looped")).toBeNull();
+    cache.store("plain", cache.ticket(), noMatch, [[plain, "absent"]]);
+    expect(cache.lookup("plain")).not.toBeNull();
+    // A stamp that differs from the file as it is now: not remembered either.
+    writeFileSync(plain, "{}");
+    cache.store("stale", cache.ticket(), noMatch, [[plain, "absent"]]);
+    expect(cache.lookup("stale")).toBeNull();
+    cache.invalidate();
   });
 });
