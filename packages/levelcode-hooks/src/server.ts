@@ -10,7 +10,7 @@
  * and its timers are unref'd while no request is out. Nothing kills a server when the host
  * exits: its stdin then closes, and it finishes what it was given and exits by itself.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { startChild, type Child } from "./child.js";
 
 type Json = Record<string, unknown>;
 
@@ -49,9 +49,8 @@ export function currentTurn(): number {
 }
 
 export class Server {
-  private readonly proc: ChildProcess;
+  private readonly proc: Child;
   private buffered = "";
-  private stderrTail = "";
   /** Requests written and not answered yet, the oldest first. */
   private readonly pending = new Map<string, (reply: Reply) => void>();
   private answeredAny = false;
@@ -81,23 +80,7 @@ export class Server {
   ) {
     // Nothing is written until there is a request: a server whose host exits without one reads
     // the end of its input and exits, having written nothing.
-    this.proc = spawn(binary, ["serve"], { stdio: ["pipe", "pipe", "pipe"], env, windowsHide: true });
-    this.proc.on("error", (error) => this.kill(`could not run ${binary} serve: ${error.message}`));
-    // `close`, not `exit`: an answer written just before the end is read first.
-    this.proc.on("close", (code, signal) => {
-      const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
-      const tail = this.stderrTail.trim();
-      this.kill(`levelcode-hooks serve ${how}${tail ? `: ${tail}` : ""}`);
-    });
-    // A write after the server died fails with EPIPE; the exit above reports it.
-    this.proc.stdin?.on("error", () => {});
-    this.proc.stdout?.setEncoding("utf8");
-    this.proc.stdout?.on("data", (chunk: string) => this.onData(chunk));
-    this.proc.stderr?.setEncoding("utf8");
-    this.proc.stderr?.on("data", (chunk: string) => {
-      this.stderrTail = (this.stderrTail + chunk).slice(-2000);
-    });
-    this.unrefAll();
+    this.proc = startChild(binary, env, { data: (chunk) => this.onData(chunk), close: (how) => this.kill(how) });
     this.armIdle();
   }
 
@@ -161,14 +144,14 @@ export class Server {
         (this.startTimer as Unrefable).unref?.();
       }
       this.pending.set(String(id), resolve);
-      this.proc.stdin?.write(line);
+      if (!this.proc.write(line)) this.kill("levelcode-hooks serve had ended; its input is closed");
     });
   }
 
   /** Ends the server as a caller would: end of input; it answers what it has and exits 0. */
   end(): void {
     if (this.dead) return;
-    this.proc.stdin?.end();
+    this.proc.end();
     this.dead = true;
     this.onDeath(this);
   }
@@ -181,12 +164,10 @@ export class Server {
     clearTimeout(this.idleTimer);
     clearTimeout(this.startTimer);
     try {
-      this.proc.stdin?.destroy();
+      this.proc.end();
       // SIGTERM lets serve stop a running handler's process group as on a timeout.
-      if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill("SIGTERM");
-      const hard = setTimeout(() => {
-        if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill("SIGKILL");
-      }, 1500);
+      this.proc.kill("SIGTERM");
+      const hard = setTimeout(() => this.proc.kill("SIGKILL"), 1500);
       (hard as Unrefable).unref?.();
     } catch {
       // already gone
@@ -247,14 +228,10 @@ export class Server {
 
   /** While a request is out, the host waits for its answer, as it would for a handler. */
   private refAll(): void {
-    this.proc.ref();
-    (this.proc.stdout as Unrefable | null)?.ref?.();
+    this.proc.busy();
   }
 
   private unrefAll(): void {
-    this.proc.unref();
-    for (const stream of [this.proc.stdin, this.proc.stdout, this.proc.stderr]) {
-      (stream as Unrefable | null)?.unref?.();
-    }
+    this.proc.idle();
   }
 }
