@@ -261,7 +261,8 @@ for (let round = 0; round < 10; round++) {
   let t = performance.now(); for (let i = 0; i < N / 10; i++) await call("write_file", false); bare += performance.now() - t;
   t = performance.now(); for (let i = 0; i < N / 10; i++) await call("write_file", true); hooked += performance.now() - t;
 }
-console.log(JSON.stringify({ us: ((hooked - bare) * 1000) / N }));`;
+const stats = (hookRunner as { cacheStats?: () => { hits: number; misses: number } }).cacheStats?.();
+console.log(JSON.stringify({ us: ((hooked - bare) * 1000) / N, hits: stats?.hits ?? 0, misses: stats?.misses ?? 0 }));`;
 
 const burst = freshPair(step("many", 0));
 const burstLater = freshPair(step("many", 100));
@@ -269,6 +270,7 @@ const burstTrue = freshPair(step("bench_one", 100));
 const first = freshPair(firstCall(0));
 const firstLater = freshPair(firstCall(50));
 const costs = freshPair(perCall);
+console.error(`client bench: no-match cache in the per-call scenario: ${costs.client.hits} hits, ${costs.client.misses} misses`);
 const pattern: Array<[string, string, string, string, boolean]> = [];
 const patternRow = (name: string, engine: number, client: number, unit: string, goal: string, met: boolean) => {
   pattern.push([name, `${engine.toFixed(unit === "µs" ? 2 : 1)} ${unit}`, `${client.toFixed(unit === "µs" ? 2 : 1)} ${unit}`, goal, met]);

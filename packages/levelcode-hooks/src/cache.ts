@@ -68,6 +68,10 @@ export class NoMatchCache {
   private readonly watched = new Map<string, number>();
   /** Paths whose whole way is watched already. */
   private readonly covered = new Set<string>();
+  /** Keys whose last answer could not be remembered: their twins are not held back. */
+  private readonly unremembered = new Set<string>();
+  /** Stamps found to be the files' own since their ways were watched. */
+  private readonly verified = new Map<string, string>();
   private generation = 0;
   readonly stats: CacheStats = { hits: 0, misses: 0, stored: 0, invalidations: 0 };
 
@@ -94,6 +98,16 @@ export class NoMatchCache {
     return { ...hit, results: [], warnings: [] };
   }
 
+  /** Whether an answer for `key` was seen that could not be remembered (handlers ran, say). */
+  matched(key: string): boolean {
+    return this.unremembered.has(key);
+  }
+
+  /** Notes that an answer for `key` could not be remembered. */
+  noteMatched(key: string): void {
+    this.unremembered.add(key);
+  }
+
   /** Called before a request goes out: what `store` needs to know nothing changed meanwhile. */
   ticket(): number {
     this.check();
@@ -109,14 +123,21 @@ export class NoMatchCache {
    */
   store(key: string, ticket: number, outcome: HookDispatchOutcome, watch: Array<[string, string]>): void {
     this.check();
-    if (ticket !== this.generation || !isNoMatch(outcome)) return;
+    if (ticket !== this.generation) return;
+    if (!isNoMatch(outcome)) {
+      this.unremembered.add(key);
+      return;
+    }
     for (const [path] of watch) if (!this.watchWay(path)) return;
     this.check();
     if (ticket !== this.generation) return;
     const now = BigInt(Date.now()) * 1_000_000n;
     for (const [path, stamp] of watch) {
+      // Checked once since the watches were set: any change since would have dropped everything.
+      if (this.verified.get(path) === stamp) continue;
       const current = stampOf(path, now);
       if (current.recent || current.text !== stamp) return;
+      this.verified.set(path, stamp);
     }
     this.answers.set(key, { ...outcome, durationMs: 0 });
     this.stats.stored++;
@@ -128,6 +149,8 @@ export class NoMatchCache {
     this.interests.clear();
     this.watched.clear();
     this.covered.clear();
+    this.verified.clear();
+    this.unremembered.clear();
     this.inotify?.close();
     this.inotify = null;
     this.generation++;

@@ -18,26 +18,50 @@ const ENV_KEYS = [
   "PATH",
 ] as const;
 
-let lastKey = "";
+let lastValues: Array<string | undefined> = [];
 let lastExtra: Record<string, string | undefined> | undefined;
-let lastEnv: Record<string, string> = {};
+let last: { key: string; env: Record<string, string> } = { key: "", env: {} };
 
 /**
  * The environment of the servers: the host's, with `extra` added (or, for `undefined`, removed),
  * and a key that changes when one of the variables that change an answer does. Only those are
- * compared on each call; copying the whole environment would cost more than a dispatch.
+ * compared on each call, value by value; copying the whole environment would cost more than a
+ * dispatch.
  */
 export function hostEnvironment(extra?: Record<string, string | undefined>): { key: string; env: Record<string, string> } {
-  let key = "";
-  for (const name of ENV_KEYS) key += `${(extra && name in extra ? extra[name] : process.env[name]) ?? "\u0001"}\u0000`;
-  if (key === lastKey && extra === lastExtra) return { key, env: lastEnv };
-  const env: Record<string, string> = {};
-  const merged: Record<string, string | undefined> = { ...process.env, ...extra };
-  for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
-  lastKey = key;
+  let same = extra === lastExtra && lastValues.length === ENV_KEYS.length;
+  if (same) {
+    for (let i = 0; i < ENV_KEYS.length; i++) {
+      const name = ENV_KEYS[i]!;
+      if ((extra && name in extra ? extra[name] : process.env[name]) !== lastValues[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return last;
+  }
+  const values = ENV_KEYS.map((name) => (extra && name in extra ? extra[name] : process.env[name]));
+  const key = values.map((value) => `${value ?? "\u0001"}\u0000`).join("");
+  if (key !== last.key) {
+    const env: Record<string, string> = {};
+    const merged: Record<string, string | undefined> = { ...process.env, ...extra };
+    for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
+    last = { key, env };
+  }
+  lastValues = values;
   lastExtra = extra;
-  lastEnv = env;
-  return { key, env };
+  return last;
+}
+
+const keyIds = new Map<string, number>();
+/** A short stand-in for an environment key, for keys built on every call. */
+export function keyId(key: string): number {
+  let id = keyIds.get(key);
+  if (id === undefined) {
+    id = keyIds.size + 1;
+    keyIds.set(key, id);
+  }
+  return id;
 }
 
 const told = new Set<string>();

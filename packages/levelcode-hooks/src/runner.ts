@@ -20,7 +20,7 @@ import { NoMatchCache, type CacheStats } from "./cache.js";
 import { inotifyLoaded } from "./inotify.js";
 import { listArgs, listAsync } from "./loader.js";
 import { newId, poolFor, type Pool } from "./pool.js";
-import { hostEnvironment, noticesFor } from "./process.js";
+import { hostEnvironment, keyId, noticesFor } from "./process.js";
 import type { Reply, Server } from "./server.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
@@ -97,6 +97,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   let cache: NoMatchCache | null | undefined = options.noMatchCache === false ? null : undefined;
 
   let envKey = "";
+  let envId = 0;
   let env: Record<string, string> = {};
   let pool: Pool | null = null;
   /** The pools this runner has used, released by `close()`. */
@@ -106,6 +107,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const host = hostEnvironment(options.env);
     if (host.key === envKey) return;
     envKey = host.key;
+    envId = keyId(envKey);
     env = host.env;
     binary = null;
     binaryError = null;
@@ -263,26 +265,47 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const bin = findOnce();
     if (!bin) return Promise.resolve(finish(event, { kind: "fault", warning: binaryError ?? "", neverStarted: false }));
 
-    const json = payloadJson(event, payload);
     const memory = cacheNow();
-    let ticket: number | null = null;
-    let key = "";
     const cwd = payload.cwd;
     // A dispatch that writes a log leaves a trace that an answer from memory would not.
     if (memory && typeof cwd === "string" && isAbsolute(cwd) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM)) {
-      key = `${envKey}\u0002${cwd}\u0002${event}\u0002${typeof payload.tool_name === "string" ? payload.tool_name : "\u0003"}`;
+      const key = `${envId}\u0002${cwd}\u0002${event}\u0002${typeof payload.tool_name === "string" ? payload.tool_name : "\u0003"}`;
       const hit = memory.lookup(key);
       if (hit) return Promise.resolve(hit);
-      ticket = memory.ticket();
+      // A tool call of a step whose twin is on its way: the twin's answer, once it is remembered,
+      // answers this one too (both were asked before the server read the settings). An answer
+      // that ran handlers is not remembered: then this call is sent on its own. Tool events only:
+      // levelcode awaits them, while Stop may be the host's last act.
+      const twin = (event === "PreToolUse" || event === "PostToolUse") && !memory.matched(key) ? inflight.get(key) : undefined;
+      if (twin) return twin.then(() => memory.lookup(key) ?? send(bin, event, payload, memory, key));
+      const sent = send(bin, event, payload, memory, key);
+      if (event === "PreToolUse" || event === "PostToolUse") {
+        inflight.set(key, sent);
+        void sent.then(() => {
+          if (inflight.get(key) === sent) inflight.delete(key);
+        });
+      }
+      return sent;
     }
+    return send(bin, event, payload, null, "");
+  }
+
+  /** Requests not answered yet, by cache key: what a twin of one waits for. */
+  const inflight = new Map<string, Promise<HookDispatchOutcome>>();
+
+  /** Writes the request to a server before returning (see `dispatch`). */
+  function send(bin: string, event: string, payload: HookPayload, memory: NoMatchCache | null, key: string): Promise<HookDispatchOutcome> {
+    const ticket = memory ? memory.ticket() : null;
     const remember = (reply: Reply, outcome: HookDispatchOutcome): HookDispatchOutcome => {
       if (ticket !== null && reply.kind === "answer") {
         const watch = inlineJson !== null ? [] : watchList(reply.answer.watch);
         if (watch) memory?.store(key, ticket, outcome, watch);
+        else memory?.noteMatched(key);
       }
       return outcome;
     };
 
+    const json = payloadJson(event, payload);
     if (serveFailure === null) {
       const chosen = poolOf(bin);
       const server = chosen.pick();
@@ -291,7 +314,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const stop = watchdog(bin, event, payload, () => !server.concurrent && !server.isOldest(id), (ms) =>
         server.kill(`levelcode-hooks serve gave no answer within ${ms} ms; it was stopped and will be replaced`),
       );
-      return chosen.send(server, line, id).then(async (reply) => {
+      const answered = chosen.send(server, line, id).then(async (reply) => {
         stop();
         if (reply.kind === "answer" && server.refused(reply.answer)) {
           // A binary older than an option the line used: nothing ran; once more without it.
@@ -304,8 +327,11 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         }
         return remember(reply, finish(event, reply));
       });
+      return answered.catch((error: unknown) => failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`));
     }
-    return fallback(bin, event, payload, json, remember);
+    return fallback(bin, event, payload, json, remember).catch((error: unknown) =>
+      failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`),
+    );
   }
 
   async function fallback(
@@ -353,9 +379,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   /** Dispatches one event. Never rejects: any fault resolves "proceed" with a warning. */
   function runEvent(event: HookEventName | string, payload: HookPayload): Promise<HookDispatchOutcome> {
     try {
-      return dispatch(event, payload).catch((error: unknown) =>
-        failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`),
-      );
+      return dispatch(event, payload);
     } catch (error) {
       return Promise.resolve(failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`));
     }

@@ -180,13 +180,15 @@ export class Server {
   }
 
   private onData(chunk: string): void {
-    this.buffered += chunk;
+    const text = this.buffered + chunk;
+    let from = 0;
     let newline: number;
-    while (this.pending.size > 0 && (newline = this.buffered.indexOf("\n")) >= 0) {
-      const line = this.buffered.slice(0, newline);
-      this.buffered = this.buffered.slice(newline + 1);
+    while (this.pending.size > 0 && (newline = text.indexOf("\n", from)) >= 0) {
+      const line = text.slice(from, newline);
+      from = newline + 1;
       this.onLine(line);
     }
+    this.buffered = from === 0 ? text : text.slice(from);
   }
 
   private onLine(line: string): void {
