@@ -24,6 +24,9 @@ export type Reply =
       neverStarted: boolean;
     };
 
+const WARM_KEY = JSON.stringify("levelcode-hooks-client-warm-up");
+const WARM_LINE = `{"id":${WARM_KEY}}\n`;
+
 /** The error of a binary older than an option this client sends. */
 const UNKNOWN_HOOKS = "unknown field `hooks`";
 const UNKNOWN_WATCH = "unknown field `watch`";
@@ -77,10 +80,21 @@ export class Server {
     private readonly onDeath: (server: Server) => void,
     private readonly idleMs: number,
     private readonly startTimeoutMs = 10_000,
+    warm = false,
   ) {
     // Nothing is written until there is a request: a server whose host exits without one reads
     // the end of its input and exits, having written nothing.
     this.proc = startChild(binary, env, { data: (chunk) => this.onData(chunk), close: (how) => this.kill(how) });
+    if (warm) {
+      // A server started beside a busy one gets requests once it has answered this line: until
+      // then the busy one is quicker. Its answer is an error (there is no event), and nothing runs.
+      this.warming = true;
+      this.pending.set(WARM_KEY, () => {
+        this.warming = false;
+      });
+      this.refAll();
+      this.proc.write(WARM_LINE);
+    }
     this.armIdle();
   }
 
@@ -112,14 +126,18 @@ export class Server {
     return this.proc.pid;
   }
 
-  /** Requests out. */
+  /** Still waiting for the answer to its warm-up line. */
+  warming = false;
+
+  /** Requests out, the warm-up line left aside. */
   get outstanding(): number {
-    return this.pending.size;
+    return this.pending.size - (this.warming ? 1 : 0);
   }
 
   /** Whether `id` is the oldest request still out. */
   isOldest(id: number): boolean {
-    return this.pending.keys().next().value === String(id);
+    for (const key of this.pending.keys()) if (key !== WARM_KEY) return key === String(id);
+    return false;
   }
 
   /**
@@ -206,7 +224,7 @@ export class Server {
       this.kill(`levelcode-hooks serve wrote a line that answers no request: ${line.slice(0, 120)}`);
       return;
     }
-    if (this.pending.keys().next().value !== key) this.concurrent = true;
+    if (key !== WARM_KEY && !this.isOldest(Number(key))) this.concurrent = true;
     this.pending.delete(key);
     this.answeredAny = true;
     clearTimeout(this.startTimer);
