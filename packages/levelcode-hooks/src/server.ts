@@ -89,9 +89,7 @@ export class Server {
       // A server started beside a busy one gets requests once it has answered this line: until
       // then the busy one is quicker. Its answer is an error (there is no event), and nothing runs.
       this.warming = true;
-      this.pending.set(WARM_KEY, () => {
-        this.warming = false;
-      });
+      this.pending.set(WARM_KEY, () => {});
       this.refAll();
       this.proc.write(WARM_LINE);
     }
@@ -162,7 +160,11 @@ export class Server {
         (this.startTimer as Unrefable).unref?.();
       }
       this.pending.set(String(id), resolve);
-      if (!this.proc.write(line)) this.kill("levelcode-hooks serve had ended; its input is closed");
+      if (!this.proc.write(line)) {
+        // The process is ending: its close says how (with its stderr); this is a backstop.
+        const backstop = setTimeout(() => this.kill("levelcode-hooks serve had ended; its input is closed"), 2000);
+        (backstop as Unrefable).unref?.();
+      }
     });
   }
 
@@ -193,6 +195,7 @@ export class Server {
     this.unrefAll();
     const held = [...this.pending.values()];
     this.pending.clear();
+    this.warming = false;
     for (const resolve of held) resolve({ kind: "fault", warning: reason, neverStarted: !this.answeredAny });
     if (!wasDead) this.onDeath(this);
   }
@@ -226,6 +229,7 @@ export class Server {
     }
     if (key !== WARM_KEY && !this.isOldest(Number(key))) this.concurrent = true;
     this.pending.delete(key);
+    if (key === WARM_KEY) this.warming = false;
     this.answeredAny = true;
     clearTimeout(this.startTimer);
     this.lastProgress = Date.now();
