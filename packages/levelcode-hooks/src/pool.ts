@@ -41,7 +41,7 @@ export class Pool {
 
   /** Starts a server now when none is alive, so that the first request does not wait for one. */
   warm(): void {
-    if (this.servers.length === 0) this.start(false);
+    if (this.servers.length === 0) this.start();
   }
 
   /** How many servers this pool has started, and how many are alive. */
@@ -56,21 +56,15 @@ export class Pool {
     let best: Server | null = null;
     let fallback: Server | null = null;
     for (const server of this.servers) {
-      if (!server.alive || server.warming) continue;
+      if (!server.alive) continue;
       if (fallback === null || server.outstanding < fallback.outstanding) fallback = server;
       const stalled = server.outstanding > 0 && turn > server.progressTurn && now - server.lastProgress > STALL_MS;
       if (stalled && !server.concurrent) continue;
       if (best === null || server.outstanding < best.outstanding) best = server;
     }
     const room = this.servers.length < this.maxServers;
-    if (best === null || (best.outstanding >= SPREAD && this.servers.length < SPREAD_SERVERS)) {
-      // A server to share the load starts warming, and takes requests once it answers.
-      const warming = this.servers.some((server) => server.alive && server.warming);
-      // Every server stalled: a new one at once, which the request goes to.
-      if (room && best === null) return this.start(false);
-      if (room && !warming) this.start(true);
-    }
-    return best ?? fallback ?? this.servers.find((server) => server.alive) ?? this.start(false);
+    if (room && (best === null || (best.outstanding >= SPREAD && this.servers.length < SPREAD_SERVERS))) return this.start();
+    return best ?? fallback ?? this.start();
   }
 
   /** Writes `line` to a server before returning; resolves with the answer or a fault. */
@@ -83,7 +77,7 @@ export class Pool {
     for (const server of [...this.servers]) server.end();
   }
 
-  private start(warm = false): Server {
+  private start(): Server {
     const server = new Server(
       this.binary,
       this.env,
@@ -93,7 +87,6 @@ export class Pool {
       },
       this.idleMs,
       this.startTimeoutMs,
-      warm,
     );
     this.started++;
     this.servers.push(server);

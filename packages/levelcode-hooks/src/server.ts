@@ -24,9 +24,6 @@ export type Reply =
       neverStarted: boolean;
     };
 
-const WARM_KEY = JSON.stringify("levelcode-hooks-client-warm-up");
-const WARM_LINE = `{"id":${WARM_KEY}}\n`;
-
 /** The error of a binary older than an option this client sends. */
 const UNKNOWN_HOOKS = "unknown field `hooks`";
 const UNKNOWN_WATCH = "unknown field `watch`";
@@ -80,19 +77,10 @@ export class Server {
     private readonly onDeath: (server: Server) => void,
     private readonly idleMs: number,
     private readonly startTimeoutMs = 10_000,
-    warm = false,
   ) {
     // Nothing is written until there is a request: a server whose host exits without one reads
     // the end of its input and exits, having written nothing.
     this.proc = startChild(binary, env, { data: (chunk) => this.onData(chunk), close: (how) => this.kill(how) });
-    if (warm) {
-      // A server started beside a busy one gets requests once it has answered this line: until
-      // then the busy one is quicker. Its answer is an error (there is no event), and nothing runs.
-      this.warming = true;
-      this.pending.set(WARM_KEY, () => {});
-      this.refAll();
-      this.proc.write(WARM_LINE);
-    }
     this.armIdle();
   }
 
@@ -124,18 +112,14 @@ export class Server {
     return this.proc.pid;
   }
 
-  /** Still waiting for the answer to its warm-up line. */
-  warming = false;
-
-  /** Requests out, the warm-up line left aside. */
+  /** Requests out. */
   get outstanding(): number {
-    return this.pending.size - (this.warming ? 1 : 0);
+    return this.pending.size;
   }
 
   /** Whether `id` is the oldest request still out. */
   isOldest(id: number): boolean {
-    for (const key of this.pending.keys()) if (key !== WARM_KEY) return key === String(id);
-    return false;
+    return this.pending.keys().next().value === String(id);
   }
 
   /**
@@ -195,7 +179,6 @@ export class Server {
     this.unrefAll();
     const held = [...this.pending.values()];
     this.pending.clear();
-    this.warming = false;
     for (const resolve of held) resolve({ kind: "fault", warning: reason, neverStarted: !this.answeredAny });
     if (!wasDead) this.onDeath(this);
   }
@@ -227,9 +210,8 @@ export class Server {
       this.kill(`levelcode-hooks serve wrote a line that answers no request: ${line.slice(0, 120)}`);
       return;
     }
-    if (key !== WARM_KEY && !this.isOldest(Number(key))) this.concurrent = true;
+    if (this.pending.keys().next().value !== key) this.concurrent = true;
     this.pending.delete(key);
-    if (key === WARM_KEY) this.warming = false;
     this.answeredAny = true;
     clearTimeout(this.startTimer);
     this.lastProgress = Date.now();
