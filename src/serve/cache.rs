@@ -72,6 +72,34 @@ impl Cache {
         warnings: &mut Vec<String>,
         trace: &Trace,
         gate: &mut Gate,
+        watch: Option<&mut Vec<(std::path::PathBuf, String)>>,
+    ) -> Rc<[Group]> {
+        let groups = self.groups_of(paths, event, warnings, trace, gate);
+        if let (Some(out), Some(entry)) = (watch, self.entries.first()) {
+            out.extend(
+                entry
+                    .paths
+                    .iter()
+                    .zip(&entry.stamps)
+                    .map(|(layer, stamp)| (layer.path.clone(), stamp.text())),
+            );
+            out.extend(
+                entry
+                    .watched
+                    .iter()
+                    .map(|(path, stamp)| (path.clone(), stamp.text())),
+            );
+        }
+        groups
+    }
+
+    fn groups_of(
+        &mut self,
+        paths: &[LayerPath],
+        event: &str,
+        warnings: &mut Vec<String>,
+        trace: &Trace,
+        gate: &mut Gate,
     ) -> Rc<[Group]> {
         let checked_at = SystemTime::now();
         let stamps: Vec<Stamp> = paths.iter().map(|layer| Stamp::of(&layer.path)).collect();
@@ -268,6 +296,16 @@ impl Stamp {
         }
     }
 
+    /// The stamp as a client compares it with its own `stat` (docs/serve.md, `options.watch`):
+    /// `dev:ino:mode:size:mtime_ns:ctime_ns`, `absent`, or `unreachable`.
+    fn text(&self) -> String {
+        match self {
+            Stamp::Absent => "absent".into(),
+            Stamp::Unreachable(_) => "unreachable".into(),
+            Stamp::Present(meta) => meta.text(),
+        }
+    }
+
     /// Returns true if and only if the file's times are too close to `now` (or after it) for a
     /// write within the same clock tick to be ruled out.
     fn is_recent(&self, now: SystemTime) -> bool {
@@ -295,6 +333,19 @@ impl Meta {
         }
     }
 
+    fn text(&self) -> String {
+        let ns = |(secs, nanos): (i64, i64)| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        format!(
+            "{}:{}:{}:{}:{}:{}",
+            self.dev,
+            self.ino,
+            self.mode,
+            self.size,
+            ns(self.mtime),
+            ns(self.ctime)
+        )
+    }
+
     fn times(&self) -> [SystemTime; 2] {
         [self.mtime, self.ctime].map(|(secs, nanos)| {
             let since = |s: i64| {
@@ -320,6 +371,13 @@ impl Meta {
         }
     }
 
+    fn text(&self) -> String {
+        format!(
+            "{}:{}:{:?}:{:?}",
+            self.is_file, self.size, self.modified, self.created
+        )
+    }
+
     fn times(&self) -> Vec<SystemTime> {
         self.modified.into_iter().chain(self.created).collect()
     }
@@ -339,7 +397,7 @@ mod tests {
 
     fn handlers(cache: &mut Cache, paths: &[LayerPath]) -> usize {
         let mut warnings = Vec::new();
-        let groups = cache.groups(
+        let groups = cache.groups_of(
             paths,
             "Stop",
             &mut warnings,
@@ -354,7 +412,7 @@ mod tests {
 
     fn first_label(cache: &mut Cache, paths: &[LayerPath]) -> String {
         let mut warnings = Vec::new();
-        let groups = cache.groups(
+        let groups = cache.groups_of(
             paths,
             "Stop",
             &mut warnings,

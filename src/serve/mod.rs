@@ -92,6 +92,7 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
         options: asked,
         payload,
     } = request;
+    let mut watch = Vec::new();
     let options = Options {
         project_dir: asked
             .project_dir
@@ -119,14 +120,34 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
             &options,
             trace,
             started,
-            |paths, warnings, gate| cache.groups(paths, &payload.event, warnings, trace, gate),
+            |paths, warnings, gate| {
+                let out = asked.watch.unwrap_or(false).then_some(&mut watch);
+                cache.groups(paths, &payload.event, warnings, trace, gate, out)
+            },
         ),
     };
     trace.summary(&report);
-    with_id(
-        report.to_json(asked.output.unwrap_or(args.dispatch.output)),
-        id,
-    )
+    let mut json = report.to_json(asked.output.unwrap_or(args.dispatch.output));
+    if asked.watch.unwrap_or(false) && asked.hooks.is_none() {
+        add_watch(&mut json, &watch);
+    }
+    with_id(json, id)
+}
+
+/// Adds `"watch"`: each file the answer depends on, with its stamp as it was read (docs/serve.md).
+fn add_watch(object: &mut String, watch: &[(std::path::PathBuf, String)]) {
+    let entries: Vec<serde_json::Value> = watch
+        .iter()
+        .map(|(path, stamp)| serde_json::json!([path.to_string_lossy(), stamp]))
+        .collect();
+    debug_assert!(object.ends_with('}'));
+    object.pop();
+    if !object.ends_with('{') {
+        object.push(',');
+    }
+    object.push_str("\"watch\":");
+    object.push_str(&serde_json::Value::Array(entries).to_string());
+    object.push('}');
 }
 
 /// The groups of a request's `options.hooks`, read as a settings file's `hooks` is, with the

@@ -29,6 +29,8 @@ struct OpLine {
     #[serde(default)]
     cwd: Option<Value>,
     #[serde(default)]
+    team: Option<Value>,
+    #[serde(default)]
     event: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     hook_event_name: Option<serde::de::IgnoredAny>,
@@ -49,12 +51,37 @@ pub fn answer(line: &[u8], args: &ServeArgs) -> Option<(String, Option<Box<RawVa
             Ok(value) => value.to_string(),
             Err(message) => output::error_json(&message),
         },
+        Some("compliance") => match compliance(&parsed, line) {
+            Ok(value) => value.to_string(),
+            Err(message) => output::error_json(&message),
+        },
         Some(other) => output::error_json(&format!(
-            "request: unknown op {other:?}; the ops are \"trust_status\" and \"trust\", and an event needs \"event\""
+            "request: unknown op {other:?}; the ops are \"trust_status\", \"trust\" and \"compliance\", and an event needs \"event\""
         )),
         None => output::error_json("request: op must be a string such as \"trust_status\""),
     };
     Some((answer, id))
+}
+
+/// `{"op":"compliance","team":…,"trace_id":…,"agent_id":…,"tool":…,"args":…,"result":…}`: one
+/// signed line in the team's compliance log for a tool call the client describes (contract §9).
+fn compliance(line: &OpLine, bytes: &[u8]) -> Result<Value, String> {
+    let team = match &line.team {
+        Some(Value::String(team)) => team,
+        _ => return Err("request: compliance needs \"team\", the team's name (a string)".into()),
+    };
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| "request: the line is not UTF-8".to_string())?;
+    let Some(data_dir) = crate::dispatch::layers::data_dir() else {
+        return Err("no data directory (neither LEVELCODE_DIR nor HOME is set); nothing written to the compliance log".into());
+    };
+    crate::compliance::append_call(&data_dir, team, text)?;
+    let log = data_dir
+        .join("swarm")
+        .join(team)
+        .join("compliance")
+        .join("events.jsonl");
+    Ok(json!({ "compliance": { "log": log.to_string_lossy() } }))
 }
 
 fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
