@@ -200,7 +200,6 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         let groups = groups(&paths, &mut report.warnings, &mut gate);
         report.project_trust = gate.held_back();
         run_chain(payload, &root, &groups, &mut report, trace);
-        runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
     exec_log::append(&mut report);
@@ -219,7 +218,6 @@ pub fn run_chain(
     let kind = payload.kind;
     let tool = payload.tool_name.as_deref();
     let mut inputs = Inputs::new(payload, root);
-    let mut exported: Option<Vec<(&'static str, String)>> = None;
     // A list, not a set: a chain runs few handlers, and a hash set's random seed costs a
     // system call per dispatch.
     let mut already_run: Vec<&Program> = Vec::new();
@@ -300,13 +298,7 @@ pub fn run_chain(
                 let env_file = (claude && kind == EventKind::SessionStart)
                     .then(|| session_env::create(&mut report.warnings))
                     .flatten();
-                let (env, remove) = handler_env(payload, root, env_file.as_deref());
-                if exported.as_ref() != Some(&env) {
-                    // SAFETY: dispatches run on the process's one thread (`run` and `serve`
-                    // start no other), so nothing reads the environment while it changes.
-                    unsafe { runner::export_env(&env, &remove) };
-                    exported = Some(env);
-                }
+                let (env, unset) = handler_env(payload, root, env_file.as_deref());
                 let original = claude.then(|| inputs.tool_input());
                 let input: &[u8] = if claude { &run.input } else { inputs.native() };
                 let finished = runner::run(&Invocation {
@@ -314,6 +306,8 @@ pub fn run_chain(
                     dir,
                     input,
                     timeout: handler.timeout,
+                    env: &env,
+                    unset: &unset,
                 });
                 if let Some(file) = &env_file {
                     session_env::collect(file, report);
@@ -478,6 +472,8 @@ fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
 
 /// The variables a handler gets, and those it must not inherit: `CLAUDE_ENV_FILE` only for a
 /// Claude Code handler on `SessionStart` (contract §12), the tool's name only on tool events.
+/// They reach that one handler only (its own environment list, `runner::Invocation`), so no
+/// value of one handler or request is ever seen by another.
 fn handler_env(
     payload: &Payload,
     root: &Path,
@@ -499,10 +495,8 @@ fn handler_env(
         Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),
         None => remove.push("LEVELCODE_TOOL_NAME"),
     }
-    match env_file {
-        Some(file) => env.push(("CLAUDE_ENV_FILE", file.display().to_string())),
-        None if session_env::given_before() => remove.push("CLAUDE_ENV_FILE"),
-        None => {}
+    if let Some(file) = env_file {
+        env.push(("CLAUDE_ENV_FILE", file.display().to_string()));
     }
     (env, remove)
 }

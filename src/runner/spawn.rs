@@ -75,12 +75,19 @@ const FAILED_EXEC: c_int = 3;
 const CHILD_STACK: usize = 16 * 1024;
 
 /// Starts `argv` (whose first element is the program: a path, or a name looked up in `PATH`)
-/// in `dir`, leading a process group of its own, with three pipes as its standard streams.
+/// in `dir`, leading a process group of its own, with three pipes as its standard streams, and
+/// the dispatcher's environment with `env` added (replacing variables of the same names) and
+/// `unset` left out. Nothing of the process's own state changes, so threads may spawn at once.
 ///
 /// A kernel or sandbox that refuses this kind of `clone` refuses it for good: the refusal is
 /// remembered ([`CLONE_REFUSED`]), and every later call answers [`Failure::Unavailable`] at once,
 /// so the caller's fallback is taken without a failed system call per handler.
-pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure> {
+pub fn spawn<S: AsRef<OsStr>>(
+    argv: &[S],
+    dir: &Path,
+    env: &[(&str, String)],
+    unset: &[&str],
+) -> Result<Spawned, Failure> {
     if CLONE_REFUSED.load(Ordering::Relaxed) {
         return Err(Failure::Unavailable);
     }
@@ -98,21 +105,28 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
     argv_ptrs.push(std::ptr::null());
     let mut program_ptrs: Vec<*const c_char> = candidates.iter().map(|p| p.as_ptr()).collect();
     program_ptrs.push(std::ptr::null());
+    let own_env = env
+        .iter()
+        .map(|(key, value)| {
+            let mut entry = Vec::with_capacity(key.len() + 1 + value.len() + 1);
+            entry.extend_from_slice(key.as_bytes());
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            c_string(&entry)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::Program)?;
+    let envp = environment(env, unset, &own_env);
 
     // The child's ends first in each pair: stdin's read end, stdout's and stderr's write ends.
     let (stdin_child, stdin) = pipe().map_err(Failure::Program)?;
     let (stdout, stdout_child) = pipe().map_err(Failure::Program)?;
     let (stderr, stderr_child) = pipe().map_err(Failure::Program)?;
 
-    extern "C" {
-        static environ: *const *const c_char;
-    }
     let mut plan = Plan {
         programs: program_ptrs.as_ptr(),
         argv: argv_ptrs.as_ptr(),
-        // SAFETY: read once, on the thread that also changes the environment (export_env), before
-        // the child starts; the child only passes it on to execve.
-        envp: unsafe { environ },
+        envp: envp.as_ptr(),
         dir: dir.as_ptr(),
         fds: [
             stdin_child.as_raw_fd(),
@@ -238,9 +252,60 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
-            "a NUL byte in the program, its arguments or the directory",
+            "a NUL byte in the program, its arguments, the directory or a variable's value",
         )
     })
+}
+
+/// The child's environment, for `execve`: every variable of the process's own environment but
+/// those `env` replaces and those in `unset`, then `own` (`env`'s entries as `KEY=value`). The
+/// pointers point into the process's environment and into `own`, which must outlive the list.
+fn environment(env: &[(&str, String)], unset: &[&str], own: &[CString]) -> Vec<*const c_char> {
+    extern "C" {
+        static environ: *const *const c_char;
+    }
+    /// Returns true if and only if the entry `KEY=value` at `entry` has the name `key`. Reads
+    /// no further than the first byte that differs, so never past the entry's NUL, which no
+    /// name contains.
+    ///
+    /// # Safety
+    ///
+    /// `entry` points to a NUL-terminated string.
+    unsafe fn named(entry: *const c_char, key: &str) -> bool {
+        for (i, byte) in key.bytes().enumerate() {
+            if *entry.add(i) as u8 != byte {
+                return false;
+            }
+        }
+        *entry.add(key.len()) as u8 == b'='
+    }
+    let mut list = Vec::with_capacity(64 + own.len());
+    // SAFETY: `environ` is the C library's list of NUL-terminated `KEY=value` strings, ending
+    // with a null pointer. Nothing in the dispatcher changes the environment once it runs (no
+    // `std::env::set_var`: each handler's own variables travel in its own list, built here), so
+    // the list and its strings stay as they are while threads read them, and until `execve` has
+    // copied them.
+    unsafe {
+        let mut at = environ;
+        if !at.is_null() {
+            while !(*at).is_null() {
+                let entry = *at;
+                let first = *entry as u8;
+                let replaced = env
+                    .iter()
+                    .map(|(key, _)| *key)
+                    .chain(unset.iter().copied())
+                    .any(|key| key.as_bytes().first() == Some(&first) && named(entry, key));
+                if !replaced {
+                    list.push(entry);
+                }
+                at = at.add(1);
+            }
+        }
+    }
+    list.extend(own.iter().map(|entry| entry.as_ptr()));
+    list.push(std::ptr::null());
+    list
 }
 
 /// A pipe, close-on-exec, both ends numbered 3 or above, so the child's moves to 0, 1 and 2
@@ -424,17 +489,17 @@ mod tests {
             return;
         }
         let dir = std::env::temp_dir();
-        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]).is_ok());
         // A passing shortage is not a refusal.
         let shortage = clone_failed(io::Error::from_raw_os_error(libc::EAGAIN));
         assert!(matches!(shortage, Failure::Program(_)), "{shortage:?}");
-        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]).is_ok());
         // A sandbox's EPERM is, and from then on this way is not tried again.
         let refusal = clone_failed(io::Error::from_raw_os_error(libc::EPERM));
         assert!(matches!(refusal, Failure::Unavailable), "{refusal:?}");
         for _ in 0..3 {
             assert!(matches!(
-                spawn(&["/bin/sh", "-c", "exit 0"], &dir),
+                spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]),
                 Err(Failure::Unavailable)
             ));
         }
@@ -443,7 +508,7 @@ mod tests {
     #[test]
     fn a_failed_exec_or_chdir_says_which_and_why() {
         let dir = std::env::temp_dir();
-        let missing = spawn(&["/nonexistent/levelcode-hooks-test"], &dir);
+        let missing = spawn(&["/nonexistent/levelcode-hooks-test"], &dir, &[], &[]);
         match missing {
             Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
             other => panic!("{:?}", other.map(|s| s.pid)),
@@ -451,6 +516,8 @@ mod tests {
         let no_dir = spawn(
             &["/bin/sh", "-c", "true"],
             Path::new("/nonexistent/levelcode-hooks"),
+            &[],
+            &[],
         );
         match no_dir {
             Err(Failure::Dir(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
@@ -459,11 +526,21 @@ mod tests {
     }
 
     #[test]
-    fn a_started_child_gets_its_pipes_and_directory() {
+    fn a_started_child_gets_its_pipes_directory_and_environment() {
         let dir = std::env::temp_dir().canonicalize().unwrap();
-        let script = "pwd; cat; echo; cut -d' ' -f1,5 /proc/$$/stat; echo err >&2";
-        let started =
-            spawn(&["/bin/sh", "-c", script], &dir).unwrap_or_else(|_| panic!("spawn failed"));
+        let script = "pwd; cat; echo; cut -d' ' -f1,5 /proc/$$/stat; echo err >&2; \
+                      echo \"$LEVELCODE_HOOK_EVENT ${HOME-no home} $(env | grep -c '^PATH=')\"";
+        let before = std::env::var_os("LEVELCODE_HOOK_EVENT");
+        let started = spawn(
+            &["/bin/sh", "-c", script],
+            &dir,
+            &[
+                ("LEVELCODE_HOOK_EVENT", "Stop".to_string()),
+                ("PATH", std::env::var("PATH").unwrap()),
+            ],
+            &["HOME"],
+        )
+        .unwrap_or_else(|_| panic!("spawn failed"));
         let mut stdin = std::fs::File::from(started.stdin);
         std::io::Write::write_all(&mut stdin, b"payload").unwrap();
         drop(stdin);
@@ -484,6 +561,10 @@ mod tests {
         let ids: Vec<&str> = lines[2].split(' ').collect();
         assert_eq!(ids, [started.pid.to_string(), started.pid.to_string()]);
         assert_eq!(err, "err\n");
+        // Its own variable; an inherited one left out; an inherited one replaced, not repeated;
+        // and the process's own environment as it was.
+        assert_eq!(lines[3], "Stop no home 1");
+        assert_eq!(std::env::var_os("LEVELCODE_HOOK_EVENT"), before);
         assert!(
             started.pidfd.is_some(),
             "a kernel from 5.2 gives a pidfd from clone"
