@@ -1,19 +1,24 @@
 //! `levelcode-hooks serve`: one dispatcher for many events. Each line on stdin is one request (a
-//! payload, plus an optional `id` and `options`); each gets exactly one line on stdout, in order:
-//! what `run` prints for that payload, with the request's `id`.
+//! payload, plus an optional `id` and `options`); each gets exactly one line on stdout, as soon
+//! as it is answered: what `run` prints for that payload, with the request's `id`.
 //!
 //! A request goes through the same dispatch as `run`; only the settings differ in where they come
 //! from: [`cache`] keeps them between requests and reads them again whenever a layer changed.
 //! [`lines`] cuts stdin into requests without ever keeping more than the payload limit of one,
-//! and [`request`] separates a line's `id` and `options` from the payload handlers receive.
+//! [`request`] separates a line's `id` and `options` from the payload handlers receive, and
+//! [`workers`] answers requests side by side, each on a thread of its own (contract §14), so
+//! that a slow handler holds up only its own request.
 
 mod cache;
 mod lines;
 mod ops;
 mod request;
+mod workers;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -29,6 +34,7 @@ use crate::signals;
 use cache::Cache;
 use lines::{Lines, Next};
 use request::{Rejection, Request};
+use workers::{Job, Workers};
 
 /// Options of `serve`: the defaults of every request, which a request's `options` override.
 #[derive(Debug, Clone, Default, Args)]
@@ -37,21 +43,68 @@ pub struct ServeArgs {
     pub dispatch: crate::dispatch::DispatchArgs,
 }
 
-/// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N, after answering
-/// the request in progress).
+/// What every request's thread shares.
+struct Shared<'a> {
+    args: &'a ServeArgs,
+    cache: Mutex<Cache>,
+    answers: Answers,
+}
+
+/// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N). Either way, every
+/// request read is answered first: at the end of stdin each runs to its end (its handlers'
+/// timeouts bound that); after a signal, the handlers running are stopped and their requests
+/// answered with `"interrupted":true`.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
-    let trace = Trace::new(args.dispatch.verbose);
-    let mut cache = Cache::default();
+    let shared = Shared {
+        args,
+        cache: Mutex::new(Cache::default()),
+        answers: Answers::default(),
+    };
+    let workers = Workers::new();
+    let answer_job = |job: Job| {
+        let line = answer_guarded(&job, &shared);
+        shared.answers.write(&line);
+    };
+    let ended = std::thread::scope(|scope| {
+        let ended = read_requests(
+            &shared,
+            |job| workers.submit(scope, job, &answer_job),
+            || workers.wait_for_room(),
+        );
+        workers.finish();
+        ended
+    })?;
+    // A signal during the last answers ends the server as one while reading would.
+    Ok(match ended.or_else(signals::received) {
+        Some(sig) => Status::Signal(sig).into(),
+        None => Status::Proceed.into(),
+    })
+}
+
+/// Reads request lines and hands each to `submit`, waiting with `room` before each read while
+/// the bound of requests in flight is reached. Returns at the end of stdin, or with the signal
+/// that stopped the reading.
+fn read_requests(
+    shared: &Shared<'_>,
+    mut submit: impl FnMut(Job),
+    room: impl Fn() -> Option<i32>,
+) -> anyhow::Result<Option<i32>> {
+    let trace = Trace::new(shared.args.dispatch.verbose);
     let mut lines = Lines::new(std::io::stdin().lock(), Some(0));
-    let mut stdout = std::io::stdout().lock();
     let mut count = 0u64;
     loop {
-        let answer = match lines.next().context("cannot read requests from stdin")? {
+        if let Some(sig) = room() {
+            return Ok(Some(sig));
+        }
+        match lines.next().context("cannot read requests from stdin")? {
             Next::Line(line) => {
                 count += 1;
-                trace.line(format_args!("request {count}"));
-                answer(line, args, &mut cache, &trace)
+                submit(Job {
+                    line: line.to_vec(),
+                    number: count,
+                    read_at: Instant::now(),
+                });
             }
             Next::TooLong(start) => {
                 count += 1;
@@ -60,24 +113,59 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
                     "request: longer than the limit of {} MiB; the line was skipped",
                     MAX_BYTES >> 20
                 );
-                with_id(output::error_json(&message), request::readable_id(start))
+                let answer = with_id(output::error_json(&message), request::readable_id(start));
+                shared.answers.write(&answer);
             }
-            Next::End => return Ok(Status::Proceed.into()),
-            Next::Interrupted(sig) => return Ok(Status::Signal(sig).into()),
-        };
-        stdout
-            .write_all(answer.as_bytes())
-            .and_then(|()| stdout.flush())
-            .context("cannot write to stdout")?;
-        if let Some(sig) = signals::received() {
-            return Ok(Status::Signal(sig).into());
+            Next::End => return Ok(None),
+            Next::Interrupted(sig) => return Ok(Some(sig)),
         }
     }
 }
 
+/// The answers' way out: one whole line at a time, whichever thread writes it.
+#[derive(Default)]
+struct Answers {
+    /// Set once a write failed (the reader closed stdout): later answers are dropped, and the
+    /// requests are still served to their end, since their handlers' work may matter more than
+    /// their answers (a `Stop` sent just before the client exits).
+    gone: AtomicBool,
+}
+
+impl Answers {
+    fn write(&self, line: &str) {
+        if self.gone.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        if stdout
+            .write_all(line.as_bytes())
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            self.gone.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// [`answer`], and should it panic (it must not), an error answer instead of a lost one.
+fn answer_guarded(job: &Job, shared: &Shared<'_>) -> String {
+    let trace = Trace::held(shared.args.dispatch.verbose);
+    trace.line(format_args!("request {}", job.number));
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        answer(&job.line, job.read_at, shared, &trace)
+    }));
+    trace.release();
+    answered.unwrap_or_else(|_| {
+        with_id(
+            output::error_json("internal error while answering this request; see stderr"),
+            request::readable_id(&job.line),
+        )
+    })
+}
+
 /// The answer to one request line, newline included.
-fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> String {
-    let started = Instant::now();
+fn answer(line: &[u8], started: Instant, shared: &Shared<'_>, trace: &Trace) -> String {
+    let args = shared.args;
     if let Some((answer, id)) = ops::answer(line, args) {
         return with_id(answer, id);
     }
@@ -117,7 +205,12 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
             &options,
             trace,
             started,
-            |paths, warnings, gate| cache.groups(paths, &payload.event, warnings, trace, gate),
+            |paths, warnings, gate| {
+                // Held while the layers are checked (and read, when they changed), not while
+                // handlers run: requests for the same settings then read them once.
+                let mut cache = shared.cache.lock().unwrap_or_else(PoisonError::into_inner);
+                cache.groups(paths, &payload.event, warnings, trace, gate)
+            },
         ),
     };
     trace.summary(&report);

@@ -1,0 +1,174 @@
+//! The requests in flight: read and not yet answered. Each is answered on a thread of its own,
+//! so a request never waits for another; at most [`MAX_IN_FLIGHT`] are in flight at once, and
+//! past that the reader waits for an answer before it reads the next line (the lines wait in the
+//! pipe, nothing is lost).
+//!
+//! Threads are started as requests need them, up to the bound, and each one answers request
+//! after request: a client that sends one request at a time keeps one thread busy. They end
+//! when the server does, once every request given to them is answered.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::Scope;
+use std::time::{Duration, Instant};
+
+use crate::signals;
+
+/// The most requests in flight at once. Each may run a handler, which holds four descriptors
+/// (three pipes and a pidfd) and seven while it starts, so 64 stay well within the usual limit
+/// of 1,024 open files; and on a machine of a few cores, more handlers at once would only share
+/// the same cores.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// How often a reader waiting for room looks for a signal. An answer wakes it at once; this only
+/// bounds the wait should every request in flight be slow to notice the signal itself.
+const RECHECK: Duration = Duration::from_millis(20);
+
+/// One request line to answer.
+pub struct Job {
+    pub line: Vec<u8>,
+    /// Its position in the input, from 1, for the trace.
+    pub number: u64,
+    /// When its line was read: `duration_ms` counts from there.
+    pub read_at: Instant,
+}
+
+/// The requests in flight and the threads answering them.
+pub struct Workers {
+    state: Mutex<State>,
+    /// Idle threads wait here for a request.
+    work: Condvar,
+    /// The reader waits here for room, and at the end for the last answer.
+    answered: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Read and not yet taken by a thread.
+    queue: VecDeque<Job>,
+    /// Queued or being answered.
+    in_flight: usize,
+    /// Threads waiting for a request.
+    idle: usize,
+    threads: usize,
+    /// No more requests: idle threads end.
+    closed: bool,
+}
+
+impl Workers {
+    pub fn new() -> Workers {
+        Workers {
+            state: Mutex::default(),
+            work: Condvar::new(),
+            answered: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Nothing is left half-changed under the lock; a panic elsewhere does not make it unusable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until one more request may be read; returns a signal that arrived meanwhile.
+    pub fn wait_for_room(&self) -> Option<i32> {
+        let mut state = self.state();
+        while state.in_flight >= MAX_IN_FLIGHT {
+            if let Some(sig) = signals::received() {
+                return Some(sig);
+            }
+            state = self
+                .answered
+                .wait_timeout(state, RECHECK)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        signals::received()
+    }
+
+    /// Hands `job` to an idle thread, or to a new one started in `scope` that then runs
+    /// `answer` for it and for each later request it takes.
+    pub fn submit<'scope, 'env>(
+        &'scope self,
+        scope: &'scope Scope<'scope, 'env>,
+        job: Job,
+        answer: &'scope (impl Fn(Job) + Sync),
+    ) {
+        let mut state = self.state();
+        state.queue.push_back(job);
+        state.in_flight += 1;
+        // Each idle thread takes one request; more queued than that need another thread.
+        // (`in_flight` bounds the queue, so the threads never outnumber MAX_IN_FLIGHT.)
+        if state.queue.len() <= state.idle {
+            drop(state);
+            self.work.notify_one();
+            return;
+        }
+        state.threads += 1;
+        drop(state);
+        let started = std::thread::Builder::new()
+            .name("request".into())
+            .spawn_scoped(scope, move || self.serve(answer));
+        if started.is_err() {
+            // No thread to be had (a process limit): the threads there are take the request
+            // once they are free; with none at all, this one is answered here.
+            let mut state = self.state();
+            state.threads -= 1;
+            if state.threads == 0 {
+                let job = state.queue.pop_front();
+                drop(state);
+                if let Some(job) = job {
+                    answer(job);
+                    self.done();
+                }
+            }
+        }
+    }
+
+    /// A thread's life: answer requests until the server closes.
+    fn serve(&self, answer: &(impl Fn(Job) + Sync)) {
+        while let Some(job) = self.next_job() {
+            answer(job);
+            self.done();
+        }
+    }
+
+    fn next_job(&self) -> Option<Job> {
+        let mut state = self.state();
+        loop {
+            if let Some(job) = state.queue.pop_front() {
+                return Some(job);
+            }
+            if state.closed {
+                state.threads -= 1;
+                return None;
+            }
+            state.idle += 1;
+            state = self
+                .work
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+            state.idle -= 1;
+        }
+    }
+
+    fn done(&self) {
+        let mut state = self.state();
+        state.in_flight -= 1;
+        drop(state);
+        self.answered.notify_all();
+    }
+
+    /// Waits until every request given is answered, then lets the idle threads end.
+    pub fn finish(&self) {
+        let mut state = self.state();
+        while state.in_flight > 0 {
+            state = self
+                .answered
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.closed = true;
+        drop(state);
+        self.work.notify_all();
+    }
+}
