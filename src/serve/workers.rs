@@ -1,7 +1,7 @@
 //! The requests in flight: read and not yet answered. Each is answered on a thread of its own,
-//! so a request never waits for another; at most [`MAX_IN_FLIGHT`] are in flight at once, and
-//! past that the reader waits for an answer before it reads the next line (the lines wait in the
-//! pipe, nothing is lost).
+//! so a request never waits for another; at most [`MAX_IN_FLIGHT`] are in flight at once (and
+//! lines of at most about [`MAX_BYTES_IN_FLIGHT`] in all), and past that the reader waits for an
+//! answer before it reads the next line (the lines wait in the pipe, nothing is lost).
 //!
 //! Threads are started as requests need them, up to the bound, and each one answers request
 //! after request: a client that sends one request at a time keeps one thread busy. They end
@@ -19,6 +19,11 @@ use crate::signals;
 /// of 1,024 open files; and on a machine of a few cores, more handlers at once would only share
 /// the same cores.
 pub const MAX_IN_FLIGHT: usize = 64;
+
+/// No further line is read while the lines in flight add up to this many bytes: a few requests
+/// near the 64 MiB limit of one must not make the server hold 64 of them at once. One more line
+/// may be read past it, so at most this plus one line's limit is held.
+pub const MAX_BYTES_IN_FLIGHT: usize = 128 << 20;
 
 /// How often a reader waiting for room looks for a signal. An answer wakes it at once; this only
 /// bounds the wait should every request in flight be slow to notice the signal itself.
@@ -48,11 +53,20 @@ struct State {
     queue: VecDeque<Job>,
     /// Queued or being answered.
     in_flight: usize,
+    /// The length of their lines, added up.
+    bytes: usize,
     /// Threads waiting for a request.
     idle: usize,
     threads: usize,
     /// No more requests: idle threads end.
     closed: bool,
+}
+
+impl State {
+    /// Returns true if and only if one more line may be read.
+    fn has_room(&self) -> bool {
+        self.in_flight < MAX_IN_FLIGHT && self.bytes < MAX_BYTES_IN_FLIGHT
+    }
 }
 
 impl Workers {
@@ -72,7 +86,7 @@ impl Workers {
     /// Waits until one more request may be read; returns a signal that arrived meanwhile.
     pub fn wait_for_room(&self) -> Option<i32> {
         let mut state = self.state();
-        while state.in_flight >= MAX_IN_FLIGHT {
+        while !state.has_room() {
             if let Some(sig) = signals::received() {
                 return Some(sig);
             }
@@ -94,8 +108,9 @@ impl Workers {
         answer: &'scope (impl Fn(Job) + Sync),
     ) {
         let mut state = self.state();
-        state.queue.push_back(job);
         state.in_flight += 1;
+        state.bytes += job.line.len();
+        state.queue.push_back(job);
         // Each idle thread takes one request; more queued than that need another thread.
         // (`in_flight` bounds the queue, so the threads never outnumber MAX_IN_FLIGHT.)
         if state.queue.len() <= state.idle {
@@ -113,13 +128,17 @@ impl Workers {
             // once they are free; with none at all, this one is answered here.
             let mut state = self.state();
             state.threads -= 1;
-            if state.threads == 0 {
-                let job = state.queue.pop_front();
+            if state.threads > 0 {
                 drop(state);
-                if let Some(job) = job {
-                    answer(job);
-                    self.done();
-                }
+                self.work.notify_one();
+                return;
+            }
+            let job = state.queue.pop_front();
+            drop(state);
+            if let Some(job) = job {
+                let bytes = job.line.len();
+                answer(job);
+                self.done(bytes);
             }
         }
     }
@@ -127,8 +146,9 @@ impl Workers {
     /// A thread's life: answer requests until the server closes.
     fn serve(&self, answer: &(impl Fn(Job) + Sync)) {
         while let Some(job) = self.next_job() {
+            let bytes = job.line.len();
             answer(job);
-            self.done();
+            self.done(bytes);
         }
     }
 
@@ -151,9 +171,11 @@ impl Workers {
         }
     }
 
-    fn done(&self) {
+    /// One request answered, whose line was `bytes` long.
+    fn done(&self, bytes: usize) {
         let mut state = self.state();
         state.in_flight -= 1;
+        state.bytes -= bytes;
         drop(state);
         self.answered.notify_all();
     }
@@ -170,5 +192,63 @@ impl Workers {
         state.closed = true;
         drop(state);
         self.work.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn job(number: u64, bytes: usize) -> Job {
+        Job {
+            line: vec![b'x'; bytes],
+            number,
+            read_at: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn every_job_is_answered_once_by_at_most_the_bound_of_threads() {
+        let workers = Workers::new();
+        let answered = Mutex::new(Vec::new());
+        let threads = Mutex::new(std::collections::HashSet::new());
+        let busy = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let answer = |job: Job| {
+            let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            threads.lock().unwrap().insert(std::thread::current().id());
+            std::thread::sleep(Duration::from_millis(2));
+            answered.lock().unwrap().push(job.number);
+            busy.fetch_sub(1, Ordering::SeqCst);
+        };
+        std::thread::scope(|scope| {
+            for n in 0..200 {
+                assert_eq!(workers.wait_for_room(), None);
+                workers.submit(scope, job(n, 10), &answer);
+            }
+            workers.finish();
+        });
+        let mut answered = answered.into_inner().unwrap();
+        answered.sort_unstable();
+        assert_eq!(answered, (0..200).collect::<Vec<u64>>());
+        assert!(most.load(Ordering::SeqCst) <= MAX_IN_FLIGHT);
+        assert!(threads.into_inner().unwrap().len() <= MAX_IN_FLIGHT);
+        let state = workers.state();
+        assert_eq!((state.in_flight, state.bytes, state.threads), (0, 0, 0));
+    }
+
+    #[test]
+    fn room_runs_out_at_the_bound_of_requests_or_of_bytes() {
+        let mut state = State::default();
+        assert!(state.has_room());
+        state.in_flight = MAX_IN_FLIGHT;
+        assert!(!state.has_room());
+        state.in_flight = 1;
+        state.bytes = MAX_BYTES_IN_FLIGHT;
+        assert!(!state.has_room());
+        state.bytes = MAX_BYTES_IN_FLIGHT - 1;
+        assert!(state.has_room());
     }
 }
