@@ -105,17 +105,7 @@ pub fn spawn<S: AsRef<OsStr>>(
     argv_ptrs.push(std::ptr::null());
     let mut program_ptrs: Vec<*const c_char> = candidates.iter().map(|p| p.as_ptr()).collect();
     program_ptrs.push(std::ptr::null());
-    let own_env = env
-        .iter()
-        .map(|(key, value)| {
-            let mut entry = Vec::with_capacity(key.len() + 1 + value.len() + 1);
-            entry.extend_from_slice(key.as_bytes());
-            entry.push(b'=');
-            entry.extend_from_slice(value.as_bytes());
-            c_string(&entry)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Failure::Program)?;
+    let own_env = own_entries(env).map_err(Failure::Program)?;
     let envp = environment(env, unset, &own_env);
 
     // The child's ends first in each pair: stdin's read end, stdout's and stderr's write ends.
@@ -249,18 +239,37 @@ fn candidates(program: &CString) -> io::Result<Vec<CString>> {
 }
 
 fn c_string(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a NUL byte in the program, its arguments, the directory or a variable's value",
-        )
-    })
+    CString::new(bytes).map_err(|_| nul_error())
+}
+
+fn nul_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a NUL byte in the program, its arguments, the directory or a variable's value",
+    )
+}
+
+/// `env` as the C library writes an environment: `KEY=value` and a NUL byte for each, one after
+/// another in one buffer (one allocation, however many variables).
+fn own_entries(env: &[(&str, String)]) -> io::Result<Vec<u8>> {
+    let size = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let mut own = Vec::with_capacity(size);
+    for (key, value) in env {
+        if key.as_bytes().contains(&0) || value.as_bytes().contains(&0) {
+            return Err(nul_error());
+        }
+        own.extend_from_slice(key.as_bytes());
+        own.push(b'=');
+        own.extend_from_slice(value.as_bytes());
+        own.push(0);
+    }
+    Ok(own)
 }
 
 /// The child's environment, for `execve`: every variable of the process's own environment but
-/// those `env` replaces and those in `unset`, then `own` (`env`'s entries as `KEY=value`). The
+/// those `env` replaces and those in `unset`, then `own` ([`own_entries`] of `env`). The
 /// pointers point into the process's environment and into `own`, which must outlive the list.
-fn environment(env: &[(&str, String)], unset: &[&str], own: &[CString]) -> Vec<*const c_char> {
+fn environment(env: &[(&str, String)], unset: &[&str], own: &[u8]) -> Vec<*const c_char> {
     extern "C" {
         static environ: *const *const c_char;
     }
@@ -271,15 +280,27 @@ fn environment(env: &[(&str, String)], unset: &[&str], own: &[CString]) -> Vec<*
     /// # Safety
     ///
     /// `entry` points to a NUL-terminated string.
-    unsafe fn named(entry: *const c_char, key: &str) -> bool {
-        for (i, byte) in key.bytes().enumerate() {
-            if *entry.add(i) as u8 != byte {
+    unsafe fn named(entry: *const c_char, key: &[u8]) -> bool {
+        for (i, byte) in key.iter().enumerate() {
+            if *entry.add(i).cast::<u8>() != *byte {
                 return false;
             }
         }
-        *entry.add(key.len()) as u8 == b'='
+        *entry.add(key.len()).cast::<u8>() == b'='
     }
-    let mut list = Vec::with_capacity(64 + own.len());
+    let names = || {
+        env.iter()
+            .map(|(key, _)| key.as_bytes())
+            .chain(unset.iter().map(|key| key.as_bytes()))
+    };
+    // Most variables start with a letter no name here starts with, and are passed by one look.
+    let mut first = [false; 256];
+    for name in names() {
+        if let Some(&byte) = name.first() {
+            first[usize::from(byte)] = true;
+        }
+    }
+    let mut list = Vec::with_capacity(64 + env.len());
     // SAFETY: `environ` is the C library's list of NUL-terminated `KEY=value` strings, ending
     // with a null pointer. Nothing in the dispatcher changes the environment once it runs (no
     // `std::env::set_var`: each handler's own variables travel in its own list, built here), so
@@ -290,12 +311,8 @@ fn environment(env: &[(&str, String)], unset: &[&str], own: &[CString]) -> Vec<*
         if !at.is_null() {
             while !(*at).is_null() {
                 let entry = *at;
-                let first = *entry as u8;
-                let replaced = env
-                    .iter()
-                    .map(|(key, _)| *key)
-                    .chain(unset.iter().copied())
-                    .any(|key| key.as_bytes().first() == Some(&first) && named(entry, key));
+                let replaced = first[usize::from(*entry.cast::<u8>())]
+                    && names().any(|name| named(entry, name));
                 if !replaced {
                     list.push(entry);
                 }
@@ -303,7 +320,11 @@ fn environment(env: &[(&str, String)], unset: &[&str], own: &[CString]) -> Vec<*
             }
         }
     }
-    list.extend(own.iter().map(|entry| entry.as_ptr()));
+    let mut start = 0;
+    for end in memchr::memchr_iter(0, own) {
+        list.push(own[start..].as_ptr().cast());
+        start = end + 1;
+    }
     list.push(std::ptr::null());
     list
 }
@@ -511,6 +532,16 @@ mod tests {
         let missing = spawn(&["/nonexistent/levelcode-hooks-test"], &dir, &[], &[]);
         match missing {
             Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
+            other => panic!("{:?}", other.map(|s| s.pid)),
+        }
+        let nul = spawn(
+            &["/bin/sh", "-c", "true"],
+            &dir,
+            &[("LEVELCODE_TOOL_NAME", "a\0b".to_string())],
+            &[],
+        );
+        match nul {
+            Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::InvalidInput),
             other => panic!("{:?}", other.map(|s| s.pid)),
         }
         let no_dir = spawn(
