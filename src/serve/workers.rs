@@ -55,8 +55,8 @@ struct State {
     in_flight: usize,
     /// The length of their lines, added up.
     bytes: usize,
-    /// Threads waiting for a request.
-    idle: usize,
+    /// Threads answering a request (from taking it to [`Workers::done`]).
+    busy: usize,
     threads: usize,
     /// No more requests: idle threads end.
     closed: bool,
@@ -99,7 +99,7 @@ impl Workers {
         signals::received()
     }
 
-    /// Hands `job` to an idle thread, or to a new one started in `scope` that then runs
+    /// Hands `job` to a thread that is not busy, or to a new one started in `scope` that then runs
     /// `answer` for it and for each later request it takes.
     pub fn submit<'scope, 'env>(
         &'scope self,
@@ -111,9 +111,10 @@ impl Workers {
         state.in_flight += 1;
         state.bytes += job.line.len();
         state.queue.push_back(job);
-        // Each idle thread takes one request; more queued than that need another thread.
-        // (`in_flight` bounds the queue, so the threads never outnumber MAX_IN_FLIGHT.)
-        if state.queue.len() <= state.idle {
+        // Each thread not busy takes one request, waking if it waits; more queued than that need
+        // another thread. (Queued and busy add up to at most `in_flight`, so the threads never
+        // outnumber MAX_IN_FLIGHT.)
+        if state.queue.len() <= state.threads - state.busy {
             drop(state);
             self.work.notify_one();
             return;
@@ -134,6 +135,9 @@ impl Workers {
                 return;
             }
             let job = state.queue.pop_front();
+            if job.is_some() {
+                state.busy += 1;
+            }
             drop(state);
             if let Some(job) = job {
                 let bytes = job.line.len();
@@ -156,18 +160,17 @@ impl Workers {
         let mut state = self.state();
         loop {
             if let Some(job) = state.queue.pop_front() {
+                state.busy += 1;
                 return Some(job);
             }
             if state.closed {
                 state.threads -= 1;
                 return None;
             }
-            state.idle += 1;
             state = self
                 .work
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
-            state.idle -= 1;
         }
     }
 
@@ -175,6 +178,7 @@ impl Workers {
     fn done(&self, bytes: usize) {
         let mut state = self.state();
         state.in_flight -= 1;
+        state.busy -= 1;
         state.bytes -= bytes;
         drop(state);
         self.answered.notify_all();
@@ -236,7 +240,10 @@ mod tests {
         assert!(most.load(Ordering::SeqCst) <= MAX_IN_FLIGHT);
         assert!(threads.into_inner().unwrap().len() <= MAX_IN_FLIGHT);
         let state = workers.state();
-        assert_eq!((state.in_flight, state.bytes, state.threads), (0, 0, 0));
+        assert_eq!(
+            (state.in_flight, state.bytes, state.busy, state.threads),
+            (0, 0, 0, 0)
+        );
     }
 
     #[test]
