@@ -18,7 +18,7 @@ mod workers;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -27,9 +27,12 @@ use serde_json::value::RawValue;
 
 use crate::dispatch::exit::Status;
 use crate::dispatch::output::{self, Trace};
-use crate::dispatch::payload::MAX_BYTES;
-use crate::dispatch::{self, Options};
+use crate::dispatch::payload::{Payload, MAX_BYTES};
+use crate::dispatch::settings::Group;
+use crate::dispatch::{self, Options, OutputMode};
+use crate::environment;
 use crate::signals;
+use crate::trust::{Assessment, Gate};
 
 use cache::Cache;
 use lines::{Lines, Next};
@@ -50,10 +53,46 @@ struct Shared<'a> {
     answers: Answers,
 }
 
+/// A request read, on its way to its answer.
+struct Pending {
+    /// Its position in the input, from 1, for the trace.
+    number: u64,
+    /// When its line was read: `duration_ms` counts from there.
+    read_at: Instant,
+    /// Its trace, written in one piece once it is answered.
+    trace: Trace,
+    work: Work,
+}
+
+/// What is left to do for a request handed to a thread of its own.
+enum Work {
+    /// Everything: an op (`trust_status`, `trust`), which may hash scripts.
+    Line(Vec<u8>),
+    /// Its handlers and what follows them.
+    Ready(Box<Ready>),
+}
+
+/// A request parsed and its settings found: what remains is the chain of handlers, the logs
+/// and the answer.
+struct Ready {
+    id: Option<Box<RawValue>>,
+    output: OutputMode,
+    payload: Payload,
+    options: Options,
+    groups: Arc<[Group]>,
+    /// The settings' warnings, which the answer repeats.
+    warnings: Vec<String>,
+    assessment: Option<Assessment>,
+}
+
 /// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N). Either way, every
 /// request read is answered first: at the end of stdin each runs to its end (its handlers'
 /// timeouts bound that); after a signal, the handlers running are stopped and their requests
 /// answered with `"interrupted":true`.
+///
+/// The thread that reads the requests parses each and finds its settings; a request that runs
+/// no handler (most of them) it also answers, in a few microseconds; one that runs handlers
+/// goes on on a thread of its own ([`workers`]), so the next line is read at once.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
     let shared = Shared {
@@ -62,14 +101,37 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         answers: Answers::default(),
     };
     let workers = Workers::new();
-    let answer_job = |job: Job| {
-        let line = answer_guarded(&job, &shared);
-        shared.answers.write(&line);
+    let answer_pending = |pending: Pending| {
+        let Pending {
+            number,
+            read_at,
+            trace,
+            work,
+        } = pending;
+        let answer = match work {
+            Work::Line(line) => guarded(
+                number,
+                || request::readable_id(&line),
+                || answer_line(&line, read_at, &shared, &trace),
+                |error| error,
+            ),
+            Work::Ready(ready) => {
+                let id = ready.id.clone();
+                guarded(
+                    number,
+                    || id,
+                    || finish(ready, read_at, &trace),
+                    |error| error,
+                )
+            }
+        };
+        trace.release();
+        shared.answers.write(&answer);
     };
     let ended = std::thread::scope(|scope| {
         let ended = read_requests(
             &shared,
-            |job| workers.submit(scope, job, &answer_job),
+            |job| workers.submit(scope, job, &answer_pending),
             || workers.wait_for_room(),
         );
         workers.finish();
@@ -82,15 +144,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Reads request lines and hands each to `submit`, waiting with `room` before each read while
-/// the bound of requests in flight is reached. Returns at the end of stdin, or with the signal
-/// that stopped the reading.
+/// Reads request lines, answers those that run no handler, and hands the others to `submit`,
+/// waiting with `room` before each read while the bound of requests in flight is reached.
+/// Returns at the end of stdin, or with the signal that stopped the reading.
 fn read_requests(
     shared: &Shared<'_>,
-    mut submit: impl FnMut(Job),
+    mut submit: impl FnMut(Job<Pending>),
     room: impl Fn() -> Option<i32>,
 ) -> anyhow::Result<Option<i32>> {
-    let trace = Trace::new(shared.args.dispatch.verbose);
+    let verbose = shared.args.dispatch.verbose;
     let mut lines = Lines::new(std::io::stdin().lock(), Some(0));
     let mut count = 0u64;
     loop {
@@ -100,15 +162,45 @@ fn read_requests(
         match lines.next().context("cannot read requests from stdin")? {
             Next::Line(line) => {
                 count += 1;
-                submit(Job {
-                    line: line.to_vec(),
-                    number: count,
-                    read_at: Instant::now(),
-                });
+                let read_at = Instant::now();
+                let trace = Trace::held(verbose);
+                trace.line(format_args!("request {count}"));
+                let answered = guarded(
+                    count,
+                    || request::readable_id(line),
+                    || {
+                        if ops::may_be_op(line) {
+                            return Err(Work::Line(line.to_vec()));
+                        }
+                        match prepare(line, shared, &trace) {
+                            Err(answer) => Ok(answer),
+                            Ok(ready) if runs_a_handler(&ready) => {
+                                Err(Work::Ready(Box::new(ready)))
+                            }
+                            Ok(ready) => Ok(finish(Box::new(ready), read_at, &trace)),
+                        }
+                    },
+                    Ok,
+                );
+                match answered {
+                    Ok(answer) => {
+                        trace.release();
+                        shared.answers.write(&answer);
+                    }
+                    Err(work) => submit(Job {
+                        bytes: line.len(),
+                        work: Pending {
+                            number: count,
+                            read_at,
+                            trace,
+                            work,
+                        },
+                    }),
+                }
             }
             Next::TooLong(start) => {
                 count += 1;
-                trace.line(format_args!("request {count}: over the size limit"));
+                Trace::new(verbose).line(format_args!("request {count}: over the size limit"));
                 let message = format!(
                     "request: longer than the limit of {} MiB; the line was skipped",
                     MAX_BYTES >> 20
@@ -147,31 +239,43 @@ impl Answers {
     }
 }
 
-/// [`answer`], and should it panic (it must not), an error answer instead of a lost one.
-fn answer_guarded(job: &Job, shared: &Shared<'_>) -> String {
-    let trace = Trace::held(shared.args.dispatch.verbose);
-    trace.line(format_args!("request {}", job.number));
-    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        answer(&job.line, job.read_at, shared, &trace)
-    }));
-    trace.release();
-    answered.unwrap_or_else(|_| {
-        with_id(
-            output::error_json("internal error while answering this request; see stderr"),
-            request::readable_id(&job.line),
-        )
+/// `step`, and should it panic (it must not), `answered` with an error answer instead of a lost
+/// one, with the request's `id` as `id` gives it.
+fn guarded<T>(
+    number: u64,
+    id: impl FnOnce() -> Option<Box<RawValue>>,
+    step: impl FnOnce() -> T,
+    answered: impl FnOnce(String) -> T,
+) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).unwrap_or_else(|_| {
+        answered(with_id(
+            output::error_json(&format!(
+                "internal error while answering request {number}; see stderr"
+            )),
+            id(),
+        ))
     })
 }
 
-/// The answer to one request line, newline included.
-fn answer(line: &[u8], started: Instant, shared: &Shared<'_>, trace: &Trace) -> String {
-    let args = shared.args;
-    if let Some((answer, id)) = ops::answer(line, args) {
+/// The whole answer to a line, on the thread given the request: an op, or an event whose line
+/// mentions `"op"` ([`ops::may_be_op`]).
+fn answer_line(line: &[u8], started: Instant, shared: &Shared<'_>, trace: &Trace) -> String {
+    if let Some((answer, id)) = ops::answer(line, shared.args) {
         return with_id(answer, id);
     }
+    match prepare(line, shared, trace) {
+        Err(answer) => answer,
+        Ok(ready) => finish(Box::new(ready), started, trace),
+    }
+}
+
+/// A request's first steps: its line parsed, its options applied, and its settings found (from
+/// the cache, read again when a layer changed), or the error it is answered with.
+fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, String> {
+    let args = shared.args;
     let request = match request::parse(line) {
         Ok(request) => request,
-        Err(Rejection { message, id }) => return with_id(output::error_json(&message), id),
+        Err(Rejection { message, id }) => return Err(with_id(output::error_json(&message), id)),
     };
     let Request {
         id,
@@ -188,36 +292,77 @@ fn answer(line: &[u8], started: Instant, shared: &Shared<'_>, trace: &Trace) -> 
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
     };
-    let report = match &asked.hooks {
-        Some(hooks) => {
-            dispatch::dispatch_with(&payload, &options, trace, started, |_, warnings, _| {
-                let groups = inline_groups(hooks, &payload.event, warnings);
-                trace.line(format_args!(
-                    "inline layer: options.hooks, instead of every layer ({} group(s) for {})",
-                    groups.len(),
-                    payload.event
-                ));
-                groups
-            })
-        }
-        None => dispatch::dispatch_with(
-            &payload,
-            &options,
-            trace,
-            started,
-            |paths, warnings, gate| {
-                // Held while the layers are checked (and read, when they changed), not while
-                // handlers run: requests for the same settings then read them once.
-                let mut cache = shared.cache.lock().unwrap_or_else(PoisonError::into_inner);
-                cache.groups(paths, &payload.event, warnings, trace, gate)
-            },
-        ),
-    };
-    trace.summary(&report);
-    with_id(
-        report.to_json(asked.output.unwrap_or(args.dispatch.output)),
+    let mut warnings = Vec::new();
+    let mut assessment = None;
+    let groups: Arc<[Group]> =
+        if environment::hooks_disabled() || environment::depth() >= environment::MAX_DEPTH {
+            // The dispatch says why no handler runs, and reads no settings.
+            Arc::new([])
+        } else if let Some(hooks) = &asked.hooks {
+            let groups = inline_groups(hooks, &payload.event, &mut warnings);
+            trace.line(format_args!(
+                "inline layer: options.hooks, instead of every layer ({} group(s) for {})",
+                groups.len(),
+                payload.event
+            ));
+            groups.into()
+        } else {
+            let root = dispatch::project_root(&payload, &options);
+            // The dispatch finds these paths again, with their warnings, for the answer.
+            let paths = dispatch::layer_paths(&root, &options, &mut Vec::new());
+            let mut gate = Gate::new(&root);
+            // Held while the layers are checked (and read, when they changed), never while
+            // handlers run: requests for the same settings then read them once.
+            let groups = shared
+                .cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .groups(&paths, &payload.event, &mut warnings, trace, &mut gate);
+            assessment = gate.assessment;
+            groups
+        };
+    Ok(Ready {
         id,
-    )
+        output: asked.output.unwrap_or(args.dispatch.output),
+        payload,
+        options,
+        groups,
+        warnings,
+        assessment,
+    })
+}
+
+/// Returns true if the chain of `ready` may run a handler: a group that is enabled, applies to
+/// the event and has an enabled handler. False means certainly none runs.
+fn runs_a_handler(ready: &Ready) -> bool {
+    let kind = ready.payload.kind;
+    let tool = ready.payload.tool_name.as_deref();
+    ready.groups.iter().any(|group| {
+        group.enabled
+            && group.handlers.iter().any(|h| h.enabled)
+            && group.applies(kind, tool) != Ok(false)
+    })
+}
+
+/// The rest of a request: the dispatch with the settings [`prepare`] found, and the answer,
+/// newline included.
+fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
+    let Ready {
+        id,
+        output,
+        payload,
+        options,
+        groups,
+        warnings,
+        assessment,
+    } = *ready;
+    let report = dispatch::dispatch_with(&payload, &options, trace, started, |_, found, gate| {
+        found.extend(warnings);
+        gate.assessment = assessment;
+        groups
+    });
+    trace.summary(&report);
+    with_id(report.to_json(output), id)
 }
 
 /// The groups of a request's `options.hooks`, read as a settings file's `hooks` is, with the

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::Scope;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::signals;
 
@@ -29,28 +29,24 @@ pub const MAX_BYTES_IN_FLIGHT: usize = 128 << 20;
 /// bounds the wait should every request in flight be slow to notice the signal itself.
 const RECHECK: Duration = Duration::from_millis(20);
 
-/// One request line to answer.
-pub struct Job {
-    pub line: Vec<u8>,
-    /// Its position in the input, from 1, for the trace.
-    pub number: u64,
-    /// When its line was read: `duration_ms` counts from there.
-    pub read_at: Instant,
+/// One request to answer: what the answering needs, and the length of its line.
+pub struct Job<W> {
+    pub work: W,
+    pub bytes: usize,
 }
 
 /// The requests in flight and the threads answering them.
-pub struct Workers {
-    state: Mutex<State>,
+pub struct Workers<W> {
+    state: Mutex<State<W>>,
     /// Idle threads wait here for a request.
     work: Condvar,
     /// The reader waits here for room, and at the end for the last answer.
     answered: Condvar,
 }
 
-#[derive(Default)]
-struct State {
+struct State<W> {
     /// Read and not yet taken by a thread.
-    queue: VecDeque<Job>,
+    queue: VecDeque<Job<W>>,
     /// Queued or being answered.
     in_flight: usize,
     /// The length of their lines, added up.
@@ -62,23 +58,36 @@ struct State {
     closed: bool,
 }
 
-impl State {
+impl<W> Default for State<W> {
+    fn default() -> State<W> {
+        State {
+            queue: VecDeque::new(),
+            in_flight: 0,
+            bytes: 0,
+            busy: 0,
+            threads: 0,
+            closed: false,
+        }
+    }
+}
+
+impl<W> State<W> {
     /// Returns true if and only if one more line may be read.
     fn has_room(&self) -> bool {
         self.in_flight < MAX_IN_FLIGHT && self.bytes < MAX_BYTES_IN_FLIGHT
     }
 }
 
-impl Workers {
-    pub fn new() -> Workers {
+impl<W: Send> Workers<W> {
+    pub fn new() -> Workers<W> {
         Workers {
-            state: Mutex::default(),
+            state: Mutex::new(State::default()),
             work: Condvar::new(),
             answered: Condvar::new(),
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, State<W>> {
         // Nothing is left half-changed under the lock; a panic elsewhere does not make it unusable.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -104,12 +113,12 @@ impl Workers {
     pub fn submit<'scope, 'env>(
         &'scope self,
         scope: &'scope Scope<'scope, 'env>,
-        job: Job,
-        answer: &'scope (impl Fn(Job) + Sync),
+        job: Job<W>,
+        answer: &'scope (impl Fn(W) + Sync),
     ) {
         let mut state = self.state();
         state.in_flight += 1;
-        state.bytes += job.line.len();
+        state.bytes += job.bytes;
         state.queue.push_back(job);
         // Each thread not busy takes one request, waking if it waits; more queued than that need
         // another thread. (Queued and busy add up to at most `in_flight`, so the threads never
@@ -140,23 +149,21 @@ impl Workers {
             }
             drop(state);
             if let Some(job) = job {
-                let bytes = job.line.len();
-                answer(job);
-                self.done(bytes);
+                answer(job.work);
+                self.done(job.bytes);
             }
         }
     }
 
     /// A thread's life: answer requests until the server closes.
-    fn serve(&self, answer: &(impl Fn(Job) + Sync)) {
+    fn serve(&self, answer: &(impl Fn(W) + Sync)) {
         while let Some(job) = self.next_job() {
-            let bytes = job.line.len();
-            answer(job);
-            self.done(bytes);
+            answer(job.work);
+            self.done(job.bytes);
         }
     }
 
-    fn next_job(&self) -> Option<Job> {
+    fn next_job(&self) -> Option<Job<W>> {
         let mut state = self.state();
         loop {
             if let Some(job) = state.queue.pop_front() {
@@ -204,11 +211,10 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn job(number: u64, bytes: usize) -> Job {
+    fn job(number: u64, bytes: usize) -> Job<u64> {
         Job {
-            line: vec![b'x'; bytes],
-            number,
-            read_at: Instant::now(),
+            work: number,
+            bytes,
         }
     }
 
@@ -219,12 +225,12 @@ mod tests {
         let threads = Mutex::new(std::collections::HashSet::new());
         let busy = AtomicUsize::new(0);
         let most = AtomicUsize::new(0);
-        let answer = |job: Job| {
+        let answer = |number: u64| {
             let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
             most.fetch_max(now, Ordering::SeqCst);
             threads.lock().unwrap().insert(std::thread::current().id());
             std::thread::sleep(Duration::from_millis(2));
-            answered.lock().unwrap().push(job.number);
+            answered.lock().unwrap().push(number);
             busy.fetch_sub(1, Ordering::SeqCst);
         };
         std::thread::scope(|scope| {
@@ -248,7 +254,7 @@ mod tests {
 
     #[test]
     fn room_runs_out_at_the_bound_of_requests_or_of_bytes() {
-        let mut state = State::default();
+        let mut state = State::<u64>::default();
         assert!(state.has_room());
         state.in_flight = MAX_IN_FLIGHT;
         assert!(!state.has_room());

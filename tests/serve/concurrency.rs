@@ -229,8 +229,9 @@ fn end_of_input_with_stdout_closed_still_finishes_every_request_then_exits() {
     write(
         &world.user_settings(),
         json!({"hooks": {"Stop": [{"hooks": [{"timeout": 60, "command": format!(
-            "echo $$ >> '{}'; {}; cat >> '{}'; echo >> '{}'",
-            pids.display(), gate.wait(), marks.display(), marks.display()
+            // The payload and its newline in one write, so that marks never interleave.
+            "echo $$ >> '{}'; {}; payload=$(cat); echo \"$payload\" >> '{}'",
+            pids.display(), gate.wait(), marks.display()
         )}]}]}})
         .to_string(),
     );
