@@ -172,13 +172,17 @@ fn read_requests(
                         if ops::may_be_op(line) {
                             return Err(Work::Line(line.to_vec()));
                         }
-                        match prepare(line, shared, &trace) {
-                            Err(answer) => Ok(answer),
-                            Ok(ready) if runs_a_handler(&ready) => {
-                                Err(Work::Ready(Box::new(ready)))
-                            }
-                            Ok(ready) => Ok(finish(Box::new(ready), read_at, &trace)),
+                        let mut ready = match prepare(line, shared, &trace) {
+                            Err(answer) => return Ok(answer),
+                            Ok(ready) => ready,
+                        };
+                        match chain(&ready, &trace) {
+                            Chain::Runs => return Err(Work::Ready(Box::new(ready))),
+                            Chain::Says => {}
+                            // Nothing for the chain to look at again.
+                            Chain::Nothing => ready.groups = Arc::new([]),
                         }
+                        Ok(finish(Box::new(ready), read_at, &trace))
                     },
                     Ok,
                 );
@@ -332,16 +336,33 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
     })
 }
 
-/// Returns true if the chain of `ready` may run a handler: a group that is enabled, applies to
-/// the event and has an enabled handler. False means certainly none runs.
-fn runs_a_handler(ready: &Ready) -> bool {
+/// What the chain of handlers of a request will do, as its groups tell before it runs.
+enum Chain {
+    /// A group that is enabled and applies to the event has an enabled handler.
+    Runs,
+    /// No handler runs, but the chain has something to say: a matcher that is not a valid
+    /// regular expression (a warning), or the `-v` trace of each group.
+    Says,
+    /// No handler runs and nothing is said: the chain may as well have no groups.
+    Nothing,
+}
+
+fn chain(ready: &Ready, trace: &Trace) -> Chain {
     let kind = ready.payload.kind;
     let tool = ready.payload.tool_name.as_deref();
-    ready.groups.iter().any(|group| {
-        group.enabled
-            && group.handlers.iter().any(|h| h.enabled)
-            && group.applies(kind, tool) != Ok(false)
-    })
+    let mut says = trace.enabled();
+    for group in ready.groups.iter().filter(|g| g.enabled) {
+        match group.applies(kind, tool) {
+            Ok(true) if group.handlers.iter().any(|h| h.enabled) => return Chain::Runs,
+            Ok(_) => {}
+            Err(_) => says = true,
+        }
+    }
+    if says {
+        Chain::Says
+    } else {
+        Chain::Nothing
+    }
 }
 
 /// The rest of a request: the dispatch with the settings [`prepare`] found, and the answer,
