@@ -95,6 +95,8 @@ struct Ready {
 /// goes on on a thread of its own ([`workers`]), so the next line is read at once.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
+    // Read once, before any request.
+    crate::trust::started_by_agent();
     let shared = Shared {
         args,
         cache: Mutex::new(Cache::default()),
