@@ -17,7 +17,7 @@
 //! `^(?!read_)`) is compiled by `fancy-regex`, a backtracking engine made for them; neither of
 //! the larger engines is built for a pattern that a smaller one takes.
 
-use std::cell::OnceCell;
+use std::sync::OnceLock;
 
 use regex::Regex;
 
@@ -43,7 +43,7 @@ pub struct LitePattern {
     lite: regex_lite::Regex,
     /// Built the first time a name that is not ASCII is tested; `None` if `regex` refused it,
     /// which [`LITE_SIZE_LIMIT`] rules out.
-    full: OnceCell<Option<Regex>>,
+    full: OnceLock<Option<Regex>>,
 }
 
 impl LitePattern {
@@ -167,7 +167,7 @@ impl Matcher {
             {
                 return Ok(Matcher::Lite(LitePattern {
                     lite,
-                    full: OnceCell::new(),
+                    full: OnceLock::new(),
                 }));
             }
         }
@@ -274,7 +274,11 @@ fn has_stacked_quantifiers(pattern: &str) -> bool {
                 continue;
             }
         };
-        let next = if bytes.get(after) == Some(&b'?') { after + 1 } else { after };
+        let next = if bytes.get(after) == Some(&b'?') {
+            after + 1
+        } else {
+            after
+        };
         if matches!(bytes.get(next), Some(b'?' | b'*' | b'+' | b'{')) {
             return true;
         }

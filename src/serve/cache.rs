@@ -19,7 +19,7 @@
 //! every request checks afresh.
 
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::dispatch;
@@ -43,7 +43,7 @@ struct Entry {
     /// While the stamps are recent: what reading each layer gave, to compare with. Dropped once
     /// they are not, as it is never needed again.
     recent: Option<Vec<Seen>>,
-    groups: Rc<[Group]>,
+    groups: Arc<[Group]>,
     /// The warnings reading gave, repeated in every answer that uses these groups.
     warnings: Vec<String>,
     /// The project layer's trust, when it had hooks.
@@ -73,7 +73,7 @@ impl Cache {
         trace: &Trace,
         gate: &mut Gate,
         watch: Option<&mut Vec<(std::path::PathBuf, String)>>,
-    ) -> Rc<[Group]> {
+    ) -> Arc<[Group]> {
         let groups = self.groups_of(paths, event, warnings, trace, gate);
         if let (Some(out), Some(entry)) = (watch, self.entries.first()) {
             out.extend(
@@ -100,7 +100,7 @@ impl Cache {
         warnings: &mut Vec<String>,
         trace: &Trace,
         gate: &mut Gate,
-    ) -> Rc<[Group]> {
+    ) -> Arc<[Group]> {
         let checked_at = SystemTime::now();
         let stamps: Vec<Stamp> = paths.iter().map(|layer| Stamp::of(&layer.path)).collect();
         let found = self
@@ -120,7 +120,7 @@ impl Cache {
                 ));
                 warnings.extend(entry.warnings.iter().cloned());
                 gate.assessment.clone_from(&entry.assessment);
-                let groups = Rc::clone(&entry.groups);
+                let groups = Arc::clone(&entry.groups);
                 self.entries.insert(0, entry);
                 return groups;
             }
@@ -165,7 +165,7 @@ impl Cache {
             .assessment
             .as_ref()
             .and_then(|_| gate.root().canonicalize().ok());
-        let groups: Rc<[Group]> = groups.into();
+        let groups: Arc<[Group]> = groups.into();
         let watched: Vec<_> = gate
             .assessment
             .iter()
@@ -180,7 +180,7 @@ impl Cache {
                 paths: paths.to_vec(),
                 stamps,
                 recent: recent.then_some(seen),
-                groups: Rc::clone(&groups),
+                groups: Arc::clone(&groups),
                 warnings: read_warnings,
                 assessment: gate.assessment.clone(),
                 watched,

@@ -36,10 +36,18 @@ struct OpLine {
     hook_event_name: Option<serde::de::IgnoredAny>,
 }
 
+/// Returns false if `line` is certainly not an op (nothing in it reads `"op"`); true when it may
+/// be, which [`answer`] decides.
+pub fn may_be_op(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"\"op\"").is_some()
+}
+
 /// The answer to `line` (without its `id`) and the `id`, when the line is an op; `None` for an
 /// event, which is dispatched as usual.
 pub fn answer(line: &[u8], args: &ServeArgs) -> Option<(String, Option<Box<RawValue>>)> {
-    memchr::memmem::find(line, b"\"op\"")?;
+    if !may_be_op(line) {
+        return None;
+    }
     let parsed: OpLine = serde_json::from_slice(line).ok()?;
     if parsed.event.is_some() || parsed.hook_event_name.is_some() {
         return None;
