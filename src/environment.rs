@@ -2,7 +2,7 @@
 //! read once: a process's environment changes only by its own hand, and `serve` would otherwise
 //! search it for every switch on every request.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// A dispatcher started at this depth or deeper runs nothing.
@@ -58,6 +58,27 @@ pub fn team() -> Option<String> {
     static TEAM: OnceLock<Option<String>> = OnceLock::new();
     TEAM.get_or_init(|| std::env::var("LEVELCODE_TEAM").ok())
         .clone()
+}
+
+/// The variable that names the managed settings file while none is at the system path
+/// (contract §17; see `dispatch::managed`).
+pub const MANAGED_SETTINGS_VAR: &str = "LEVELCODE_MANAGED_SETTINGS";
+
+/// `LEVELCODE_MANAGED_SETTINGS`, when set and non-empty, made absolute against the start
+/// directory.
+pub fn managed_settings() -> Option<&'static Path> {
+    static NAMED: OnceLock<Option<PathBuf>> = OnceLock::new();
+    NAMED
+        .get_or_init(|| {
+            let value = std::env::var_os(MANAGED_SETTINGS_VAR).filter(|v| !v.is_empty())?;
+            let path = PathBuf::from(value);
+            Some(if path.is_relative() {
+                start_dir().join(path)
+            } else {
+                path
+            })
+        })
+        .as_deref()
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ mod io;
 #[cfg(unix)]
 mod layers;
 #[cfg(unix)]
+mod managed;
+#[cfg(unix)]
 mod matching;
 #[cfg(unix)]
 mod payload;

@@ -14,6 +14,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::commands::inspect::{self, Entry, Inspection, LayerState};
+use crate::dispatch::layers::LayerKind;
 use crate::dispatch::output::write_stdout;
 use crate::dispatch::payload::EventKind;
 use crate::dispatch::settings::Program;
@@ -69,6 +70,8 @@ pub enum Verdict {
     Off,
     /// A project handler that does not run because the project's hooks are not trusted.
     Untrusted,
+    /// A handler of another layer than the managed one, kept out by `managedHooksOnly`.
+    ManagedOnly,
 }
 
 impl Verdict {
@@ -83,6 +86,7 @@ impl Verdict {
             Verdict::Invalid => "invalid",
             Verdict::Off => "off",
             Verdict::Untrusted => "untrusted",
+            Verdict::ManagedOnly => "managed_only",
         }
     }
 
@@ -90,7 +94,7 @@ impl Verdict {
         match self {
             Verdict::Enabled | Verdict::WouldRun(_) => Style::Good,
             Verdict::Invalid => Style::Bad,
-            Verdict::Off | Verdict::Untrusted => Style::Warn,
+            Verdict::Off | Verdict::Untrusted | Verdict::ManagedOnly => Style::Warn,
             _ => Style::Dim,
         }
     }
@@ -100,6 +104,7 @@ impl Verdict {
             Verdict::WouldRun(n) => format!("run #{n}"),
             Verdict::OtherEvent => "other event".into(),
             Verdict::NoMatch => "no match".into(),
+            Verdict::ManagedOnly => "managed only".into(),
             other => other.name().into(),
         }
     }
@@ -132,9 +137,26 @@ pub fn plan<'a>(
             shell_words::quote(&inspection.root.to_string_lossy())
         )
     });
+    let managed_only = inspection.managed_only.as_ref().map(|file| {
+        format!(
+            "{} sets managedHooksOnly: only the managed layer's hooks run",
+            file.display()
+        )
+    });
     for entry in inspect::entries(inspection) {
-        let (verdict, why) = match &held_back {
-            Some(reason) if entry.layer.kind == crate::dispatch::layers::LayerKind::Project => {
+        let managed = entry.layer.kind == LayerKind::Managed;
+        let (verdict, why) = match (&held_back, &managed_only) {
+            (_, Some(reason)) if !managed => {
+                // Judged as if it ran, without taking a place in the chain.
+                let (mut order, mut already) = (order, already.clone());
+                match judge(&entry, event, tool, &mut order, &mut already) {
+                    (Verdict::WouldRun(_) | Verdict::Enabled | Verdict::Duplicate(_), _) => {
+                        (Verdict::ManagedOnly, Some(reason.clone()))
+                    }
+                    other => other,
+                }
+            }
+            (Some(reason), _) if entry.layer.kind == LayerKind::Project => {
                 // Judged as if it ran, without taking a place in the chain.
                 let (mut order, mut already) = (order, already.clone());
                 match judge(&entry, event, tool, &mut order, &mut already) {
@@ -147,7 +169,10 @@ pub fn plan<'a>(
             _ => judge(&entry, event, tool, &mut order, &mut already),
         };
         let (verdict, why) = match (verdict, &off) {
-            (Verdict::WouldRun(_), Some(reason)) => (Verdict::Off, Some(reason.clone())),
+            // Nothing turns the managed layer off (contract §17).
+            (Verdict::WouldRun(_), Some(reason)) if !managed => {
+                (Verdict::Off, Some(reason.clone()))
+            }
             (verdict, _) => (verdict, why),
         };
         out.push(Planned {
@@ -435,7 +460,15 @@ pub fn trust_line(inspection: &Inspection) -> Option<String> {
 pub fn all_warnings(inspection: &Inspection) -> Vec<String> {
     let mut warnings = inspection.notes.clone();
     if let Some(off) = hooks_off() {
-        warnings.push(off);
+        let managed_runs = inspection
+            .layers
+            .iter()
+            .any(|l| l.kind == LayerKind::Managed && l.groups.iter().any(|g| g.enabled));
+        warnings.push(if managed_runs {
+            format!("{off} but the managed layer's, which nothing turns off")
+        } else {
+            off
+        });
     }
     for layer in &inspection.layers {
         warnings.extend(layer.warnings.iter().cloned());

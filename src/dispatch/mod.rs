@@ -25,6 +25,7 @@ pub mod exec_log;
 pub mod exit;
 mod handler_input;
 pub mod layers;
+pub mod managed;
 pub mod matcher;
 mod options;
 pub mod outcome;
@@ -184,22 +185,60 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             root.display()
         ));
     }
-    if environment::hooks_disabled() {
-        report
-            .warnings
-            .push("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".into());
+    // The managed layer runs first and whatever else is switched off (contract §17).
+    let managed = managed::Managed::load(Events::Only(&payload.event), &mut report.warnings);
+    if let (Some(path), true) = (&managed.path, trace.enabled()) {
+        trace.line(format_args!(
+            "managed layer: {} ({} group(s) for {}{})",
+            path.display(),
+            managed.groups.len(),
+            payload.event,
+            if managed.only {
+                "; managedHooksOnly: no other layer runs"
+            } else {
+                ""
+            }
+        ));
+    }
+    let stopped = if environment::hooks_disabled() {
+        Some("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".to_string())
     } else if environment::depth() >= environment::MAX_DEPTH {
-        report.warnings.push(format!(
+        Some(format!(
             "LEVELCODE_HOOKS_DEPTH is {}: hooks started by hooks {} levels deep; no handler ran, to stop a loop",
             environment::depth(),
             environment::MAX_DEPTH
-        ));
+        ))
+    } else {
+        None
+    };
+    if let Some(plain) = stopped {
+        report.warnings.push(managed.stopped_warning(plain));
+        if !managed.groups.is_empty() {
+            run_chain(payload, &root, &managed.groups, &mut report, trace);
+            runner::restore_dir();
+        }
     } else {
         let paths = layer_paths(&root, options, &mut report.warnings);
         let mut gate = Gate::new(&root);
-        let groups = groups(&paths, &mut report.warnings, &mut gate);
-        report.project_trust = gate.held_back();
-        run_chain(payload, &root, &groups, &mut report, trace);
+        if managed.only {
+            // What the other layers would have run is read only to say so.
+            let others = groups(&paths, &mut Vec::new(), &mut gate);
+            let tool = payload.tool_name.as_deref();
+            report
+                .warnings
+                .extend(managed.held_back_warning(&others, payload.kind, tool));
+            run_chain(payload, &root, &managed.groups, &mut report, trace);
+        } else {
+            let groups = groups(&paths, &mut report.warnings, &mut gate);
+            report.project_trust = gate.held_back();
+            run_chain(
+                payload,
+                &root,
+                managed.groups.iter().chain(groups.iter()),
+                &mut report,
+                trace,
+            );
+        }
         runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
@@ -209,10 +248,10 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
 
 /// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
 /// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
-pub fn run_chain(
+pub fn run_chain<'g>(
     payload: &Payload,
     root: &Path,
-    groups: &[Group],
+    groups: impl IntoIterator<Item = &'g Group>,
     report: &mut Report,
     trace: &Trace,
 ) {

@@ -40,7 +40,7 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
 /// Variables the dispatcher reads, removed from every child's environment unless a test sets
 /// them, so the machine running the tests cannot change their outcome (and a developer's own
 /// execution log, `LEVELCODE_HOOKS_LOG`, never gets the tests' dispatches).
-pub const CLEARED: [&str; 10] = [
+pub const CLEARED: &[&str] = &[
     "LEVELCODE_DIR",
     "LEVELCODE_HOOKS",
     "LEVELCODE_HOOKS_NO_PROJECT",
@@ -51,6 +51,22 @@ pub const CLEARED: [&str; 10] = [
     "NEXT_PUBLIC_CB_ENVIRONMENT",
     "LEVELCODE_TOOL_NAME",
     "LEVELCODE_PROJECT_DIR",
+    "LEVELCODE_MANAGED_SETTINGS",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_SDK_DISABLED",
+    "OTEL_TRACES_EXPORTER",
+    "TRACEPARENT",
+    "TRACESTATE",
+    "LEVELCODE_OTEL_CONTENT",
 ];
 
 /// The variable that trusts a project's hooks for one run; set to `1` in every child unless a
