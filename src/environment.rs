@@ -81,6 +81,58 @@ pub fn managed_settings() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// The OpenTelemetry variables the export obeys (contract §18), as set; `None` when neither
+/// endpoint variable is set and non-empty, so a dispatch without export reads no other.
+#[derive(Debug, Default)]
+pub struct OtelVars {
+    pub endpoint: Option<String>,
+    pub traces_endpoint: Option<String>,
+    pub protocol: Option<String>,
+    pub traces_protocol: Option<String>,
+    pub headers: Option<String>,
+    pub traces_headers: Option<String>,
+    pub timeout: Option<String>,
+    pub traces_timeout: Option<String>,
+    pub service_name: Option<String>,
+    pub resource_attributes: Option<String>,
+    pub sdk_disabled: Option<String>,
+    pub traces_exporter: Option<String>,
+    /// The caller's W3C trace context.
+    pub traceparent: Option<String>,
+    /// `LEVELCODE_HOOKS_OTEL_CONTENT`: payloads and output go into the spans too.
+    pub content: bool,
+}
+
+/// The OpenTelemetry variables, read once; see [`OtelVars`].
+pub fn otel() -> Option<&'static OtelVars> {
+    static OTEL: OnceLock<Option<OtelVars>> = OnceLock::new();
+    OTEL.get_or_init(|| {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT");
+        let traces_endpoint = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+        if endpoint.is_none() && traces_endpoint.is_none() {
+            return None;
+        }
+        Some(OtelVars {
+            endpoint,
+            traces_endpoint,
+            protocol: var("OTEL_EXPORTER_OTLP_PROTOCOL"),
+            traces_protocol: var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+            headers: var("OTEL_EXPORTER_OTLP_HEADERS"),
+            traces_headers: var("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
+            timeout: var("OTEL_EXPORTER_OTLP_TIMEOUT"),
+            traces_timeout: var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"),
+            service_name: var("OTEL_SERVICE_NAME"),
+            resource_attributes: var("OTEL_RESOURCE_ATTRIBUTES"),
+            sdk_disabled: var("OTEL_SDK_DISABLED"),
+            traces_exporter: var("OTEL_TRACES_EXPORTER"),
+            traceparent: var("TRACEPARENT"),
+            content: std::env::var("LEVELCODE_HOOKS_OTEL_CONTENT").is_ok_and(|v| is_on(&v)),
+        })
+    })
+    .as_ref()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -18,4 +18,5 @@ pub mod runner;
 pub(crate) mod serve;
 pub(crate) mod signals;
 pub(crate) mod style;
+pub(crate) mod telemetry;
 pub mod trust;

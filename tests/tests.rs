@@ -22,6 +22,8 @@ mod managed;
 #[cfg(unix)]
 mod matching;
 #[cfg(unix)]
+mod otel;
+#[cfg(unix)]
 mod payload;
 mod properties;
 #[cfg(unix)]

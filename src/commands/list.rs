@@ -291,6 +291,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
         settings: args.settings.clone(),
         no_project: args.no_project,
         team: None,
+        traceparent: None,
     };
     let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     let tool = tool_for(args.event.as_deref(), args.tool.as_deref());

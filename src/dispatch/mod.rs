@@ -34,6 +34,7 @@ pub mod payload;
 pub mod protocol;
 mod session_env;
 pub mod settings;
+mod spans;
 
 pub use options::{DispatchArgs, Options, OutputMode};
 
@@ -172,6 +173,11 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         started,
     );
     report.warnings.extend(payload.warnings.iter().cloned());
+    crate::telemetry::begin_dispatch(
+        options.traceparent.as_deref(),
+        started,
+        &mut report.warnings,
+    );
     let root = project_root(payload, options);
     if trace.enabled() {
         trace.line(format_args!(
@@ -242,6 +248,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
+    spans::export(payload, &mut report);
     exec_log::append(&mut report);
     report
 }
@@ -339,7 +346,8 @@ pub fn run_chain<'g>(
                 let env_file = (claude && kind == EventKind::SessionStart)
                     .then(|| session_env::create(&mut report.warnings))
                     .flatten();
-                let (env, remove) = handler_env(payload, root, env_file.as_deref());
+                let (mut env, remove) = handler_env(payload, root, env_file.as_deref());
+                env.extend(crate::telemetry::handler_started(report.handlers.len()));
                 if exported.as_ref() != Some(&env) {
                     // SAFETY: dispatches run on the process's one thread (`run` and `serve`
                     // start no other), so nothing reads the environment while it changes.

@@ -41,6 +41,7 @@ pub struct ServeArgs {
 /// the request in progress).
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
+    crate::telemetry::export::background();
     let trace = Trace::new(args.dispatch.verbose);
     let mut cache = Cache::default();
     let mut lines = Lines::new(std::io::stdin().lock(), Some(0));
@@ -62,7 +63,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
                 );
                 with_id(output::error_json(&message), request::readable_id(start))
             }
-            Next::End => return Ok(Status::Proceed.into()),
+            Next::End => {
+                crate::telemetry::export::flush(crate::telemetry::export::EXIT_FLUSH);
+                return Ok(Status::Proceed.into());
+            }
             Next::Interrupted(sig) => return Ok(Status::Signal(sig).into()),
         };
         stdout
@@ -99,6 +103,7 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
             .unwrap_or_else(|| args.dispatch.settings.clone()),
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
+        traceparent: asked.traceparent,
     };
     let report = match &asked.hooks {
         Some(hooks) => {
