@@ -67,10 +67,11 @@ install: static
 example: build
 	bash fixtures/example/run.sh
 
-bench: package-deps
+bench: package-deps otlp-python
 	bash benches/run.sh
 	bash benches/serve.sh
 	$(MAKE) static
+	bash benches/organisations.sh
 	LEVELCODE_HOOKS_BINARY=$(RELEASE_BIN) "$(BUN)" benches/client.mts
 
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS; crashes land in fuzz/artifacts/.

@@ -103,19 +103,32 @@ pub struct OtelVars {
     pub content: bool,
 }
 
-/// The OpenTelemetry variables, read once; see [`OtelVars`].
+fn otel_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Returns true if and only if an endpoint variable is set: the only ones a dispatch reads
+/// before a handler runs.
+pub fn otel_requested() -> bool {
+    static REQUESTED: OnceLock<bool> = OnceLock::new();
+    *REQUESTED.get_or_init(|| {
+        otel_var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+            || otel_var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+    })
+}
+
+/// The OpenTelemetry variables, read once, when a handler of an exported dispatch starts (or
+/// before the first `serve` request); see [`OtelVars`].
 pub fn otel() -> Option<&'static OtelVars> {
     static OTEL: OnceLock<Option<OtelVars>> = OnceLock::new();
     OTEL.get_or_init(|| {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT");
-        let traces_endpoint = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-        if endpoint.is_none() && traces_endpoint.is_none() {
+        if !otel_requested() {
             return None;
         }
+        let var = otel_var;
         Some(OtelVars {
-            endpoint,
-            traces_endpoint,
+            endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            traces_endpoint: var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             protocol: var("OTEL_EXPORTER_OTLP_PROTOCOL"),
             traces_protocol: var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
             headers: var("OTEL_EXPORTER_OTLP_HEADERS"),

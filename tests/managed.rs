@@ -307,6 +307,11 @@ fn list_validate_and_test_show_the_managed_layer_and_what_it_holds_back() {
     let test = make();
     std::fs::set_permissions(managed_path(&test), std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = test.arg("validate").run();
+    assert_eq!(
+        out.status(),
+        1,
+        "a refused managed file is a problem for CI"
+    );
     assert!(out.stdout().contains("refused"), "{}", out.stdout());
 }
 

@@ -173,11 +173,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         started,
     );
     report.warnings.extend(payload.warnings.iter().cloned());
-    crate::telemetry::begin_dispatch(
-        options.traceparent.as_deref(),
-        started,
-        &mut report.warnings,
-    );
+    crate::telemetry::begin_dispatch(options.traceparent.as_deref(), started);
     let root = project_root(payload, options);
     if trace.enabled() {
         trace.line(format_args!(

@@ -77,20 +77,33 @@ pub(crate) fn settings() -> &'static Result<Option<Config>, String> {
 
 /// Returns true if and only if an endpoint variable asks for export.
 pub fn enabled() -> bool {
-    crate::environment::otel().is_some()
+    crate::environment::otel_requested()
 }
 
 /// The spans of the dispatch in progress on this thread.
 struct Active {
-    config: &'static Config,
-    parent: Option<Parent>,
-    /// The trace and the dispatch's own span, made when the first handler starts.
-    ids: Option<([u8; 16], [u8; 8])>,
-    start: u64,
+    started: Instant,
+    /// A `serve` request's own `traceparent`.
+    requested_parent: Option<String>,
+    /// Worked out when the first handler starts: the trace, or why nothing is recorded.
+    trace: Option<Trace>,
     /// Each handler started: its place in the report, its span, when it started.
     handlers: Vec<(usize, [u8; 8], u64)>,
-    /// The configuration cannot be used: said once this dispatch, if a handler runs.
-    unusable: Option<&'static str>,
+    /// Warnings for the dispatch's report, given when it ends.
+    warnings: Vec<String>,
+}
+
+enum Trace {
+    Recorded {
+        config: &'static Config,
+        parent: Option<Parent>,
+        trace_id: [u8; 16],
+        span_id: [u8; 8],
+    },
+    /// The caller does not sample this trace: nothing recorded, handlers see its context.
+    NotSampled,
+    /// The configuration cannot be used: its warning is given once.
+    Unusable,
 }
 
 thread_local! {
@@ -103,54 +116,51 @@ fn unix_nanos(at: SystemTime) -> u64 {
 }
 
 /// Starts the spans of a dispatch that began at `started`. `traceparent` is a `serve` request's
-/// own; else the caller's `TRACEPARENT` counts. Problems with it go to `warnings`.
-pub fn begin_dispatch(traceparent: Option<&str>, started: Instant, warnings: &mut Vec<String>) {
+/// own; else the caller's `TRACEPARENT` counts. Nothing is read, made or parsed until a handler
+/// starts.
+pub fn begin_dispatch(traceparent: Option<&str>, started: Instant) {
     if !enabled() {
         return;
     }
-    let (config, unusable) = match settings() {
-        Ok(None) => return,
-        Ok(Some(config)) => (config, None),
+    ACTIVE.with(|active| {
+        *active.borrow_mut() = Some(Active {
+            started,
+            requested_parent: traceparent.map(str::to_string),
+            trace: None,
+            handlers: Vec::new(),
+            warnings: Vec::new(),
+        });
+    });
+}
+
+fn trace_of(active: &mut Active) -> Trace {
+    let config = match settings() {
+        Ok(Some(config)) => config,
+        Ok(None) => return Trace::NotSampled,
         Err(warning) => {
-            static NONE: OnceLock<Config> = OnceLock::new();
-            // A placeholder never used to export: the warning is all such a dispatch gives.
-            let placeholder = NONE.get_or_init(|| Config {
-                endpoint: http::Endpoint {
-                    host: String::new(),
-                    port: 0,
-                    path: String::new(),
-                    url: String::new(),
-                },
-                protocol: config::Protocol::Protobuf,
-                headers: Vec::new(),
-                timeout: Duration::ZERO,
-                resource: Vec::new(),
-            });
-            (placeholder, Some(warning.as_str()))
+            active.warnings.push(warning.clone());
+            return Trace::Unusable;
         }
     };
-    let given = traceparent.or(crate::environment::otel().and_then(|v| v.traceparent.as_deref()));
+    let given = active
+        .requested_parent
+        .as_deref()
+        .or(crate::environment::otel().and_then(|v| v.traceparent.as_deref()));
     let parent = match given.map(context::parse) {
         None => None,
-        Some(Ok(parent)) if !parent.sampled => return,
+        Some(Ok(parent)) if !parent.sampled => return Trace::NotSampled,
         Some(Ok(parent)) => Some(parent),
         Some(Err(warning)) => {
-            warnings.push(warning);
+            active.warnings.push(warning);
             None
         }
     };
-    let start =
-        unix_nanos(SystemTime::now()) - u64::try_from(started.elapsed().as_nanos()).unwrap_or(0);
-    ACTIVE.with(|active| {
-        *active.borrow_mut() = Some(Active {
-            config,
-            parent,
-            ids: None,
-            start,
-            handlers: Vec::new(),
-            unusable,
-        });
-    });
+    Trace::Recorded {
+        config,
+        parent,
+        trace_id: parent.map_or_else(context::random::<16>, |p| p.trace_id),
+        span_id: context::random::<8>(),
+    }
 }
 
 /// A handler is about to start, at place `index` of the report: its `TRACEPARENT`, naming its
@@ -159,17 +169,13 @@ pub fn handler_started(index: usize) -> Option<(&'static str, String)> {
     ACTIVE.with(|active| {
         let mut active = active.borrow_mut();
         let active = active.as_mut()?;
-        if active.unusable.is_some() {
-            active.handlers.push((index, [0; 8], 0));
-            return None;
+        if active.trace.is_none() {
+            active.trace = Some(trace_of(active));
         }
-        let parent = active.parent;
-        let (trace_id, _) = *active.ids.get_or_insert_with(|| {
-            (
-                parent.map_or_else(context::random::<16>, |p| p.trace_id),
-                context::random::<8>(),
-            )
-        });
+        let Some(Trace::Recorded { trace_id, .. }) = &active.trace else {
+            return None;
+        };
+        let trace_id = *trace_id;
         let span_id = context::random::<8>();
         active
             .handlers
@@ -182,10 +188,9 @@ pub fn handler_started(index: usize) -> Option<(&'static str, String)> {
 /// a handler ran. The dispatch builds its [`Finished`] only then.
 pub fn pending() -> bool {
     ACTIVE.with(|active| {
-        active
-            .borrow()
-            .as_ref()
-            .is_some_and(|a| !a.handlers.is_empty())
+        active.borrow().as_ref().is_some_and(|a| {
+            matches!(a.trace, Some(Trace::Recorded { .. })) || !a.warnings.is_empty()
+        })
     })
 }
 
@@ -200,22 +205,26 @@ pub fn finish(finished: Finished, warnings: &mut Vec<String>) {
     let Some(active) = ACTIVE.with(|active| active.borrow_mut().take()) else {
         return;
     };
-    if let Some(warning) = active.unusable {
-        warnings.push(warning.to_string());
-        return;
-    }
-    let Some((trace_id, dispatch_id)) = active.ids else {
+    warnings.extend(active.warnings);
+    let Some(Trace::Recorded {
+        config,
+        parent,
+        trace_id,
+        span_id: dispatch_id,
+    }) = active.trace
+    else {
         return;
     };
     let end = unix_nanos(SystemTime::now());
+    let start = end.saturating_sub(u64::try_from(active.started.elapsed().as_nanos()).unwrap_or(0));
     let mut spans = Vec::with_capacity(1 + finished.handlers.len());
     spans.push(SpanRecord {
         trace_id,
         span_id: dispatch_id,
-        parent: active.parent.map(|p| p.span_id),
-        remote_parent: active.parent.is_some(),
+        parent: parent.map(|p| p.span_id),
+        remote_parent: parent.is_some(),
         name: finished.name,
-        start: active.start,
+        start,
         end,
         attributes: finished.attributes,
         error: finished.error,
@@ -239,5 +248,5 @@ pub fn finish(finished: Finished, warnings: &mut Vec<String>) {
             error: handler.error,
         });
     }
-    export::send(active.config, &spans, warnings);
+    export::send(config, &spans, warnings);
 }
