@@ -418,6 +418,9 @@ fn a_collector_that_is_slow_or_not_there_costs_one_warning_and_never_the_dispatc
     for endpoint in [
         format!("http://{}", silent.local_addr().unwrap()),
         format!("http://{closed}"),
+        // A name to resolve (`.invalid` never resolves): the post runs on a thread of its own.
+        "http://collector.invalid:4318".to_string(),
+        format!("http://localhost:{}", closed.port()),
     ] {
         let started = Instant::now();
         let out = Test::new()

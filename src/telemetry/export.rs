@@ -1,8 +1,11 @@
 //! Getting spans to the collector without ever holding a dispatch up for long, or failing one.
 //!
-//! In the foreground (`run`, `test`), the request goes out on a thread of its own and the
-//! dispatch waits for it at most [`Config::foreground_bound`]; a collector that is slower, or
-//! not there, costs that wait and one warning, and the process exits without it. In the
+//! In the foreground (`run`, `test`), the dispatch waits for the collector at most
+//! [`Config::foreground_bound`]: an endpoint given as an address (or `localhost`) is posted to
+//! directly, every socket operation timed out at the bound; one whose name must be resolved is
+//! posted to from a thread of its own, which the dispatch stops waiting for at the bound (name
+//! resolution has no timeout). A collector that is slower, or not there, costs that wait and
+//! one warning, never the dispatch. In the
 //! background (`serve`, after [`background`]), one thread posts the spans in order while the
 //! server answers; what it could not send is one warning in the next answer. A full queue drops
 //! the newest spans, with that warning too.
@@ -44,7 +47,10 @@ pub fn background() {
         return;
     }
     if let Ok(Some(config)) = super::settings() {
-        ADDRS.get_or_init(|| http::resolve(&config.endpoint));
+        ADDRS.get_or_init(|| {
+            http::literal_addrs(&config.endpoint)
+                .map_or_else(|| http::resolve(&config.endpoint), Ok)
+        });
     }
     BACKGROUND.get_or_init(|| {
         let (queue, jobs) = mpsc::sync_channel::<Job>(QUEUE);
@@ -155,18 +161,32 @@ pub fn send(config: &'static Config, spans: &[SpanRecord], warnings: &mut Vec<St
     }
     let bound = config.foreground_bound();
     let deadline = Instant::now() + bound;
-    let (tx, rx) = mpsc::sync_channel(1);
-    let spawned = std::thread::Builder::new()
-        .name("otlp-export".into())
-        .spawn(move || {
-            let _ = tx.send(post(config, None, &body, deadline));
-        });
-    let result = match spawned {
-        Err(e) => Err(format!("cannot start the export thread: {e}")),
-        Ok(_) => match rx.recv_timeout(bound) {
-            Ok(result) => result,
-            Err(_) => Err(format!("no answer within {} ms", bound.as_millis())),
-        },
+    let result = match http::literal_addrs(&config.endpoint) {
+        // No name to resolve: the socket's timeouts keep the post within the bound.
+        Some(addrs) => post(config, Some(&addrs), &body, deadline).map_err(|e| {
+            if e == "timed out" || e.starts_with("timed out") {
+                format!("no answer within {} ms", bound.as_millis())
+            } else {
+                e
+            }
+        }),
+        // Name resolution has no timeout of its own: it runs on a thread the dispatch stops
+        // waiting for at the bound.
+        None => {
+            let (tx, rx) = mpsc::sync_channel(1);
+            let spawned = std::thread::Builder::new()
+                .name("otlp-export".into())
+                .spawn(move || {
+                    let _ = tx.send(post(config, None, &body, deadline));
+                });
+            match spawned {
+                Err(e) => Err(format!("cannot start the export thread: {e}")),
+                Ok(_) => match rx.recv_timeout(bound) {
+                    Ok(result) => result,
+                    Err(_) => Err(format!("no answer within {} ms", bound.as_millis())),
+                },
+            }
+        }
     };
     if let Err(why) = result {
         warnings.push(format!(

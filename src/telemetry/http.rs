@@ -74,6 +74,20 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
         .then(|| &text[prefix.len()..])
 }
 
+/// The endpoint's addresses when they need no name resolution: an IP address, or `localhost`
+/// (the loopback addresses, RFC 6761). A post to them is bounded by its socket timeouts alone.
+pub fn literal_addrs(endpoint: &Endpoint) -> Option<Vec<SocketAddr>> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    if endpoint.host.eq_ignore_ascii_case("localhost") {
+        return Some(vec![
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), endpoint.port),
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), endpoint.port),
+        ]);
+    }
+    let ip: IpAddr = endpoint.host.parse().ok()?;
+    Some(vec![SocketAddr::new(ip, endpoint.port)])
+}
+
 /// The endpoint's addresses. Name resolution reads the environment, so a process that changes
 /// its environment while it exports (`serve`) resolves once, before, on its one thread.
 pub fn resolve(endpoint: &Endpoint) -> Result<Vec<SocketAddr>, String> {
@@ -103,7 +117,10 @@ pub fn post(
     let addrs = match addrs {
         Some(addrs) => addrs,
         None => {
-            resolved = resolve(endpoint)?;
+            resolved = match literal_addrs(endpoint) {
+                Some(addrs) => addrs,
+                None => resolve(endpoint)?,
+            };
             &resolved
         }
     };
