@@ -53,7 +53,7 @@ report=$out/organisations.md
     echo
 } > "$report"
 
-mean_ms() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(" ".join("%.3f" % (x["mean"]*1000) for x in r))' "$1"; }
+mean_ms() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(" ".join("%.3f" % (x["median"]*1000) for x in r))' "$1"; }
 
 # --- the managed layer, file absent -------------------------------------------------------
 if command -v strace >/dev/null; then
@@ -108,7 +108,7 @@ import sys
 off, pb, js = map(float, sys.argv[1:4])
 print("## Export on, local receiver: a one-handler dispatch")
 print()
-print("| | mean | vs export off |")
+print("| | median | vs export off |")
 print("|---|---|---|")
 print(f"| export off | {off:.3f} ms | |")
 print(f"| http/protobuf | {pb:.3f} ms | {100 * (pb / off - 1):+.1f}% |")
@@ -147,7 +147,7 @@ import sys
 off, refused, silent = map(float, sys.argv[1:4])
 print("## Export on, collector unreachable: a one-handler dispatch")
 print()
-print("| | mean | added |")
+print("| | median | added |")
 print("|---|---|---|")
 print(f"| export off | {off:.3f} ms | |")
 print(f"| nothing listening (refused) | {refused:.3f} ms | {refused - off:+.3f} ms |")
