@@ -1,9 +1,17 @@
-//! The environment switches the dispatcher obeys (contract §6), read in one place, and each
-//! read once: a process's environment changes only by its own hand, and `serve` would otherwise
-//! search it for every switch on every request.
+//! The environment switches the dispatcher obeys (contract §6), and the variables that say where
+//! its files are, read in one place, and each read once: a process's environment changes only by
+//! its own hand (the variables it exports for handlers are none of these), and `serve` would
+//! otherwise search it for every switch on every request.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
+/// The variable naming the execution log file (`dispatch/exec_log.rs`).
+pub const EXEC_LOG: &str = "LEVELCODE_HOOKS_LOG";
+
+/// The variable that trusts a project's hooks for one run (`trust/`).
+pub const TRUST_PROJECT_HOOKS: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
 
 /// A dispatcher started at this depth or deeper runs nothing.
 pub const MAX_DEPTH: u32 = 4;
@@ -53,11 +61,72 @@ pub fn start_dir() -> PathBuf {
         .clone()
 }
 
+/// The home directory: `HOME` when set and not empty, else the account's.
+pub fn home() -> Option<&'static Path> {
+    static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
+    HOME.get_or_init(|| match std::env::var_os("HOME") {
+        Some(h) if !h.is_empty() => Some(PathBuf::from(h)),
+        _ => dirs::home_dir(),
+    })
+    .as_deref()
+}
+
+/// The data directory: `LEVELCODE_DIR` when set and not empty, else `$HOME/.levelcode`.
+pub fn data_dir() -> Option<&'static Path> {
+    static DATA: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DATA.get_or_init(|| match std::env::var_os("LEVELCODE_DIR") {
+        Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
+        _ => home().map(|h| h.join(".levelcode")),
+    })
+    .as_deref()
+}
+
+/// The user layer's folder name under `~/.config`: `levelcode`, or `levelcode-<env>` for a
+/// `NEXT_PUBLIC_CB_ENVIRONMENT` other than `prod`.
+pub fn config_dir_name() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| match std::env::var("NEXT_PUBLIC_CB_ENVIRONMENT") {
+        Ok(env) if !env.is_empty() && env != "prod" => format!("levelcode-{env}"),
+        _ => "levelcode".to_string(),
+    })
+}
+
+/// The execution log file [`EXEC_LOG`] names, when set and not empty.
+pub fn exec_log() -> Option<&'static Path> {
+    static LOG: OnceLock<Option<PathBuf>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        std::env::var_os(EXEC_LOG)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+    .as_deref()
+}
+
+/// [`TRUST_PROJECT_HOOKS`] as it is set, unread: `trust` says what it means.
+pub fn trust_project_hooks() -> Option<&'static OsStr> {
+    static VALUE: OnceLock<Option<OsString>> = OnceLock::new();
+    VALUE
+        .get_or_init(|| std::env::var_os(TRUST_PROJECT_HOOKS))
+        .as_deref()
+}
+
 /// The team for the compliance log from the environment, when set.
 pub fn team() -> Option<String> {
     static TEAM: OnceLock<Option<String>> = OnceLock::new();
     TEAM.get_or_init(|| std::env::var("LEVELCODE_TEAM").ok())
         .clone()
+}
+
+/// `%ProgramData%`, where Windows keeps the managed settings file.
+#[cfg(windows)]
+pub fn program_data() -> Option<&'static Path> {
+    static DATA: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DATA.get_or_init(|| {
+        std::env::var_os("ProgramData")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+    })
+    .as_deref()
 }
 
 /// The variable that names the managed settings file while none is at the system path

@@ -3,7 +3,7 @@
 //! Where things are (docs/ARCHITECTURE.md): [`dispatch`] is the pipeline of one dispatch, from
 //! the payload on stdin to the exit status; [`runner`] runs one handler process; [`commands`]
 //! are the commands for people; `serve` is the long-lived mode and `compliance` the signed log
-//! of team runs. `environment`, `signals` and `style` serve all of them.
+//! of team runs. `environment`, `fs`, `lock`, `signals` and `style` serve all of them.
 //!
 //! The binary (`src/main.rs`) only parses the command line and calls [`cli::execute`]; everything
 //! else lives here, so tests and fuzz targets reach the same code.
@@ -13,6 +13,7 @@ pub mod commands;
 pub(crate) mod compliance;
 pub mod dispatch;
 pub(crate) mod environment;
+pub(crate) mod fs;
 pub(crate) mod lock;
 pub mod runner;
 pub(crate) mod serve;

@@ -1,5 +1,7 @@
 //! The layout's invariants (docs/ARCHITECTURE.md), read from the source itself: which module
-//! may import which, no import circle, and the size of `src/`'s top level and of each file.
+//! may import which, no import circle between files, the size of `src/`'s top level and of each
+//! file, every variable read in `src/environment.rs` and cleared by the test sandbox, and every
+//! test starting the binary through that sandbox.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -40,17 +42,47 @@ fn modules() -> BTreeMap<String, PathBuf> {
         .collect()
 }
 
-/// The modules each module names through `crate::…` or `super::…` outside its tests, each
-/// resolved to the longest module path that exists.
+/// The modules each module names outside its tests, each resolved to the longest module path
+/// that exists: through `crate::…`, `super::…` and `self::…` anywhere in its code, and through
+/// every leaf of its `use` trees, relative ones included (`use protocol::{claude, Protocol}` in
+/// `dispatch` names `dispatch::protocol::claude` and `dispatch::protocol`).
 fn imports(modules: &BTreeMap<String, PathBuf>) -> BTreeMap<String, BTreeSet<String>> {
+    let sources: BTreeMap<String, String> = modules
+        .iter()
+        .map(|(name, file)| (name.clone(), std::fs::read_to_string(file).unwrap()))
+        .collect();
+    import_graph(&sources)
+}
+
+/// [`imports`] over the modules' texts, by module path.
+fn import_graph(sources: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    let known: BTreeSet<&str> = sources.keys().map(String::as_str).collect();
     let mut graph = BTreeMap::new();
-    for (name, file) in modules {
-        let text = std::fs::read_to_string(file).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    for (name, text) in sources {
+        // A test module kept in a file of its own (`tests.rs`, `claude_tests.rs`) is test code.
+        let last = name.rsplit("::").next().unwrap_or(name);
+        if last == "tests" || last.ends_with("_tests") {
+            continue;
+        }
+        let code = without_comments(text.split("#[cfg(test)]").next().unwrap_or_default());
+        let here: Vec<&str> = if name == "crate" {
+            Vec::new()
+        } else {
+            name.split("::").collect()
+        };
         let mut deps = BTreeSet::new();
-        let parent: Vec<&str> = name.split("::").collect();
-        let parent = &parent[..parent.len().saturating_sub(1)];
-        for (prefix, base) in [("crate::", &[][..]), ("super::", parent)] {
+        let mut depend_on = |path: &[&str]| {
+            if let Some(module) = resolve(&here, path, &known) {
+                if module != *name {
+                    deps.insert(module);
+                }
+            }
+        };
+        for path in use_paths(&code) {
+            let path: Vec<&str> = path.iter().map(String::as_str).collect();
+            depend_on(&path);
+        }
+        for prefix in ["crate::", "super::", "self::"] {
             for (at, _) in code.match_indices(prefix) {
                 let preceded_by_word = code[..at]
                     .chars()
@@ -59,22 +91,12 @@ fn imports(modules: &BTreeMap<String, PathBuf>) -> BTreeMap<String, BTreeSet<Str
                 if preceded_by_word {
                     continue;
                 }
-                let rest = &code[at + prefix.len()..];
-                let path_text: String = rest
+                let path_text: String = code[at..]
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
                     .collect();
-                let mut path: Vec<&str> = base.to_vec();
-                path.extend(path_text.split("::").filter(|p| !p.is_empty()));
-                for len in (1..=path.len()).rev() {
-                    let candidate = path[..len].join("::");
-                    if modules.contains_key(&candidate) {
-                        if &candidate != name {
-                            deps.insert(candidate);
-                        }
-                        break;
-                    }
-                }
+                let path: Vec<&str> = path_text.split("::").filter(|p| !p.is_empty()).collect();
+                depend_on(&path);
             }
         }
         graph.insert(name.clone(), deps);
@@ -82,14 +104,204 @@ fn imports(modules: &BTreeMap<String, PathBuf>) -> BTreeMap<String, BTreeSet<Str
     graph
 }
 
+/// The module `path`, named in module `here`, stands for: the longest module path it begins
+/// with, or `None` for a path outside the crate (`std::…`, `serde::…`).
+fn resolve(here: &[&str], path: &[&str], known: &BTreeSet<&str>) -> Option<String> {
+    let mut full: Vec<&str> = Vec::new();
+    let mut rest = path;
+    match path.first() {
+        Some(&"crate") => rest = &path[1..],
+        Some(&"self") => {
+            full.extend_from_slice(here);
+            rest = &path[1..];
+        }
+        Some(&"super") => {
+            full.extend_from_slice(here);
+            while rest.first() == Some(&"super") {
+                full.pop();
+                rest = &rest[1..];
+            }
+        }
+        Some(first) => {
+            // A relative path: a child module of `here`, or nothing of the crate's.
+            let mut child = here.to_vec();
+            child.push(first);
+            if !known.contains(child.join("::").as_str()) {
+                return None;
+            }
+            full.extend_from_slice(here);
+        }
+        None => return None,
+    }
+    full.extend(rest.iter().copied().filter(|p| *p != "self" && *p != "*"));
+    (1..=full.len())
+        .rev()
+        .map(|len| full[..len].join("::"))
+        .find(|candidate| known.contains(candidate.as_str()))
+}
+
+/// `code` with its `//` and `/* */` comments blanked out, strings left as they are.
+fn without_comments(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut chars = code.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            // A character literal that is a quote must not open a string.
+            ('\'', Some('"')) => {
+                out.push(c);
+                out.push(chars.next().unwrap());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Every leaf of every `use` declaration in `code`, as path segments: `use a::{b, c::{self, D}}`
+/// gives `a::b`, `a::c` and `a::c::D`; a glob `a::*` gives `a`.
+fn use_paths(code: &str) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    for (at, _) in code.match_indices("use ") {
+        let starts_item = code[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, ';' | '{' | '}' | ')'));
+        if !starts_item {
+            continue;
+        }
+        let tree = &code[at + "use ".len()..];
+        let Some(end) = tree.find(';') else {
+            continue;
+        };
+        let tokens = tokenize(&tree[..end]);
+        let mut position = 0;
+        expand(&tokens, &mut position, Vec::new(), &mut paths);
+    }
+    paths
+}
+
+fn tokenize(tree: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    let mut chars = tree.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            tokens.push(std::mem::take(&mut word));
+        }
+        match c {
+            ':' if chars.peek() == Some(&':') => {
+                chars.next();
+                tokens.push("::".into());
+            }
+            '{' | '}' | ',' | '*' => tokens.push(c.to_string()),
+            _ => {}
+        }
+    }
+    if !word.is_empty() {
+        tokens.push(word);
+    }
+    tokens
+}
+
+/// Reads one use tree from `tokens` at `position`, under `prefix`, into `out`.
+fn expand(
+    tokens: &[String],
+    position: &mut usize,
+    prefix: Vec<String>,
+    out: &mut Vec<Vec<String>>,
+) {
+    let mut path = prefix;
+    while let Some(token) = tokens.get(*position) {
+        match token.as_str() {
+            "::" => *position += 1,
+            "{" => {
+                *position += 1;
+                loop {
+                    match tokens.get(*position).map(String::as_str) {
+                        None => return,
+                        Some("}") => {
+                            *position += 1;
+                            return;
+                        }
+                        Some(",") => *position += 1,
+                        Some(_) => expand(tokens, position, path.clone(), out),
+                    }
+                }
+            }
+            "," | "}" => break,
+            "*" => {
+                *position += 1;
+                out.push(path.clone());
+                return;
+            }
+            "as" => {
+                // `x as y`: the path is `x`'s; skip the new name.
+                *position += 2;
+                break;
+            }
+            word => {
+                path.push(word.to_string());
+                *position += 1;
+            }
+        }
+    }
+    out.push(path);
+}
+
 fn top(module: &str) -> &str {
     module.split("::").next().unwrap_or(module)
 }
 
-#[test]
-fn no_module_imports_one_that_imports_it_back() {
-    let graph = imports(&modules());
-    // Depth-first search for a back edge; a path found is printed whole.
+/// The first import circle of `graph`, as the path around it, leaving out the edges from a
+/// module to its own submodules: a folder's `mod.rs` declares and uses its parts, and they may
+/// use what it defines, so a folder is one unit. Any other circle is a tangle of files.
+fn first_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn is_part_of(child: &str, parent: &str) -> bool {
+        parent == "crate"
+            || child
+                .strip_prefix(parent)
+                .is_some_and(|rest| rest.starts_with("::"))
+    }
+    // Depth-first search for a back edge; a path found is returned whole.
     fn visit<'a>(
         node: &'a str,
         graph: &'a BTreeMap<String, BTreeSet<String>>,
@@ -106,6 +318,9 @@ fn no_module_imports_one_that_imports_it_back() {
         }
         stack.push(node);
         for next in graph.get(node).into_iter().flatten() {
+            if is_part_of(next, node) {
+                continue;
+            }
             if let Some(circle) = visit(next, graph, stack, done) {
                 return Some(circle);
             }
@@ -115,11 +330,104 @@ fn no_module_imports_one_that_imports_it_back() {
         None
     }
     let mut done = BTreeSet::new();
-    for node in graph.keys() {
-        if let Some(circle) = visit(node, &graph, &mut Vec::new(), &mut done) {
-            panic!("import circle: {}", circle.join(" -> "));
-        }
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    if let Some(circle) = first_circle(&imports(&modules())) {
+        panic!("import circle: {}", circle.join(" -> "));
     }
+}
+
+/// The circle this check once missed: `outcome` took `Program` through its re-export in
+/// `settings`, which took `claude` through a brace import, and `claude` imports `outcome`.
+#[test]
+fn a_circle_through_a_brace_import_and_a_re_export_is_found() {
+    let sources: BTreeMap<String, String> = [
+        ("crate", "pub mod dispatch;\npub mod runner;"),
+        ("runner", "pub struct Program;"),
+        (
+            "dispatch",
+            "pub mod outcome;\npub mod protocol;\npub mod settings;\n\
+             use protocol::claude::{self, Rewrite};",
+        ),
+        (
+            "dispatch::outcome",
+            "use crate::dispatch::settings::Program;\nuse crate::runner::{Ending, Stop};",
+        ),
+        (
+            "dispatch::protocol",
+            "pub mod claude;\npub enum Protocol {}",
+        ),
+        (
+            "dispatch::protocol::claude",
+            "use crate::dispatch::outcome::{self, Judgement, Outcome};",
+        ),
+        (
+            "dispatch::settings",
+            "mod checked;\nuse crate::dispatch::protocol::{claude, Protocol};\n\
+             pub use crate::runner::Program;\nuse checked::parse_event;",
+        ),
+        ("dispatch::settings::checked", "use super::*;"),
+    ]
+    .into_iter()
+    .map(|(name, text)| (name.to_string(), text.to_string()))
+    .collect();
+    let graph = import_graph(&sources);
+    let names = |module: &str| -> Vec<&str> { graph[module].iter().map(String::as_str).collect() };
+    assert_eq!(
+        names("dispatch::settings"),
+        [
+            "dispatch::protocol",
+            "dispatch::protocol::claude",
+            "dispatch::settings::checked",
+            "runner"
+        ]
+    );
+    assert_eq!(
+        names("dispatch"),
+        ["dispatch::protocol::claude"],
+        "a relative path names a submodule"
+    );
+    // A folder's parts using it are no circle; the three files are.
+    assert_eq!(names("dispatch::settings::checked"), ["dispatch::settings"]);
+    assert_eq!(
+        first_circle(&graph).expect("the circle is found"),
+        [
+            "dispatch::outcome",
+            "dispatch::settings",
+            "dispatch::protocol::claude",
+            "dispatch::outcome"
+        ]
+    );
+    // Taking `Program` from where it is defined breaks it.
+    let mut fixed = sources.clone();
+    fixed.insert(
+        "dispatch::outcome".into(),
+        "use crate::runner::{Ending, Program, Stop};".into(),
+    );
+    assert_eq!(first_circle(&import_graph(&fixed)), None);
+}
+
+#[test]
+fn use_trees_are_read_leaf_by_leaf() {
+    let paths = use_paths(
+        "pub(crate) use a::{b, c::{self, D as E}, f::*};\n\
+         // use commented::out;\n\
+         let x = \"use not::this\";\n\
+         use crate::g;",
+    );
+    let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert!(paths.contains(&"a::b".to_string()), "{paths:?}");
+    assert!(paths.contains(&"a::c::self".to_string()), "{paths:?}");
+    assert!(paths.contains(&"a::c::D".to_string()), "{paths:?}");
+    assert!(paths.contains(&"a::f".to_string()), "{paths:?}");
+    assert!(paths.contains(&"crate::g".to_string()), "{paths:?}");
+    let code = without_comments("use kept::x; // use commented::out;\n");
+    assert!(!code.contains("commented"), "{code}");
 }
 
 #[test]
@@ -128,6 +436,16 @@ fn layers_of_the_code_import_only_downwards() {
     // What each part may not name: the pipeline and the runner never reach a command or the
     // command line, the runner knows nothing of settings or the pipeline, and only main.rs
     // names cli.rs.
+    // The cross-cutting modules at the top of src/ serve every part and import none.
+    const LEAF: &[&str] = &[
+        "dispatch",
+        "commands",
+        "cli",
+        "serve",
+        "runner",
+        "trust",
+        "compliance",
+    ];
     let forbidden: &[(&str, &[&str])] = &[
         ("dispatch", &["commands", "cli", "serve"]),
         ("trust", &["commands", "cli", "serve"]),
@@ -142,16 +460,11 @@ fn layers_of_the_code_import_only_downwards() {
         ),
         ("serve", &["commands", "cli"]),
         ("commands", &["cli"]),
-        (
-            "environment",
-            &["dispatch", "commands", "cli", "serve", "runner"],
-        ),
-        (
-            "signals",
-            &["dispatch", "commands", "cli", "serve", "runner"],
-        ),
-        ("style", &["dispatch", "commands", "cli", "serve", "runner"]),
-        ("lock", &["dispatch", "commands", "cli", "serve", "runner"]),
+        ("environment", LEAF),
+        ("signals", LEAF),
+        ("style", LEAF),
+        ("lock", LEAF),
+        ("fs", LEAF),
     ];
     let mut wrong = Vec::new();
     for (module, deps) in &graph {
@@ -207,4 +520,94 @@ fn the_code_map_names_every_folder() {
             "docs/ARCHITECTURE.md does not name `{folder}`"
         );
     }
+}
+
+/// The sandbox's list of variables a child never inherits covers every variable the dispatcher
+/// reads: each is named in `src/environment.rs`, the one place that reads them.
+#[test]
+fn the_sandbox_clears_every_variable_the_dispatcher_reads() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/environment.rs"))
+            .unwrap();
+    let code = without_comments(text.split("#[cfg(test)]").next().unwrap_or_default());
+    let names: BTreeSet<&str> = code
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            s.len() > 1
+                && s.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect();
+    assert!(names.len() >= 9, "environment.rs reads {names:?}");
+    // HOME is the sandbox's own, set rather than cleared.
+    let missing: Vec<&&str> = names
+        .iter()
+        .filter(|name| **name != "HOME" && !crate::common::CLEARED.contains(name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "tests/common/sandbox.rs does not clear {missing:?}"
+    );
+    // Elsewhere only what a shell would read to find a program is read: `command_check` and the
+    // spawner look up `PATH` (and `PATHEXT`, and `~` in a command) as the handler's shell would.
+    let shell = ["(\"PATH\"", "(\"PATHEXT\"", "(\"HOME\""];
+    let mut readers = Vec::new();
+    for (name, file) in modules() {
+        if name == "environment" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = without_comments(text.split("#[cfg(test)]").next().unwrap_or_default());
+        for (at, _) in code.match_indices("env::var") {
+            let call: String = code[at..].chars().take_while(|c| *c != ')').collect();
+            if !shell.iter().any(|allowed| call.contains(allowed)) {
+                readers.push(format!("{name}: {call})"));
+            }
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "variables read outside src/environment.rs: {readers:?}"
+    );
+}
+
+/// Every black-box test starts the binary through the sandbox of `tests/common/`.
+#[test]
+fn every_test_file_starts_the_binary_through_the_sandbox() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut files = Vec::new();
+    walk(&tests, &mut files);
+    assert!(files.len() > 10, "{files:?}");
+    let own = [
+        "CARGO_BIN_EXE",
+        "Command::new(bin",
+        "Command::new(crate::common::bin",
+    ];
+    let wrong: Vec<String> = files
+        .iter()
+        .filter(|file| {
+            !file.starts_with(tests.join("common")) && !file.ends_with("architecture.rs")
+        })
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            own.iter().any(|needle| text.contains(needle))
+        })
+        .map(|file| file.display().to_string())
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "these start the binary themselves: {wrong:?}"
+    );
 }

@@ -151,28 +151,6 @@ fn setup(hooks: &Value) -> Test {
         .project_file(".claude/hooks/read_guard.py", READ_GUARD_PY)
 }
 
-/// The binary run in `project` with `home` as HOME, the project's hooks trusted for the run,
-/// and none of the variables the dispatcher obeys inherited from the machine running the tests.
-fn binary(project: &Path, home: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(crate::common::bin());
-    command
-        .current_dir(project)
-        .env("HOME", home)
-        .env("LEVELCODE_TRUST_PROJECT_HOOKS", "1");
-    for var in [
-        "LEVELCODE_DIR",
-        "LEVELCODE_HOOKS",
-        "LEVELCODE_HOOKS_NO_PROJECT",
-        "LEVELCODE_HOOKS_DEPTH",
-        "LEVELCODE_HOOKS_LOG",
-        "LEVELCODE_TEAM",
-        "NEXT_PUBLIC_CB_ENVIRONMENT",
-    ] {
-        command.env_remove(var);
-    }
-    command
-}
-
 /// One Claude Code group.
 fn claude_group(matcher: Option<&str>, commands: &[&str]) -> Value {
     let hooks: Vec<Value> = commands
@@ -546,7 +524,7 @@ fn import_of_a_realistic_claude_settings_file() {
 
     // The imported guards run as written.
     let run = |payload: &Value| {
-        let out = binary(&project, &root.join("home"))
+        let out = crate::common::command(&root.join("home"), &project)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -576,12 +554,12 @@ fn import_of_a_realistic_claude_settings_file() {
         (Some(2), &json!(".env is protected (Write)")),
         "{json}"
     );
-    let again = binary(&project, &root.join("home"))
+    let again = crate::common::command(&root.join("home"), &project)
         .args(["import", "claude", "--write"])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&again.stderr).contains("0 group(s) added"));
-    let after = binary(&project, &root.join("home"))
+    let after = crate::common::command(&root.join("home"), &project)
         .args(["validate"])
         .output()
         .unwrap();

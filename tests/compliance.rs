@@ -10,42 +10,26 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// Variables the dispatcher reads, removed from every child's environment so the machine running
-/// the tests cannot change their outcome.
-const CLEARED: [&str; 8] = [
-    "LEVELCODE_HOOKS",
-    "LEVELCODE_HOOKS_NO_PROJECT",
-    "LEVELCODE_HOOKS_DEPTH",
-    "LEVELCODE_HOOKS_LOG",
-    "LEVELCODE_TEAM",
-    "LEVELCODE_TRUST_PROJECT_HOOKS",
-    "NEXT_PUBLIC_CB_ENVIRONMENT",
-    "LEVELCODE_PROJECT_DIR",
-];
-
 /// A temporary HOME, data dir (`LEVELCODE_DIR`), project, and an empty settings file.
 struct Sandbox {
-    root: tempfile::TempDir,
+    dirs: crate::common::Sandbox,
 }
 
 impl Sandbox {
     fn new() -> Sandbox {
         let sandbox = Sandbox {
-            root: tempfile::tempdir().expect("temp dir"),
+            dirs: crate::common::Sandbox::new(),
         };
-        for dir in ["home", "project"] {
-            fs::create_dir_all(sandbox.root.path().join(dir)).expect("dir");
-        }
         fs::write(sandbox.settings(), "{}").expect("settings");
         sandbox
     }
 
     fn data(&self) -> PathBuf {
-        self.root.path().join("data")
+        self.dirs.root().join("data")
     }
 
     fn settings(&self) -> PathBuf {
-        self.root.path().join("settings.json")
+        self.dirs.root().join("settings.json")
     }
 
     fn log_dir(&self, team: &str) -> PathBuf {
@@ -65,14 +49,11 @@ impl Sandbox {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_levelcode-hooks"));
-        for name in CLEARED {
-            command.env_remove(name);
-        }
+        // Only a `--settings` layer: nothing here is about project trust.
+        let mut command = self.dirs.command();
         command
-            .env("HOME", self.root.path().join("home"))
-            .env("LEVELCODE_DIR", self.data())
-            .current_dir(self.root.path().join("project"));
+            .env_remove(crate::common::TRUST)
+            .env("LEVELCODE_DIR", self.data());
         command
     }
 
@@ -134,7 +115,7 @@ impl Sandbox {
             }
         }
         let mut out = Vec::new();
-        walk(self.root.path(), &mut out);
+        walk(self.dirs.root(), &mut out);
         out.sort();
         out
     }

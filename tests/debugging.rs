@@ -1,15 +1,17 @@
 //! The subcommands for people debugging their hooks (contract §10): `list`, `validate`, `test`,
 //! `schema`, `completions`, the execution log with `log` and `stats`, and the `-v` trace.
 //!
-//! Each test gets a temporary directory holding `home/` (the child's `HOME`) and `project/` (its
-//! current directory); every `LEVELCODE_*` variable and the color switches are removed from the
-//! child's environment unless the test sets them.
+//! Each test gets the harness's sandbox (`tests/common/sandbox.rs`): a temporary directory
+//! holding `home/` (the child's `HOME`) and `project/` (its current directory), with the
+//! variables the dispatcher reads and the color switches removed from the child's environment
+//! unless the test sets them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use tempfile::TempDir;
+
+use crate::common::Sandbox;
 
 #[path = "debugging/docs.rs"]
 mod docs;
@@ -24,7 +26,7 @@ mod validate;
 
 /// A temporary home and project, and the real binary run against them.
 pub struct Env {
-    dir: TempDir,
+    sandbox: Sandbox,
 }
 
 impl Default for Env {
@@ -35,22 +37,21 @@ impl Default for Env {
 
 impl Env {
     pub fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("home")).unwrap();
-        std::fs::create_dir_all(dir.path().join("project")).unwrap();
-        Env { dir }
+        Env {
+            sandbox: Sandbox::new(),
+        }
     }
 
     fn root(&self) -> &Path {
-        self.dir.path()
+        self.sandbox.root()
     }
 
     pub fn home(&self) -> PathBuf {
-        self.root().join("home")
+        self.sandbox.home()
     }
 
     pub fn project(&self) -> PathBuf {
-        self.root().join("project")
+        self.sandbox.project()
     }
 
     /// A path in the temporary directory, outside both home and project.
@@ -85,26 +86,11 @@ impl Env {
         )
     }
 
-    /// The binary with `args`, in the project, with a clean environment.
+    /// The binary with `args`, in the project, with a clean environment; project hooks are
+    /// trusted for the run, except in the tests about trust.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_levelcode-hooks"));
-        cmd.args(args)
-            .current_dir(self.project())
-            .env("HOME", self.home())
-            .stdin(Stdio::null());
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy().into_owned();
-            if name.starts_with("LEVELCODE_")
-                || matches!(
-                    name.as_str(),
-                    "NO_COLOR" | "CLICOLOR_FORCE" | "NEXT_PUBLIC_CB_ENVIRONMENT"
-                )
-            {
-                cmd.env_remove(name);
-            }
-        }
-        // Project hooks are trusted for the run, except in the tests about trust.
-        cmd.env(crate::common::TRUST, "1");
+        let mut cmd = self.sandbox.command();
+        cmd.args(args).stdin(Stdio::null());
         cmd
     }
 

@@ -11,14 +11,12 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{
-    alive, bin, group, on, read_pids, wait_for_line, wait_gone, write, Output, Test,
-};
+use crate::common::{alive, group, on, read_pids, wait_for_line, wait_gone, write, Output, Test};
 
 /// Added to every time bound the contract gives, for a loaded machine.
 const SLACK: Duration = Duration::from_secs(3);
@@ -546,14 +544,9 @@ fn run_as(test: &Test, uid: u32, home: Option<&Path>, stdin: &[u8]) -> (i32, Val
     for dir in [test.root(), &test.home(), &test.project()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let mut command = Command::new(bin());
-    for key in crate::common::CLEARED {
-        command.env_remove(key);
-    }
+    let mut command = crate::common::command(&test.home(), &test.project());
     command
-        .current_dir(test.project())
         .env_remove("HOME")
-        .env(crate::common::TRUST, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

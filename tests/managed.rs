@@ -10,11 +10,11 @@ use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::common::{bin, group, on, require, write, Test, CLEARED, TRUST};
+use crate::common::{command, group, on, require, write, Test};
 
 const VAR: &str = "LEVELCODE_MANAGED_SETTINGS";
 
@@ -339,14 +339,8 @@ fn serve_runs_managed_hooks_before_a_request_s_inline_hooks() {
 /// Runs the dispatcher as root in a mount namespace of its own, where `etc` (a folder of the
 /// test) stands at `/etc`, so the system path holds the test's file and nothing else sees it.
 fn run_with_etc(test: &Test, etc: &Path, env: &[(&str, &Path)]) -> Value {
-    let mut command = Command::new(bin());
-    for key in CLEARED {
-        command.env_remove(key);
-    }
+    let mut command = command(&test.home(), &test.project());
     command
-        .current_dir(test.project())
-        .env("HOME", test.home())
-        .env(TRUST, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -487,13 +481,7 @@ fn as_an_ordinary_user_the_variable_takes_a_file_of_root_or_of_that_user_only() 
         path
     };
     let run = |path: &Path| -> Value {
-        let mut command = Command::new(bin());
-        for key in CLEARED {
-            command.env_remove(key);
-        }
-        let mut child = command
-            .current_dir(test.project())
-            .env("HOME", test.home())
+        let mut child = command(&test.home(), &test.project())
             .env(VAR, path)
             .uid(UID)
             .gid(UID)

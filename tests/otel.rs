@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{bin, group, on, require, Test, CLEARED, TRUST};
+use crate::common::{command, group, on, require, Test};
 
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
@@ -469,15 +469,9 @@ fn what_cannot_be_exported_is_one_warning() {
 
 /// `serve` with the test's HOME and project; requests written, answers read one by one.
 fn serve(test: &Test, env: &[(&str, &str)]) -> (Child, Lines<String>) {
-    let mut command = Command::new(bin());
-    for key in CLEARED {
-        command.env_remove(key);
-    }
+    let mut command = command(&test.home(), &test.project());
     command
         .arg("serve")
-        .current_dir(test.project())
-        .env("HOME", test.home())
-        .env(TRUST, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());

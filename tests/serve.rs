@@ -8,39 +8,30 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tempfile::TempDir;
 
-use crate::common::{alive, bin, group_members, read_pids, wait_for_line, wait_for_lines, write};
-
-// Variables the dispatcher reads; cleared in every child so the machine cannot change results.
-use crate::common::CLEARED;
+use crate::common::{
+    alive, group_members, read_pids, wait_for_line, wait_for_lines, write, Sandbox,
+};
 
 /// How long one answer may take before the test fails as hung.
 const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 
 /// A temporary HOME and project, shared by `run` and `serve` in one test.
 struct World {
-    dir: TempDir,
+    sandbox: Sandbox,
     env: Vec<(String, String)>,
 }
 
 impl World {
     fn new() -> World {
-        let dir = tempfile::Builder::new()
-            .prefix("levelcode-hooks-serve-")
-            .tempdir()
-            .unwrap();
-        let world = World {
-            dir,
+        World {
+            sandbox: Sandbox::new(),
             env: Vec::new(),
-        };
-        std::fs::create_dir_all(world.home()).unwrap();
-        std::fs::create_dir_all(world.project()).unwrap();
-        world
+        }
     }
 
     fn root(&self) -> PathBuf {
-        self.dir.path().canonicalize().unwrap()
+        self.sandbox.root().to_path_buf()
     }
 
     fn home(&self) -> PathBuf {
@@ -70,19 +61,13 @@ impl World {
 
     /// The binary with `args`, run in the project with the test's HOME.
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(bin());
+        // Project hooks are trusted for the run, except in the tests about trust.
+        let mut command = self.sandbox.command();
         command
             .args(args)
-            .current_dir(self.project())
-            .env("HOME", self.home())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for key in CLEARED {
-            command.env_remove(key);
-        }
-        // Project hooks are trusted for the run, except in the tests about trust.
-        command.env(crate::common::TRUST, "1");
         for (key, value) in &self.env {
             command.env(key, value);
         }

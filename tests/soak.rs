@@ -19,13 +19,19 @@
 #![cfg(target_os = "linux")]
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
+
+// The black-box tests' sandbox: its directory and the one list of variables a child never
+// inherits. This binary uses only part of it.
+#[allow(dead_code)]
+#[path = "common/sandbox.rs"]
+mod sandbox;
 
 const MARK: &str = "LEVELCODE_HOOKS_SOAK_MARK";
 
@@ -179,7 +185,6 @@ fn chain(run: usize, rng: &mut Rng) -> Vec<Kind> {
 }
 
 fn dispatch(
-    bin: &Path,
     home: &Path,
     project: &Path,
     mark: &str,
@@ -206,19 +211,9 @@ fn dispatch(
         "cwd": project,
     });
     let started = Instant::now();
-    let mut child = Command::new(bin)
-        .current_dir(project)
-        .env("HOME", home)
+    // The project layer is rewritten before every run: trusted for the run, as in CI.
+    let mut child = sandbox::command(home, project)
         .env(MARK, mark)
-        .env_remove("LEVELCODE_DIR")
-        // The project layer is rewritten before every run: trusted for the run, as in CI.
-        .env("LEVELCODE_TRUST_PROJECT_HOOKS", "1")
-        .env_remove("LEVELCODE_HOOKS")
-        .env_remove("LEVELCODE_HOOKS_DEPTH")
-        .env_remove("LEVELCODE_HOOKS_LOG")
-        .env_remove("LEVELCODE_HOOKS_NO_PROJECT")
-        .env_remove("LEVELCODE_TEAM")
-        .env_remove("NEXT_PUBLIC_CB_ENVIRONMENT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -337,11 +332,7 @@ fn soak() {
         .as_nanos() as u64;
     let seed = env_number("SOAK_SEED", now | 1);
     let mark = format!("{}-{seed}", std::process::id());
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_levelcode-hooks"));
-    let dir = tempfile::Builder::new()
-        .prefix("levelcode-hooks-soak-")
-        .tempdir()
-        .unwrap();
+    let dir = sandbox::Sandbox::new();
     eprintln!("soak: {runs} dispatches, {workers} at a time, SOAK_SEED={seed}");
 
     let next = Arc::new(AtomicUsize::new(0));
@@ -349,14 +340,9 @@ fn soak() {
     let started = Instant::now();
     let threads: Vec<_> = (0..workers)
         .map(|w| {
-            let (next, findings, bin, mark) = (
-                Arc::clone(&next),
-                Arc::clone(&findings),
-                bin.clone(),
-                mark.clone(),
-            );
-            let home = dir.path().join(format!("home-{w}"));
-            let project = dir.path().join(format!("project-{w}"));
+            let (next, findings, mark) = (Arc::clone(&next), Arc::clone(&findings), mark.clone());
+            let home = dir.root().join(format!("home-{w}"));
+            let project = dir.root().join(format!("project-{w}"));
             std::fs::create_dir_all(&home).unwrap();
             std::fs::create_dir_all(project.join(".levelcode")).unwrap();
             std::thread::spawn(move || {
@@ -367,7 +353,7 @@ fn soak() {
                     if run >= runs {
                         return;
                     }
-                    let result = dispatch(&bin, &home, &project, &mark, run, &mut rng);
+                    let result = dispatch(&home, &project, &mark, run, &mut rng);
                     let mut f = findings.lock().unwrap();
                     f.runs += 1;
                     match result {

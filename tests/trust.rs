@@ -6,39 +6,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use tempfile::TempDir;
 
-use crate::common::{bin, on, write, TRUST};
+use crate::common::{on, write, Sandbox, TRUST};
 
 /// A HOME and a project that outlive one command, without the opt-in the harness sets.
 struct World {
-    _dir: TempDir,
+    _sandbox: Sandbox,
     root: PathBuf,
     env: Vec<(String, String)>,
 }
 
-const CLEARED: [&str; 7] = [
-    "LEVELCODE_DIR",
-    "LEVELCODE_HOOKS",
-    "LEVELCODE_HOOKS_NO_PROJECT",
-    "LEVELCODE_HOOKS_DEPTH",
-    "LEVELCODE_TEAM",
-    "NEXT_PUBLIC_CB_ENVIRONMENT",
-    TRUST,
-];
-
 impl World {
     fn new() -> World {
-        let dir = tempfile::Builder::new()
-            .prefix("levelcode-hooks-trust-")
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(root.join("home")).unwrap();
-        std::fs::create_dir_all(root.join("project")).unwrap();
+        let sandbox = Sandbox::new();
         World {
-            _dir: dir,
-            root,
+            root: sandbox.root().to_path_buf(),
+            _sandbox: sandbox,
             env: Vec::new(),
         }
     }
@@ -72,17 +55,13 @@ impl World {
     }
 
     fn command(&self, args: &[&str], dir: &Path) -> Command {
-        let mut command = Command::new(bin());
+        let mut command = crate::common::command(&self.home(), dir);
         command
+            .env_remove(TRUST)
             .args(args)
-            .current_dir(dir)
-            .env("HOME", self.home())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for key in CLEARED {
-            command.env_remove(key);
-        }
         for (key, value) in &self.env {
             command.env(key, value);
         }

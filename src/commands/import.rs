@@ -3,7 +3,7 @@
 //! project's `.levelcode/settings.json`. What levelcode cannot run (events it does not fire,
 //! handler types other than `command`) is named on stderr, never dropped silently.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -251,23 +251,20 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     }
     let mut text = serde_json::to_string_pretty(&Value::Object(settings))?;
     text.push('\n');
-    write_atomically(&target, text.as_bytes())
-        .with_context(|| format!("{}: cannot write", target.display()))?;
+    // Mode 0666 before the umask, as for any file the person creates; another import may run
+    // at the same time, so the temporary file is this process's own.
+    crate::fs::write_atomically(
+        &target,
+        text.as_bytes(),
+        0o666,
+        crate::fs::Writers::Unlocked,
+    )
+    .with_context(|| format!("{}: cannot write", target.display()))?;
     eprintln!(
         "levelcode-hooks: {}: {added} group(s) added; project hooks run once trusted: review and trust them with levelcode-hooks trust",
         target.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes through a temporary file beside `path`, renamed over it, so a reader never sees half a
-/// file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let temp = path.with_extension(format!("json.import-{}", std::process::id()));
-    std::fs::write(&temp, bytes)?;
-    std::fs::rename(&temp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temp);
-    })
 }
 
 /// `validate`'s suggestion: the project has Claude Code hooks and no levelcode hooks at all.

@@ -263,7 +263,7 @@ fn record_decision(root: &Path, store_path: &Path, deny: bool) -> anyhow::Result
             s.projects.insert(
                 key,
                 Entry::Denied {
-                    at: Some(store::now_ms()),
+                    at: Some(crate::fs::now_ms()),
                 },
             );
         } else {

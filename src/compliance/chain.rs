@@ -122,7 +122,7 @@ impl Head {
 
     /// Writes the head file atomically.
     pub fn write(&self, path: &Path, key: &KeyPair) -> io::Result<()> {
-        super::write_atomically(path, self.to_line(key).as_bytes(), 0o644)
+        keys::write_line(path, &self.to_line(key), 0o644)
     }
 }
 
@@ -155,7 +155,7 @@ pub fn parse_head(text: &str) -> Option<HeadRecord> {
 /// Reads a head file: `Ok(None)` when it does not exist, `Err` with a reason when it cannot be
 /// read or is not a head.
 pub fn read_head(path: &Path) -> Result<Option<HeadRecord>, String> {
-    match super::read_regular(path) {
+    match crate::fs::read_regular(path) {
         Ok(text) => parse_head(&text)
             .map(Some)
             .ok_or_else(|| format!("{} is not a signed head line", path.display())),

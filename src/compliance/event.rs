@@ -85,13 +85,6 @@ impl ToolCallEvent {
     }
 }
 
-/// Milliseconds since the Unix epoch (0 if the clock is before it).
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// `trace-<base36 ms>-<6 random base36 digits>`, the form of levelcode's `startTrace`.
 fn fresh_trace_id(now_ms: u64) -> String {
     const SIX_DIGITS: u64 = 36u64.pow(6);

@@ -66,7 +66,7 @@ pub fn hex(bytes: &[u8]) -> String {
 pub fn load_or_create(dir: &Path) -> Result<KeyPair, String> {
     let secret_path = dir.join(SECRET_FILE);
     let public_path = dir.join(PUBLIC_FILE);
-    match super::read_regular(&secret_path) {
+    match crate::fs::read_regular(&secret_path) {
         Ok(text) => {
             let signing = decode_seed(&text).ok_or_else(|| {
                 format!(
@@ -98,10 +98,10 @@ fn create(dir: &Path) -> Result<KeyPair, String> {
     let public_path = dir.join(PUBLIC_FILE);
     // A public key without its seed belongs to a retired pair: keep it under its kid so the
     // lines it signed still verify.
-    if let Ok(text) = super::read_regular(&public_path) {
+    if let Ok(text) = crate::fs::read_regular(&public_path) {
         let retired = match decode_public(&text) {
             Some(key) => dir.join(format!("signing-{}.pub", kid_of(&key))),
-            None => dir.join(format!("signing-unreadable-{}.pub", super::event::now_ms())),
+            None => dir.join(format!("signing-unreadable-{}.pub", crate::fs::now_ms())),
         };
         fs::rename(&public_path, &retired).map_err(|e| {
             format!(
@@ -120,7 +120,7 @@ fn create(dir: &Path) -> Result<KeyPair, String> {
     })?;
     let signing = SigningKey::from_bytes(&seed);
     let secret_path = dir.join(SECRET_FILE);
-    super::write_atomically(&secret_path, BASE64.encode(seed).as_bytes(), 0o600)
+    write_line(&secret_path, &BASE64.encode(seed), 0o600)
         .map_err(|e| format!("cannot write {}: {e}", secret_path.display()))?;
     let verifying = signing.verifying_key();
     write_public(&public_path, &verifying)?;
@@ -132,8 +132,14 @@ fn create(dir: &Path) -> Result<KeyPair, String> {
 
 /// Writes `signing.pub`: the public key in base64, readable by anyone.
 fn write_public(path: &Path, key: &VerifyingKey) -> Result<(), String> {
-    super::write_atomically(path, BASE64.encode(key.as_bytes()).as_bytes(), 0o644)
+    write_line(path, &BASE64.encode(key.as_bytes()), 0o644)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Replaces `path` with `text` and a newline, atomically; the caller holds the log's lock.
+pub(super) fn write_line(path: &Path, text: &str, mode: u32) -> io::Result<()> {
+    let line = format!("{text}\n");
+    crate::fs::write_atomically(path, line.as_bytes(), mode, crate::fs::Writers::LockHeld)
 }
 
 fn decode_seed(text: &str) -> Option<SigningKey> {
@@ -169,7 +175,7 @@ pub fn public_keys(
     let mut keys = BTreeMap::new();
     let mut problems = Vec::new();
     for path in paths {
-        match super::read_regular(&path) {
+        match crate::fs::read_regular(&path) {
             Ok(text) => match decode_public(&text) {
                 Some(key) => {
                     keys.insert(kid_of(&key), key);

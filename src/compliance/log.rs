@@ -6,7 +6,7 @@
 //! bytes or fork the chain. Waiting for the lock is bounded: a lock that never frees costs a
 //! warning, never a hung tool call.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 use std::time::Duration;
@@ -24,14 +24,14 @@ const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// Appends `event` as the next signed line of the log in `dir`.
 pub fn append(dir: &Path, event: &ToolCallEvent) -> Result<(), String> {
-    create_dir(dir).map_err(|e| {
+    crate::fs::create_private_dir(dir).map_err(|e| {
         format!(
             "cannot create the folder {}: {e}; check that each part of that path is a writable folder",
             dir.display()
         )
     })?;
     let log_path = dir.join(LOG_FILE);
-    let mut file = super::open_regular(
+    let mut file = crate::fs::open_regular(
         &log_path,
         OpenOptions::new().read(true).append(true).create(true),
     )
@@ -46,18 +46,6 @@ pub fn append(dir: &Path, event: &ToolCallEvent) -> Result<(), String> {
     // Closing the file releases the lock too; unlocking first only makes it prompt.
     let _ = file.unlock();
     result
-}
-
-fn create_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        // The folder holds the signing key.
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 fn append_locked(
@@ -109,7 +97,6 @@ fn append_locked(
             head_path.display()
         )
     })?;
-    sync_dir(dir);
     Ok(())
 }
 
@@ -203,19 +190,9 @@ fn signed_link(line: &[u8]) -> Option<Head> {
     })
 }
 
-/// Makes the head file's rename durable. Best effort: not every platform or file system can
-/// sync a folder, and the data itself is already on disk.
-fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Ok(folder) = File::open(dir) {
-        let _ = folder.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::time::Instant;
 
     use super::*;

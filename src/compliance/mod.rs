@@ -16,7 +16,6 @@ mod log;
 mod show;
 mod verify;
 
-use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,60 +59,8 @@ pub fn append(data_dir: &Path, team: &str, payload: &[u8]) -> Result<(), String>
         Ok(_) => return Err(not_logged("the payload is not a JSON object".to_string())),
         Err(e) => return Err(not_logged(format!("the payload is not JSON: {e}"))),
     };
-    let event = event::ToolCallEvent::from_hook_payload(&hook, event::now_ms());
+    let event = event::ToolCallEvent::from_hook_payload(&hook, crate::fs::now_ms());
     log::append(&dir, &event).map_err(not_logged)
-}
-
-/// Opens an existing regular file with `options`, never blocking: a FIFO or device put where
-/// a log, key or head file should be is refused instead of hanging the dispatcher.
-fn open_regular(path: &Path, options: &mut fs::OpenOptions) -> io::Result<fs::File> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path)?;
-    if file.metadata()?.is_file() {
-        Ok(file)
-    } else {
-        Err(io::Error::other("not a regular file"))
-    }
-}
-
-/// Reads a whole regular file as text (see [`open_regular`]).
-fn read_regular(path: &Path) -> io::Result<String> {
-    let mut text = String::new();
-    io::Read::read_to_string(
-        &mut open_regular(path, fs::OpenOptions::new().read(true))?,
-        &mut text,
-    )?;
-    Ok(text)
-}
-
-/// Writes `contents` and a newline to `path` through a temporary file and a rename, so a crash
-/// never leaves a half-written file, and the file never exists with looser permissions than
-/// `mode` (on Unix).
-fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!("{name}.tmp"));
-    let _ = fs::remove_file(&tmp);
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(mode);
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    let mut file = options.open(&tmp)?;
-    file.write_all(contents)?;
-    file.write_all(b"\n")?;
-    file.sync_all()?;
-    drop(file);
-    fs::rename(&tmp, path)
 }
 
 /// `levelcode-hooks compliance …`: check or print a team's log.
@@ -243,14 +190,15 @@ fn log_path(args: &LogArgs) -> anyhow::Result<PathBuf> {
     if !is_valid_team(team) {
         bail!("invalid team name {team:?}: a team name is 1 to 50 letters, digits, '_' or '-'");
     }
-    let data_dir = crate::dispatch::layers::data_dir()
+    let data_dir = crate::environment::data_dir()
         .context("cannot find the data dir: set LEVELCODE_DIR or HOME")?;
-    Ok(team_dir(&data_dir, team).join(log::LOG_FILE))
+    Ok(team_dir(data_dir, team).join(log::LOG_FILE))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn team_names_are_checked() {

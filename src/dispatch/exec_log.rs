@@ -16,7 +16,7 @@ use crate::dispatch::outcome::Outcome;
 use crate::dispatch::output::{millis, Report};
 
 /// The environment variable naming the log file.
-pub const LOG_VAR: &str = "LEVELCODE_HOOKS_LOG";
+pub const LOG_VAR: &str = crate::environment::EXEC_LOG;
 
 /// Bytes of each handler's stdout and stderr kept in a log line.
 pub const KEPT_OUTPUT: usize = 1024;
@@ -51,15 +51,7 @@ pub fn log_path(flag: Option<&Path>) -> Option<PathBuf> {
     if let Some(path) = flag {
         return Some(path.to_path_buf());
     }
-    // Read once, as the other switches are (crate::environment).
-    static FROM_ENV: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    FROM_ENV
-        .get_or_init(|| {
-            std::env::var_os(LOG_VAR)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .clone()
+    crate::environment::exec_log().map(Path::to_path_buf)
 }
 
 /// One write under an exclusive lock; the file is created (mode 0600, folders included) when
@@ -70,16 +62,8 @@ fn append_line(path: &Path, line: &[u8]) -> std::io::Result<()> {
     }
     let mut options = OpenOptions::new();
     options.append(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never block on a FIFO; hook output may be private, so only the owner reads it.
-        options.custom_flags(libc::O_NONBLOCK).mode(0o600);
-    }
-    let mut file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
+    // Never block on a FIFO; hook output may be private, so only the owner reads it.
+    let mut file = crate::fs::open_regular(path, crate::fs::with_mode(&mut options, 0o600))?;
     file.lock()?;
     let written = file.write(line)?;
     if written < line.len() {

@@ -1,7 +1,6 @@
 //! Which settings files are read, in which order, and reading them without ever blocking or
 //! failing (contract §3).
 
-use std::fs::File;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -45,28 +44,10 @@ pub struct LayerPath {
     pub path: PathBuf,
 }
 
-fn home() -> Option<PathBuf> {
-    match std::env::var_os("HOME") {
-        Some(h) if !h.is_empty() => Some(PathBuf::from(h)),
-        _ => dirs::home_dir(),
-    }
-}
-
-/// `$LEVELCODE_DIR` when set and non-empty, else `$HOME/.levelcode`.
+/// `$LEVELCODE_DIR` when set and non-empty, else `$HOME/.levelcode` (read once, in
+/// `crate::environment`).
 pub fn data_dir() -> Option<PathBuf> {
-    match std::env::var_os("LEVELCODE_DIR") {
-        Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
-        _ => home().map(|h| h.join(".levelcode")),
-    }
-}
-
-/// The user layer's folder name: `levelcode`, or `levelcode-<env>` for a non-prod
-/// `NEXT_PUBLIC_CB_ENVIRONMENT`.
-fn config_dir_name() -> String {
-    match std::env::var("NEXT_PUBLIC_CB_ENVIRONMENT") {
-        Ok(env) if !env.is_empty() && env != "prod" => format!("levelcode-{env}"),
-        _ => "levelcode".to_string(),
-    }
+    crate::environment::data_dir().map(Path::to_path_buf)
 }
 
 /// The standard layers in order. Warns when no home directory can be found.
@@ -80,9 +61,9 @@ pub fn standard(
     static FIXED: std::sync::OnceLock<(Option<PathBuf>, Option<PathBuf>)> =
         std::sync::OnceLock::new();
     let (user, data) = FIXED.get_or_init(|| {
-        let user = home().map(|home| {
+        let user = crate::environment::home().map(|home| {
             home.join(".config")
-                .join(config_dir_name())
+                .join(crate::environment::config_dir_name())
                 .join("settings.json")
         });
         (user, data_dir().map(|dir| dir.join("settings.json")))
@@ -147,7 +128,7 @@ pub struct Reader {
 
 impl Reader {
     pub fn read(&mut self, path: &Path) -> Loaded {
-        let file = match open_nonblocking(path) {
+        let file = match crate::fs::open_nonblocking(path, std::fs::OpenOptions::new().read(true)) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
             Err(e) if e.raw_os_error() == Some(20) => return Loaded::Missing, // ENOTDIR
@@ -196,18 +177,6 @@ impl Reader {
             )),
         }
     }
-}
-
-/// Opens for reading without blocking on a FIFO.
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    options.open(path)
 }
 
 #[cfg(unix)]

@@ -34,9 +34,8 @@ pub fn system_path() -> PathBuf {
     }
     #[cfg(windows)]
     {
-        let base = std::env::var_os("ProgramData")
-            .filter(|d| !d.is_empty())
-            .map_or_else(|| PathBuf::from(r"C:\ProgramData"), PathBuf::from);
+        let base = environment::program_data()
+            .map_or_else(|| PathBuf::from(r"C:\ProgramData"), Path::to_path_buf);
         base.join("levelcode").join("managed-settings.json")
     }
     #[cfg(not(any(target_os = "macos", windows)))]
@@ -85,7 +84,7 @@ pub fn find_at(system: &Path, named: Option<&Path>, warnings: &mut Vec<String>) 
 /// one).
 fn open_checked(path: &Path, own_ok: bool) -> Found {
     let refuse = |why: String| Found::Refused(path.to_path_buf(), why);
-    let file = match open_nonblocking(path) {
+    let file = match crate::fs::open_nonblocking(path, std::fs::OpenOptions::new().read(true)) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Absent,
         Err(e) if e.raw_os_error() == Some(20) => return Found::Absent, // ENOTDIR
@@ -165,17 +164,6 @@ fn ownership_problem(meta: &std::fs::Metadata, own_ok: bool) -> Option<String> {
 #[cfg(not(unix))]
 fn ownership_problem(_meta: &std::fs::Metadata, _own_ok: bool) -> Option<String> {
     None
-}
-
-fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    options.open(path)
 }
 
 /// Whether the managed file's `bytes` set `managedHooksOnly`: a value that is not a boolean is

@@ -9,8 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::dispatch::payload::EventKind;
-use crate::dispatch::settings::Program;
-use crate::runner::{Ending, Finished, Stop};
+use crate::runner::{Ending, Finished, Program, Stop};
 use crate::signals;
 
 /// The result of one handler, as the output names it.

@@ -12,7 +12,6 @@
 //! identified by its size, inode and change time instead of its contents, which any write moves.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -271,7 +270,7 @@ fn examine(root: &Path, path: &Path, hashed: &mut u64) -> Option<(String, String
     if relative.as_os_str().is_empty() {
         return None;
     }
-    let file = open_nonblocking(&real).ok()?;
+    let file = crate::fs::open_nonblocking_no_symlink(&real).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
         return None;
@@ -324,17 +323,6 @@ fn identity(meta: &std::fs::Metadata) -> String {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
     format!("identity:{}:{modified}", meta.len())
-}
-
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    options.open(path)
 }
 
 /// The canonical JSON of the file's `hooks` value: object keys sorted (a stable sort, so

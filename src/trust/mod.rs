@@ -23,7 +23,7 @@ use crate::dispatch::settings::{self, Events, Group};
 pub use digest::Digest;
 
 /// The variable that trusts the project layer for one run: `1`, or one digest.
-pub const ENV: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
+pub const ENV: &str = crate::environment::TRUST_PROJECT_HOOKS;
 /// The user- or data-layer setting that trusts every project.
 pub const TRUST_ALL: &str = "trustAllProjectHooks";
 
@@ -111,7 +111,7 @@ pub enum OptIn {
 /// The variable, read once.
 pub fn opt_in() -> &'static OptIn {
     static OPT_IN: OnceLock<OptIn> = OnceLock::new();
-    OPT_IN.get_or_init(|| opt_in_from(std::env::var_os(ENV).as_deref()))
+    OPT_IN.get_or_init(|| opt_in_from(crate::environment::trust_project_hooks()))
 }
 
 fn opt_in_from(value: Option<&std::ffi::OsStr>) -> OptIn {

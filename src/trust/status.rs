@@ -1,6 +1,7 @@
 //! One project's trust as `trust` and `serve`'s trust requests ask for it: the project layer
 //! and the opt-in of the user and data layers read, the state as JSON, and a digest recorded.
 
+use std::io::Read as _;
 use std::path::Path;
 
 use serde_json::json;
@@ -93,7 +94,7 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
     let entry = Entry::Trusted {
         digest: digest.digest.clone(),
         content: Some(digest.content.clone()),
-        at: Some(store::now_ms()),
+        at: Some(crate::fs::now_ms()),
         seal: seal(assessment, digest),
     };
     store::update(store_path, |s| {
@@ -107,7 +108,11 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
 fn seal(assessment: &Assessment, digest: &Digest) -> Option<Seal> {
     let settings = super::settings_file(&digest.root);
     let before = Seal::take(&settings, &digest.watched, assessment.handlers)?;
-    let bytes = std::fs::read(&settings).ok()?;
+    let mut bytes = Vec::new();
+    crate::fs::open_regular(&settings, std::fs::OpenOptions::new().read(true))
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
     let groups = super::all_groups(&settings, &bytes);
     let again = super::digest::compute(&digest.root, &bytes, &groups).ok()?;
     let after = Seal::take(&settings, &again.watched, assessment.handlers)?;

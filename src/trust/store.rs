@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 
 use super::digest::is_digest;
 use super::seal::Seal;
+use crate::fs::with_suffix;
 
 /// The store's file name inside the data directory.
 pub const FILE: &str = "trusted-hooks.json";
@@ -54,7 +55,7 @@ pub struct Store {
 
 /// `<data dir>/trusted-hooks.json`, the data directory found as the compliance log finds it.
 pub fn path() -> Option<PathBuf> {
-    crate::dispatch::layers::data_dir().map(|dir| dir.join(FILE))
+    crate::environment::data_dir().map(|dir| dir.join(FILE))
 }
 
 /// Reads the store at `path`: empty when there is none; a warning naming the file when it cannot
@@ -81,7 +82,7 @@ fn corrupt(path: &Path, problem: &str) -> String {
 
 /// The store's text, `None` when there is no file.
 fn read(path: &Path) -> Result<Option<String>, String> {
-    let file = match open_nonblocking(path) {
+    let file = match crate::fs::open_nonblocking(path, OpenOptions::new().read(true)) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot open the trust store: {e}")),
@@ -221,13 +222,6 @@ impl Store {
     }
 }
 
-/// Milliseconds since the epoch, for the entries' `at`.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// What [`update`] did besides the change asked for.
 #[derive(Debug, Default)]
 pub struct Updated {
@@ -238,7 +232,7 @@ pub struct Updated {
 /// Changes the store at `path` with `change`, under the lock, and replaces it atomically.
 pub fn update(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, String> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    create_dir(dir).map_err(|e| {
+    crate::fs::create_private_dir(dir).map_err(|e| {
         format!(
             "cannot create the folder {}: {e}; check that each part of that path is a writable folder",
             dir.display()
@@ -273,7 +267,7 @@ fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated
                     path.display()
                 ));
             }
-            let aside = with_suffix(path, &format!(".unreadable-{}", now_ms()));
+            let aside = with_suffix(path, &format!(".unreadable-{}", crate::fs::now_ms()));
             fs::rename(path, &aside).map_err(|e| {
                 format!(
                     "{} cannot be read and cannot be set aside ({e}); move or remove it, then try again",
@@ -285,7 +279,13 @@ fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated
         }
     };
     change(&mut store);
-    write_atomically(path, store.to_text().as_bytes()).map_err(|e| {
+    crate::fs::write_atomically(
+        path,
+        store.to_text().as_bytes(),
+        0o600,
+        crate::fs::Writers::LockHeld,
+    )
+    .map_err(|e| {
         format!(
             "cannot write {}: {e}; check that its folder is writable",
             path.display()
@@ -294,76 +294,10 @@ fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated
     Ok(updated)
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(suffix);
-    path.with_file_name(name)
-}
-
-fn create_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
-}
-
 fn open_lock(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600).custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path)?;
-    if file.metadata()?.is_file() {
-        Ok(file)
-    } else {
-        Err(io::Error::other("not a regular file"))
-    }
-}
-
-/// Writes through a temporary file, synced, then renamed over `path`, then the folder synced:
-/// a crash leaves the old file or the new one, never a part of either. The temporary file is
-/// created with mode 0600, so the store never exists with looser permissions.
-fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let tmp = with_suffix(path, ".tmp");
-    // A crash of an earlier writer may have left one; only the lock holder writes it.
-    let _ = fs::remove_file(&tmp);
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&tmp)?;
-    file.write_all(contents)?;
-    file.sync_all()?;
-    drop(file);
-    fs::rename(&tmp, path)?;
-    #[cfg(unix)]
-    if let Some(dir) = path.parent() {
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-    }
-    Ok(())
-}
-
-fn open_nonblocking(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    options.open(path)
+    crate::fs::open_regular(path, crate::fs::with_mode(&mut options, 0o600))
 }
 
 #[cfg(test)]

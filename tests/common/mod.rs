@@ -10,9 +10,11 @@
 //! assert_eq!(out.outcomes(), ["proceed"]);
 //! ```
 //!
-//! Every test gets its own directory holding `home/` (the child's `HOME`) and `project/` (the
-//! child's current directory, so a payload without `cwd` uses it as the project root). The
-//! environment variables the dispatcher obeys are cleared in the child unless a test sets them.
+//! Every test gets its own [`Sandbox`] (`sandbox.rs`): a directory holding `home/` (the child's
+//! `HOME`) and `project/` (the child's current directory, so a payload without `cwd` uses it as
+//! the project root), with the variables of [`CLEARED`] removed from the child's environment
+//! unless a test sets them. Test files that need their own builder start from
+//! [`Sandbox::command`] or [`command`].
 
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
@@ -22,12 +24,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tempfile::TempDir;
 
-/// The binary under test.
-pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_levelcode-hooks"))
-}
+mod sandbox;
+pub use sandbox::{bin, command, Sandbox, CLEARED, TRUST};
 
 /// Writes `contents` at `path`, creating its folders.
 pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
@@ -36,42 +35,6 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
     }
     std::fs::write(path, contents).unwrap();
 }
-
-/// Variables the dispatcher reads, removed from every child's environment unless a test sets
-/// them, so the machine running the tests cannot change their outcome (and a developer's own
-/// execution log, `LEVELCODE_HOOKS_LOG`, never gets the tests' dispatches).
-pub const CLEARED: &[&str] = &[
-    "LEVELCODE_DIR",
-    "LEVELCODE_HOOKS",
-    "LEVELCODE_HOOKS_NO_PROJECT",
-    "LEVELCODE_HOOKS_DEPTH",
-    "LEVELCODE_HOOKS_LOG",
-    "LEVELCODE_TEAM",
-    "LEVELCODE_TRUST_PROJECT_HOOKS",
-    "NEXT_PUBLIC_CB_ENVIRONMENT",
-    "LEVELCODE_TOOL_NAME",
-    "LEVELCODE_PROJECT_DIR",
-    "LEVELCODE_MANAGED_SETTINGS",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_HEADERS",
-    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-    "OTEL_EXPORTER_OTLP_TIMEOUT",
-    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
-    "OTEL_SERVICE_NAME",
-    "OTEL_RESOURCE_ATTRIBUTES",
-    "OTEL_SDK_DISABLED",
-    "OTEL_TRACES_EXPORTER",
-    "TRACEPARENT",
-    "TRACESTATE",
-    "LEVELCODE_OTEL_CONTENT",
-];
-
-/// The variable that trusts a project's hooks for one run; set to `1` in every child unless a
-/// test removes it.
-pub const TRUST: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
 
 /// The variable that lets a machine without some tool or privilege skip the tests that need it:
 /// a comma-separated list of the names [`require`] is called with (`perl`, `python3`, `root`,
@@ -134,7 +97,7 @@ enum Input {
 
 /// One dispatch to run, built fluently.
 pub struct Test {
-    dir: TempDir,
+    sandbox: Sandbox,
     root: PathBuf,
     args: Vec<OsString>,
     env: Vec<(OsString, Option<OsString>)>,
@@ -157,17 +120,11 @@ impl Default for Test {
 
 impl Test {
     pub fn new() -> Test {
-        let dir = tempfile::Builder::new()
-            .prefix("levelcode-hooks-test-")
-            .tempdir()
-            .unwrap();
-        // The canonical path, so it compares equal to what the child's getcwd reports.
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(root.join("home")).unwrap();
-        std::fs::create_dir_all(root.join("project")).unwrap();
-        let current_dir = root.join("project");
+        let sandbox = Sandbox::new();
+        let root = sandbox.root().to_path_buf();
+        let current_dir = sandbox.project();
         Test {
-            dir,
+            sandbox,
             root,
             args: Vec::new(),
             env: Vec::new(),
@@ -347,20 +304,14 @@ impl Test {
 
     /// Starts the binary and returns while it runs.
     pub fn spawn(self) -> Running {
-        let mut command = Command::new(bin());
+        // Project hooks run only once trusted (contract §13); tests about something else trust
+        // them for the run. Tests about trust remove it with `.untrusted()`.
+        let mut command = command(&self.sandbox.home(), &self.current_dir);
         command
             .args(&self.args)
-            .current_dir(&self.current_dir)
-            .env("HOME", self.root.join("home"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for key in CLEARED {
-            command.env_remove(key);
-        }
-        // Project hooks run only once trusted (contract §13); tests about something else trust
-        // them for the run. Tests about trust remove it with `.untrusted()`.
-        command.env(TRUST, "1");
         for (key, value) in &self.env {
             match value {
                 Some(value) => command.env(key, value),
@@ -430,7 +381,7 @@ impl Test {
         Running {
             guard: Guard {
                 reap: self.reap,
-                _dir: self.dir,
+                _sandbox: self.sandbox,
             },
             root: self.root,
             child,
@@ -821,7 +772,7 @@ pub fn assert_gone(pids: &[i32], pgid: i32) {
 /// Owns the test's directory; first kills the processes listed in its pid files.
 struct Guard {
     reap: Vec<PathBuf>,
-    _dir: TempDir,
+    _sandbox: Sandbox,
 }
 
 impl Drop for Guard {

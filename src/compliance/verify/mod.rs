@@ -148,7 +148,7 @@ pub fn verify(sources: &Sources) -> io::Result<Report> {
     } else {
         keys::public_keys(None, &sources.public_keys)
     };
-    let file = super::open_regular(&sources.log, fs::OpenOptions::new().read(true))?;
+    let file = crate::fs::open_regular(&sources.log, fs::OpenOptions::new().read(true))?;
     let records = read_records(BufReader::new(file), &keys)?;
     let head = chain::read_head(&sources.head);
     let mut report = walk(&records, head, &keys);
