@@ -95,13 +95,7 @@ if [ -d "$python_path/opentelemetry/proto" ]; then
     receiver_pid=$!
     for _ in $(seq 100); do [ -s "$work/receiver.out" ] && break; sleep 0.1; done
     port=$(head -n1 "$work/receiver.out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["port"])')
-    "$hyperfine" -N --warmup 20 --runs "$runs" --input "$work/one.json" \
-        --export-json "$work/export.json" \
-        -n "export off" "${base_env[*]} $bin" \
-        -n "export on, local receiver (protobuf)" "${base_env[*]} OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port $bin" \
-        -n "export on, local receiver (json)" "${base_env[*]} OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port OTEL_EXPORTER_OTLP_PROTOCOL=http/json $bin" \
-        >/dev/null
-    read -r off on_pb on_json <<< "$(mean_ms "$work/export.json")"
+    read -r off on_pb on_json <<< "$(python3 benches/interleaved.py "$runs" "$work/one.json" "$bin" "$home" "http://127.0.0.1:$port")"
     received=$(($(wc -l < "$work/receiver.out") - 1))
     python3 - "$off" "$on_pb" "$on_json" "$received" "$runs" >> "$report" <<'EOF'
 import sys
@@ -114,7 +108,7 @@ print(f"| export off | {off:.3f} ms | |")
 print(f"| http/protobuf | {pb:.3f} ms | {100 * (pb / off - 1):+.1f}% |")
 print(f"| http/json | {js:.3f} ms | {100 * (js / off - 1):+.1f}% |")
 print()
-print(f"goal: at most +5%; the receiver decoded {sys.argv[4]} requests ({sys.argv[5]} runs and warm-ups per case).")
+print(f"goal: at most +5%; medians of {sys.argv[5]} runs per case, taken in turns (benches/interleaved.py); the receiver decoded {sys.argv[4]} requests.")
 print()
 EOF
     kill "$receiver_pid" 2>/dev/null || true

@@ -97,17 +97,11 @@ def main():
                     )
                 else:
                     raise ValueError("unexpected content type " + content_type)
-                record["request"] = base64_ids_to_hex(
-                    json_format.MessageToDict(request)
-                )
-                # Proof that it is the protobuf encoding: it survives a round trip.
-                if content_type == "application/x-protobuf":
-                    record["reencoded_equal"] = request.SerializeToString() == body
             except Exception as error:  # noqa: BLE001 - every failure is reported
                 record["error"] = repr(error)
             if args.delay:
                 time.sleep(args.delay)
-            emit(record)
+            # Answered as soon as decoded, as a collector does; rendered for the test after.
             status = 400 if "error" in record else args.status
             answer = ExportTraceServiceResponse().SerializeToString()
             self.send_response(status)
@@ -115,6 +109,15 @@ def main():
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
             self.wfile.write(answer)
+            self.wfile.flush()
+            if "error" not in record:
+                record["request"] = base64_ids_to_hex(
+                    json_format.MessageToDict(request)
+                )
+                # Proof that it is the protobuf encoding: it survives a round trip.
+                if content_type == "application/x-protobuf":
+                    record["reencoded_equal"] = request.SerializeToString() == body
+            emit(record)
 
     class Server(ThreadingHTTPServer):
         def handle_error(self, request, client_address):
