@@ -930,7 +930,7 @@ proptest! {
             fields.insert(k.clone(), v.clone());
         }
         fields.insert("tool_input".into(), input.clone());
-        let kind = levelcode_hooks::dispatch::payload::EventKind::of(event);
+        let kind = levelcode_hooks::dispatch::events::EventKind::of(event);
         let runs = claude::payloads(&fields, event, kind, Some(&tool), Some(&input), Path::new("/p"));
         for (_, payload) in runs {
             let keys: Vec<&str> = payload.keys().map(String::as_str).collect();
@@ -957,9 +957,9 @@ proptest! {
         stderr in ".{0,10}",
         event in prop::sample::select(vec!["PreToolUse", "PostToolUse", "SessionStart", "Stop"]),
     ) {
-        let kind = levelcode_hooks::dispatch::payload::EventKind::of(event);
+        let kind = levelcode_hooks::dispatch::events::EventKind::of(event);
         let judgement = claude::judge(kind, event, "h", code, &stdout, &stderr, None);
-        if kind != levelcode_hooks::dispatch::payload::EventKind::PreToolUse {
+        if kind != levelcode_hooks::dispatch::events::EventKind::PreToolUse {
             prop_assert!(!matches!(judgement.outcome, Outcome::Block | Outcome::Ask));
         }
         if judgement.outcome == Outcome::Block {

@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
 use crate::commands::inspect::{Inspection, LayerState};
+use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::payload::KNOWN_EVENTS;
 
 /// The Claude Code settings files read when none is named, in this order, under the project root.
 pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
@@ -75,10 +75,10 @@ pub fn convert(file: &str, settings: &Value, out: &mut Conversion) {
             ));
             continue;
         };
-        if !KNOWN_EVENTS.contains(&event.as_str()) {
+        if EventKind::of(event) == EventKind::Unknown {
             out.notes.push(format!(
                 "{file}: hooks.{event}: levelcode does not fire {event} (it fires {}); its {} group(s) were left out",
-                KNOWN_EVENTS.join(", "),
+                events::names().join(", "),
                 groups.len()
             ));
             continue;

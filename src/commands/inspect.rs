@@ -13,8 +13,9 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::dispatch::events::EventKind;
 use crate::dispatch::layers::{self, LayerKind, LayerPath};
-use crate::dispatch::payload::{short_json, EventKind, Payload};
+use crate::dispatch::payload::{short_json, Payload};
 use crate::dispatch::settings::{self, Events, Group, Handler};
 use crate::dispatch::{self, Options};
 

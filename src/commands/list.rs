@@ -14,9 +14,9 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::commands::inspect::{self, Entry, Inspection, LayerState};
+use crate::dispatch::events::{self, EventKind, Subject};
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::payload::EventKind;
 use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
 use crate::environment;
@@ -28,8 +28,11 @@ pub struct ListArgs {
     #[arg(long, value_name = "NAME")]
     pub event: Option<String>,
 
-    /// The tool of a PreToolUse or PostToolUse event.
-    #[arg(long, value_name = "NAME", requires = "event")]
+    /// The tool of a tool event.
+    #[arg(long, value_name = "NAME", requires = "event", help = format!(
+        "The tool of a {} event",
+        events::listed("or", |e| e.matcher == Subject::Tool)
+    ))]
     pub tool: Option<String>,
 
     /// The project root [default: the current directory].

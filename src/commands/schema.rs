@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::dispatch::events::{self, Subject, EVENTS};
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::payload::KNOWN_EVENTS;
 use crate::dispatch::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 
 #[derive(Debug, Clone, Args)]
@@ -32,19 +32,21 @@ pub fn text() -> String {
 
 /// The schema.
 pub fn document() -> Value {
-    let event_descriptions = [
-        "Fired once when a session starts. Matchers are ignored; every enabled group runs.",
-        "Fired before a tool runs. The only event that can block: a handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call; {\"decision\":\"ask\"} asks a person; {\"updatedInput\":{...}} rewrites the tool's input.",
-        "Fired after a tool ran, with its result.",
-        "Fired when the agent stops. Matchers are ignored; every enabled group runs.",
-    ];
     let mut events = serde_json::Map::new();
-    for (event, description) in KNOWN_EVENTS.iter().zip(event_descriptions) {
+    for event in EVENTS {
+        let description = match event.matcher {
+            Subject::Nothing => format!(
+                "{} Matchers are ignored; every enabled group runs.",
+                event.description
+            ),
+            Subject::Tool => event.description.to_string(),
+        };
         events.insert(
-            (*event).to_string(),
+            event.name.to_string(),
             json!({ "description": description, "$ref": "#/$defs/groups" }),
         );
     }
+    let tool_events = events::listed("and", |e| e.matcher == Subject::Tool);
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "levelcode settings.json (hooks)",
@@ -70,7 +72,7 @@ pub fn document() -> Value {
                 "type": "object",
                 "properties": {
                     "matcher": {
-                        "description": "Which tools the group applies to (PreToolUse and PostToolUse only). Missing, \"\" or \"*\": every tool. Only letters, digits, _, -, | and spaces: a |-separated list of exact tool names. Anything else: a regular expression searched anywhere in the tool name.",
+                        "description": format!("Which tools the group applies to ({tool_events} only). Missing, \"\" or \"*\": every tool. Only letters, digits, _, -, | and spaces: a |-separated list of exact tool names. Anything else: a regular expression searched anywhere in the tool name."),
                         "type": ["string", "null"],
                         "examples": ["write_file|str_replace", "run_terminal_command", "*", "^mcp__"]
                     },

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::commands::inspect;
 use crate::commands::list::{self, HandlerJson, Planned, Verdict};
+use crate::dispatch::events::{self, EventKind, Field, Subject};
 use crate::dispatch::output::{self, Trace};
 use crate::dispatch::payload::Payload;
 use crate::dispatch::{self, Options};
@@ -24,12 +25,18 @@ use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]
 pub struct TestArgs {
-    /// The event: SessionStart, PreToolUse, PostToolUse or Stop.
-    #[arg(long, value_name = "NAME")]
+    /// The event: one of the table's (docs/hooks.md lists them).
+    #[arg(long, value_name = "NAME", help = format!(
+        "The event: {}",
+        events::listed("or", |_| true)
+    ))]
     pub event: String,
 
-    /// The tool's name (required for PreToolUse and PostToolUse), e.g. write_file.
-    #[arg(long, value_name = "NAME")]
+    /// The tool's name (required for tool events), e.g. write_file.
+    #[arg(long, value_name = "NAME", help = format!(
+        "The tool's name (required for {}), e.g. write_file",
+        events::listed("and", |e| e.matcher == Subject::Tool)
+    ))]
     pub tool: Option<String>,
 
     /// The tool's input, as JSON, e.g. '{"path":"src/a.ts","content":"..."}'.
@@ -40,8 +47,11 @@ pub struct TestArgs {
     #[arg(long, value_name = "FILE")]
     pub input_file: Option<PathBuf>,
 
-    /// The tool's result (PostToolUse): JSON when it is a JSON object or array, else text.
-    #[arg(long, value_name = "TEXT")]
+    /// The tool's result: JSON when it is a JSON object or array, else text.
+    #[arg(long, value_name = "TEXT", help = format!(
+        "The tool's result ({}): JSON when it is a JSON object or array, else text",
+        events::listed("and", |e| e.fields.contains(&Field::ToolResult))
+    ))]
     pub result: Option<String>,
 
     /// The payload's cwd [default: none, so the project root is used].
@@ -87,7 +97,7 @@ fn build_payload(args: &TestArgs) -> Result<Vec<u8>, String> {
     object.insert("event".into(), Value::String(args.event.clone()));
     if let Some(tool) = &args.tool {
         object.insert("tool_name".into(), Value::String(tool.clone()));
-    } else if crate::dispatch::payload::EventKind::of(&args.event).is_tool_event() {
+    } else if EventKind::of(&args.event).is_tool_event() {
         return Err(format!(
             "--tool is required for {}: the tool's name, e.g. --tool write_file",
             args.event

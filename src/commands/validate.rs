@@ -17,11 +17,11 @@ use serde_json::{Map, Value};
 use crate::commands::command_check::{self, Lookup};
 use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
 use crate::commands::suggest;
+use crate::dispatch::events::{self, EventKind, Subject, EVENTS};
 use crate::dispatch::exit::Status;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher;
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::payload::{EventKind, KNOWN_EVENTS};
 use crate::dispatch::settings::Program;
 use crate::dispatch::Options;
 use crate::style::{Painter, Style};
@@ -63,17 +63,6 @@ const TOP_KEYS: &[&str] = &["hooks"];
 const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol"];
 const HANDLER_KEYS: &[&str] = &[
     "type", "command", "argv", "timeout", "enabled", "name", "protocol",
-];
-
-/// Events of other agents, and the levelcode event they correspond to, if any.
-const FOREIGN_EVENTS: &[(&str, Option<&str>)] = &[
-    ("BeforeTool", Some("PreToolUse")),
-    ("AfterTool", Some("PostToolUse")),
-    ("UserPromptSubmit", None),
-    ("Notification", None),
-    ("SubagentStop", None),
-    ("PreCompact", None),
-    ("SessionEnd", None),
 ];
 
 /// Tool names of other agents, and levelcode's name for the same tool, if it has one.
@@ -274,18 +263,20 @@ fn check_raw(text: &str, found: &mut Found<'_>) {
 }
 
 fn check_event_name(event: &str, path: &str, found: &mut Found<'_>) {
-    if KNOWN_EVENTS.contains(&event) {
+    if EventKind::of(event) != EventKind::Unknown {
         return;
     }
-    let known = KNOWN_EVENTS.join(", ");
-    let message = match FOREIGN_EVENTS.iter().find(|(name, _)| *name == event) {
-        Some((_, Some(ours))) => format!(
-            "{event:?} is another agent's event; levelcode calls it {ours:?}"
+    let known = events::names().join(", ");
+    let ours = EVENTS.iter().find(|ours| ours.aliases.contains(&event));
+    let message = match ours {
+        Some(ours) => format!(
+            "{event:?} is another agent's event; levelcode calls it {:?}",
+            ours.name
         ),
-        Some((_, None)) => format!(
+        None if events::FOREIGN.contains(&event) => format!(
             "levelcode does not fire {event:?} (it fires {known}); these hooks never run"
         ),
-        None => match suggest::nearest(event, &KNOWN_EVENTS) {
+        None => match suggest::nearest(event, &events::names()) {
             Some(hint) => format!(
                 "{event:?} is not an event levelcode fires; did you mean {hint:?}? Event names are case-sensitive"
             ),
@@ -324,7 +315,10 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
         Some(Value::String(m)) if !tool_event && !m.is_empty() && m != "*" => found.add(
             Some(format!("{path}.matcher")),
             "matcher_ignored",
-            format!("{event} ignores matchers (only PreToolUse and PostToolUse have a tool to match); this group runs for every {event}: remove the matcher"),
+            format!(
+                "{event} ignores matchers (only {} have a tool to match); this group runs for every {event}: remove the matcher",
+                events::listed("and", |e| e.matcher == Subject::Tool)
+            ),
         ),
         Some(Value::String(m)) if tool_event && matcher::is_name_list(m) => {
             check_tool_names(m, &format!("{path}.matcher"), claude, found);

@@ -15,8 +15,8 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use crate::dispatch::events::EventKind;
 use crate::dispatch::layers::{LayerKind, MAX_SETTINGS_BYTES};
-use crate::dispatch::payload::EventKind;
 use crate::dispatch::settings::{self, Events, Group};
 use crate::environment;
 

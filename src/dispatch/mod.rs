@@ -10,17 +10,19 @@ use crate::environment;
 use crate::runner::{self, Ending, Finished, Invocation, Stop};
 use crate::signals;
 use crate::trust::Gate;
+use events::EventKind;
 use handler_input::{ClaudeRun, Inputs};
 use layers::LayerPath;
 use outcome::{Dialect, Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
-use payload::{EventKind, Payload};
+use payload::Payload;
 use protocol::claude::{self, Rewrite};
 use protocol::Protocol;
 use settings::{Events, Group, Program};
 
 // Data flows payload → layers → settings → matcher → (this file: the chain, through the runner)
 // → outcome → exec_log → output → exit.
+pub mod events;
 pub mod exec_log;
 pub mod exit;
 mod handler_input;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dispatch::payload::EventKind;
+use crate::dispatch::events::{self, EventKind};
 use crate::runner::{Ending, Finished, Program, Stop};
 use crate::signals;
 
@@ -171,7 +171,7 @@ fn judge_ending(
             };
             read(code, &stdout, &run.stderr.text())
         }
-        Ending::Exited(2) if kind == EventKind::PreToolUse => {
+        Ending::Exited(2) if kind.can_block() => {
             let mut judgement = Judgement::new(Outcome::Block);
             let stderr = run.stderr.text();
             let stderr = stderr.trim();
@@ -180,14 +180,17 @@ fn judge_ending(
             } else {
                 stdout_object(&stdout)
                     .and_then(|o| string_field(&o, "reason"))
-                    .unwrap_or_else(|| default_reason(label))
+                    .unwrap_or_else(|| default_reason(event, label))
             });
             judgement
         }
         Ending::Exited(0) => judge_stdout(kind, event, label, &stdout),
         Ending::Exited(code) => {
             let hint = if code == 2 {
-                format!("; exit 2 blocks only on PreToolUse, not on {event}")
+                format!(
+                    "; exit 2 blocks only on {}, not on {event}",
+                    events::listed("and", |e| e.blocks)
+                )
             } else {
                 String::new()
             };
@@ -223,7 +226,7 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
         let reason = string_field(&object, "stopReason")
             .unwrap_or_else(|| default_stop_reason(event, label));
         judgement.outcome = Outcome::Stop;
-        if kind == EventKind::PreToolUse {
+        if kind.can_block() {
             judgement.reason = Some(reason.clone());
         }
         judgement.stop = Some(reason);
@@ -231,26 +234,35 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
     }
     let mut warnings = Vec::new();
     match object.get("decision").and_then(Value::as_str) {
-        Some("block") if kind == EventKind::PreToolUse => {
+        Some("block") if kind.can_block() => {
             judgement.outcome = Outcome::Block;
-            judgement.reason =
-                Some(string_field(&object, "reason").unwrap_or_else(|| default_reason(label)));
+            judgement.reason = Some(
+                string_field(&object, "reason").unwrap_or_else(|| default_reason(event, label)),
+            );
         }
-        Some("ask") if kind == EventKind::PreToolUse => {
+        Some("ask") if kind.can_ask() => {
             judgement.outcome = Outcome::Ask;
-            judgement.reason =
-                Some(string_field(&object, "reason").unwrap_or_else(|| default_ask_reason(label)));
+            judgement.reason = Some(
+                string_field(&object, "reason").unwrap_or_else(|| default_ask_reason(event, label)),
+            );
         }
-        Some(what @ ("block" | "ask")) => warnings.push(format!(
-            "{label}: asked to {what}, but {event} hooks cannot {what}; only PreToolUse can"
-        )),
+        Some(what @ ("block" | "ask")) => {
+            let those = match what {
+                "block" => events::listed("and", |e| e.blocks),
+                _ => events::listed("and", |e| e.asks),
+            };
+            warnings.push(format!(
+                "{label}: asked to {what}, but {event} hooks cannot {what}; only {those} can"
+            ));
+        }
         _ => {}
     }
     match object.get("updatedInput") {
         None => {}
         Some(_) if judgement.outcome == Outcome::Block => {}
-        Some(Value::Object(_)) if kind != EventKind::PreToolUse => warnings.push(format!(
-            "{label}: updatedInput applies to PreToolUse only, not {event}; ignored"
+        Some(Value::Object(_)) if !kind.rewrites_input() => warnings.push(format!(
+            "{label}: updatedInput applies to {} only, not {event}; ignored",
+            events::listed("and", |e| e.rewrites_input)
         )),
         Some(updated @ Value::Object(_)) => judgement.updated_input = Some(updated.clone()),
         Some(other) => warnings.push(format!(
@@ -369,13 +381,14 @@ pub(crate) fn string_field(object: &serde_json::Map<String, Value>, key: &str) -
     (!text.is_empty()).then(|| text.to_string())
 }
 
-pub fn default_reason(label: &str) -> String {
-    format!("blocked by PreToolUse hook: {label}")
+/// The reason of a block that gave none.
+pub fn default_reason(event: &str, label: &str) -> String {
+    format!("blocked by {event} hook: {label}")
 }
 
 /// The reason of an `ask` that gave none.
-pub fn default_ask_reason(label: &str) -> String {
-    format!("approval asked by PreToolUse hook: {label}")
+pub fn default_ask_reason(event: &str, label: &str) -> String {
+    format!("approval asked by {event} hook: {label}")
 }
 
 /// The reason of a `"continue": false` that gave no `stopReason`.

@@ -523,9 +523,9 @@ fn block_reason(entry: &HandlerReport) -> String {
         return stderr.to_string();
     }
     json_reason().unwrap_or_else(|| match entry.outcome {
-        Outcome::Ask => crate::dispatch::outcome::default_ask_reason(&entry.label),
+        Outcome::Ask => crate::dispatch::outcome::default_ask_reason(&entry.event, &entry.label),
         Outcome::Stop => crate::dispatch::outcome::default_stop_reason(&entry.event, &entry.label),
-        _ => crate::dispatch::outcome::default_reason(&entry.label),
+        _ => crate::dispatch::outcome::default_reason(&entry.event, &entry.label),
     })
 }
 

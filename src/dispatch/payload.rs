@@ -9,38 +9,10 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::dispatch::events::{self, EventKind};
+
 /// Reading stops here; a larger payload is an error.
 pub const MAX_BYTES: usize = 64 << 20;
-
-/// The four events levelcode fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    SessionStart,
-    PreToolUse,
-    PostToolUse,
-    Stop,
-    /// Any other name: hooks configured under it run, nothing can block.
-    Unknown,
-}
-
-impl EventKind {
-    pub fn of(name: &str) -> EventKind {
-        match name {
-            "SessionStart" => EventKind::SessionStart,
-            "PreToolUse" => EventKind::PreToolUse,
-            "PostToolUse" => EventKind::PostToolUse,
-            "Stop" => EventKind::Stop,
-            _ => EventKind::Unknown,
-        }
-    }
-
-    /// Returns true if and only if the event concerns one tool call, so matchers apply.
-    pub fn is_tool_event(self) -> bool {
-        matches!(self, EventKind::PreToolUse | EventKind::PostToolUse)
-    }
-}
-
-pub const KNOWN_EVENTS: [&str; 4] = ["SessionStart", "PreToolUse", "PostToolUse", "Stop"];
 
 /// One validated payload.
 #[derive(Debug)]
@@ -270,7 +242,7 @@ impl Payload {
         if kind == EventKind::Unknown {
             warnings.push(format!(
                 "payload: unknown event {event:?} (levelcode fires {}); hooks configured under it run, but none can block",
-                KNOWN_EVENTS.join(", ")
+                events::names().join(", ")
             ));
         }
         let tool_name = match fields.tool_name {
@@ -416,7 +388,7 @@ fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> 
             Some(other) => Err(format!(
                 "payload: {name} is {}, not a string; use one of {}",
                 short_json(other),
-                KNOWN_EVENTS.join(", ")
+                events::names().join(", ")
             )),
         }
     };
@@ -448,7 +420,7 @@ fn resolve_event(fields: &Fields, flag: Option<&str>) -> Result<String, String> 
         (None, Some(f)) => Ok(f.to_string()),
         (None, None) => Err(format!(
             "payload: no event; add \"event\" (one of {}) to the payload, or pass --event",
-            KNOWN_EVENTS.join(", ")
+            events::names().join(", ")
         )),
     }
 }

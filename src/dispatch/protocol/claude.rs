@@ -13,8 +13,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::outcome::{self, Judgement, Outcome};
-use crate::dispatch::payload::EventKind;
 
 /// The source a `SessionStart` payload names, and its matcher is tested against: levelcode
 /// fires `SessionStart` when a session starts, never on resume, clear or compact.
@@ -433,7 +433,7 @@ pub fn payload(
         EventKind::Stop => {
             out.insert("stop_hook_active".into(), Value::Bool(false));
         }
-        _ => {}
+        EventKind::PreToolUse | EventKind::PostToolUse | EventKind::Unknown => {}
     }
     for (key, value) in fields {
         if !ENVELOPE.contains(&key.as_str()) && !out.contains_key(key) {
@@ -515,16 +515,16 @@ pub fn judge(
     let mut judgement = Judgement::new(Outcome::Proceed);
     if code == 2 {
         let stderr = stderr.trim();
-        if kind == EventKind::PreToolUse {
+        if kind.can_block() {
             judgement.outcome = Outcome::Block;
             judgement.reason = Some(if stderr.is_empty() {
-                outcome::default_reason(label)
+                outcome::default_reason(event, label)
             } else {
                 stderr.to_string()
             });
         } else {
             judgement.context = (!stderr.is_empty()).then(|| stderr.to_string());
-            if kind == EventKind::Stop {
+            if keeps_going(kind) {
                 judgement.warning = Some(cannot_keep_going(label, "exit 2"));
             }
         }
@@ -534,14 +534,14 @@ pub fn judge(
     let object = match outcome::reply_object(trimmed, label) {
         Ok(object) => object,
         // Claude Code adds SessionStart stdout that is not JSON to the context, `{` or not.
-        Err(_) if kind == EventKind::SessionStart => None,
+        Err(_) if stdout_is_context(kind) => None,
         Err(warning) => {
             judgement.warning = Some(warning);
             return judgement;
         }
     };
     let Some(object) = object else {
-        if kind == EventKind::SessionStart && !trimmed.is_empty() {
+        if stdout_is_context(kind) && !trimmed.is_empty() {
             judgement.context = Some(trimmed.to_string());
         }
         return judgement;
@@ -566,7 +566,7 @@ pub fn judge(
             .unwrap_or_else(|| outcome::default_stop_reason(event, label));
         judgement.outcome = Outcome::Stop;
         judgement.stop = Some(reason.clone());
-        if kind == EventKind::PreToolUse {
+        if kind.can_block() {
             judgement.reason = Some(reason);
         }
         judgement.context = context;
@@ -579,13 +579,20 @@ pub fn judge(
     let reason =
         field(specific, "permissionDecisionReason").or_else(|| field(Some(&object), "reason"));
     match (permission, decision) {
-        (Some("deny"), _) | (None, Some("block")) if kind == EventKind::PreToolUse => {
+        (Some("deny"), _) if kind.can_ask() => {
             judgement.outcome = Outcome::Block;
-            judgement.reason = Some(reason.unwrap_or_else(|| outcome::default_reason(label)));
+            judgement.reason =
+                Some(reason.unwrap_or_else(|| outcome::default_reason(event, label)));
         }
-        (Some("ask"), _) if kind == EventKind::PreToolUse => {
+        (None, Some("block")) if kind.can_block() => {
+            judgement.outcome = Outcome::Block;
+            judgement.reason =
+                Some(reason.unwrap_or_else(|| outcome::default_reason(event, label)));
+        }
+        (Some("ask"), _) if kind.can_ask() => {
             judgement.outcome = Outcome::Ask;
-            judgement.reason = Some(reason.unwrap_or_else(|| outcome::default_ask_reason(label)));
+            judgement.reason =
+                Some(reason.unwrap_or_else(|| outcome::default_ask_reason(event, label)));
         }
         (None, Some("block")) => {
             // Feedback for the model on an event that cannot block.
@@ -595,13 +602,14 @@ pub fn judge(
                     None => reason,
                 });
             }
-            if kind == EventKind::Stop {
+            if keeps_going(kind) {
                 judgement.warning = Some(cannot_keep_going(label, "\"decision\": \"block\""));
             }
         }
         (Some(other @ ("deny" | "ask")), _) => {
             judgement.warning = Some(format!(
-                "{label}: permissionDecision {other:?} applies to PreToolUse only, not {event}; ignored"
+                "{label}: permissionDecision {other:?} applies to {} only, not {event}; ignored",
+                events::listed("and", |e| e.asks)
             ));
         }
         (Some("allow" | "defer") | None, _) => {}
@@ -626,7 +634,8 @@ pub fn judge(
             }
             (Value::Object(_), None) => {
                 judgement.warning = Some(format!(
-                    "{label}: updatedInput applies to PreToolUse only, not {event}; ignored"
+                    "{label}: updatedInput applies to {} only, not {event}; ignored",
+                    events::listed("and", |e| e.rewrites_input)
                 ));
             }
             (other, _) => {
@@ -638,6 +647,29 @@ pub fn judge(
         }
     }
     judgement
+}
+
+/// Returns true if and only if Claude Code adds a handler's stdout that is not JSON to the
+/// model's context on this event.
+fn stdout_is_context(kind: EventKind) -> bool {
+    match kind {
+        EventKind::SessionStart => true,
+        EventKind::PreToolUse | EventKind::PostToolUse | EventKind::Stop | EventKind::Unknown => {
+            false
+        }
+    }
+}
+
+/// Returns true if and only if a block on this event asks Claude Code to keep the agent going,
+/// which levelcode, firing it without waiting, cannot do.
+fn keeps_going(kind: EventKind) -> bool {
+    match kind {
+        EventKind::Stop => true,
+        EventKind::SessionStart
+        | EventKind::PreToolUse
+        | EventKind::PostToolUse
+        | EventKind::Unknown => false,
+    }
 }
 
 fn cannot_keep_going(label: &str, how: &str) -> String {

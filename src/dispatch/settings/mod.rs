@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::dispatch::events::EventKind;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher::{self, Matcher};
-use crate::dispatch::payload::EventKind;
 use crate::dispatch::protocol::{claude, Protocol};
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;

@@ -266,7 +266,7 @@ proptest::proptest! {
         for group in &all {
             let used = group.enabled
                 && group
-                    .applies(crate::dispatch::payload::EventKind::PreToolUse, Some(tool))
+                    .applies(crate::dispatch::events::EventKind::PreToolUse, Some(tool))
                     .unwrap_or(true);
             proptest::prop_assert!(!used || kept.contains(&group.index), "{} lost group {}", raw, group.index);
         }

@@ -1,0 +1,292 @@
+//! The events the dispatcher knows (contract §2), each described once in [`EVENTS`]: its name,
+//! other agents' names for it, what it is, whether it can block, what its matcher is tested
+//! against and its own payload members.
+//!
+//! Everything that differs by event asks the table: the payload's checks, the judging of a
+//! reply, the schema, `validate`, the messages and the help that name events. Code that must
+//! decide something of its own for each event matches on [`EventKind`] without a `_` arm, so a
+//! new event is a new variant and a new entry, and the compiler points at every such place.
+
+/// An event of the table, or [`EventKind::Unknown`] for any other name.
+///
+/// The known variants are in the order of [`EVENTS`], which is checked when the crate builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    SessionStart,
+    PreToolUse,
+    PostToolUse,
+    Stop,
+    /// Any other name: hooks configured under it run, nothing can block.
+    Unknown,
+}
+
+/// What an event's matcher is tested against (contract §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subject {
+    /// Nothing: the matcher is ignored, even an invalid one, and every enabled group runs
+    /// (but for Claude Code's source on `SessionStart`, which its protocol adds, §12).
+    Nothing,
+    /// The payload's `tool_name`, which the payload must then have.
+    Tool,
+}
+
+/// One event, as the dispatcher knows it.
+#[derive(Debug)]
+pub struct Event {
+    pub kind: EventKind,
+    /// The name levelcode fires it by, case-sensitive.
+    pub name: &'static str,
+    /// Other agents' names for the same event (Gemini CLI's `BeforeTool`): `validate` points
+    /// from them to [`Event::name`]. A dispatch does not take them for it: hooks configured
+    /// under such a name run only when something dispatches that exact name.
+    pub aliases: &'static [&'static str],
+    /// What it is, for people (the schema's description). What the matcher is tested against
+    /// is added where it is shown, from [`Event::matcher`].
+    pub description: &'static str,
+    /// A handler can block it: exit 2, `"decision": "block"` or `"continue": false` blocks it
+    /// (contract §6, §7, §11). On an event that cannot block, exit 2 is an `error`.
+    pub blocks: bool,
+    /// A handler can answer with a permission decision instead: `"decision": "ask"` asks a
+    /// person's approval (§11), and Claude Code's `permissionDecision` denies or asks (§12).
+    pub asks: bool,
+    /// A handler's `updatedInput` replaces the tool's input for later handlers and the caller
+    /// (§11).
+    pub rewrites_input: bool,
+    pub matcher: Subject,
+    /// The payload members of this event besides `event` and `cwd`: what handlers find there,
+    /// and what the TypeScript client's `HookPayload` types.
+    pub fields: &'static [Field],
+}
+
+/// A payload member that events of the table carry besides `event` and `cwd` (contract §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    ToolName,
+    ToolInput,
+    ToolResult,
+}
+
+impl Field {
+    /// Its name in the payload.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::ToolName => "tool_name",
+            Field::ToolInput => "tool_input",
+            Field::ToolResult => "tool_result",
+        }
+    }
+}
+
+/// The events levelcode fires, in the order messages and the schema list them.
+pub const EVENTS: &[Event] = &[
+    Event {
+        kind: EventKind::SessionStart,
+        name: "SessionStart",
+        aliases: &[],
+        description: "Fired once when a session starts.",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Nothing,
+        fields: &[],
+    },
+    Event {
+        kind: EventKind::PreToolUse,
+        name: "PreToolUse",
+        aliases: &["BeforeTool"],
+        description: "Fired before a tool runs. The only event that can block: a handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call; {\"decision\":\"ask\"} asks a person; {\"updatedInput\":{...}} rewrites the tool's input.",
+        blocks: true,
+        asks: true,
+        rewrites_input: true,
+        matcher: Subject::Tool,
+        fields: &[Field::ToolName, Field::ToolInput],
+    },
+    Event {
+        kind: EventKind::PostToolUse,
+        name: "PostToolUse",
+        aliases: &["AfterTool"],
+        description: "Fired after a tool ran, with its result.",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Tool,
+        fields: &[Field::ToolName, Field::ToolInput, Field::ToolResult],
+    },
+    Event {
+        kind: EventKind::Stop,
+        name: "Stop",
+        aliases: &[],
+        description: "Fired when the agent stops.",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Nothing,
+        fields: &[],
+    },
+];
+
+/// Other agents' events that levelcode neither fires nor has under another name: `validate`
+/// says their hooks never run. An event added to [`EVENTS`] leaves this list (a test says so).
+pub const FOREIGN: &[&str] = &[
+    "UserPromptSubmit",
+    "Notification",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+];
+
+/// The names of [`EVENTS`], in order. (A function, not a table of its own: every pointer in a
+/// table costs a relocation when the dispatcher starts.)
+pub fn names() -> Vec<&'static str> {
+    EVENTS.iter().map(|event| event.name).collect()
+}
+
+// `EventKind::event` finds an entry by its variant's place: every known variant has its entry,
+// in the same order, or the crate does not build.
+const _: () = {
+    assert!(
+        EVENTS.len() == EventKind::Unknown as usize,
+        "EVENTS needs one entry for each EventKind but Unknown"
+    );
+    let mut i = 0;
+    while i < EVENTS.len() {
+        assert!(
+            EVENTS[i].kind as usize == i,
+            "EVENTS lists the events in the order of EventKind"
+        );
+        i += 1;
+    }
+};
+
+impl EventKind {
+    /// The event named `name` exactly, else [`EventKind::Unknown`].
+    pub fn of(name: &str) -> EventKind {
+        EVENTS
+            .iter()
+            .find(|event| event.name == name)
+            .map_or(EventKind::Unknown, |event| event.kind)
+    }
+
+    /// The event's entry; `None` for [`EventKind::Unknown`].
+    pub fn event(self) -> Option<&'static Event> {
+        // `Unknown` is the variant after the last entry.
+        EVENTS.get(self as usize)
+    }
+
+    /// Returns true if and only if a handler can block the event ([`Event::blocks`]).
+    pub fn can_block(self) -> bool {
+        self.event().is_some_and(|e| e.blocks)
+    }
+
+    /// Returns true if and only if a handler can ask a person instead ([`Event::asks`]).
+    pub fn can_ask(self) -> bool {
+        self.event().is_some_and(|e| e.asks)
+    }
+
+    /// Returns true if and only if a handler can rewrite the tool's input
+    /// ([`Event::rewrites_input`]).
+    pub fn rewrites_input(self) -> bool {
+        self.event().is_some_and(|e| e.rewrites_input)
+    }
+
+    /// Returns true if and only if the event concerns one tool call, so matchers apply to its
+    /// tool's name and the payload must name the tool.
+    pub fn is_tool_event(self) -> bool {
+        self.event().is_some_and(|e| e.matcher == Subject::Tool)
+    }
+}
+
+/// The names of the events `pick` selects, as a sentence lists them: `A`, `A and B`,
+/// `A, B and C`, with `last` (`and`, `or`) before the last one.
+pub fn listed(last: &str, pick: impl Fn(&Event) -> bool) -> String {
+    let names: Vec<&str> = EVENTS.iter().filter(|e| pick(e)).map(|e| e.name).collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((only, [])) => (*only).to_string(),
+        Some((final_name, rest)) => format!("{} {last} {final_name}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_find_their_events_and_nothing_else() {
+        for event in EVENTS {
+            assert_eq!(EventKind::of(event.name), event.kind);
+            assert_eq!(event.kind.event().map(|e| e.name), Some(event.name));
+            for alias in event.aliases {
+                assert_eq!(EventKind::of(alias), EventKind::Unknown, "{alias}");
+            }
+        }
+        assert_eq!(EventKind::of("pretooluse"), EventKind::Unknown);
+        assert!(EventKind::Unknown.event().is_none());
+        assert!(!EventKind::Unknown.can_block() && !EventKind::Unknown.is_tool_event());
+    }
+
+    #[test]
+    fn an_event_is_either_in_the_table_or_foreign() {
+        for name in FOREIGN {
+            let ours = EVENTS
+                .iter()
+                .find(|e| e.name == *name || e.aliases.contains(name));
+            assert!(
+                ours.is_none(),
+                "{name} is in EVENTS now: remove it from FOREIGN"
+            );
+        }
+    }
+
+    #[test]
+    fn lists_read_as_sentences() {
+        assert_eq!(
+            listed("or", |_| true),
+            "SessionStart, PreToolUse, PostToolUse or Stop"
+        );
+        assert_eq!(
+            listed("and", |e| e.matcher == Subject::Tool),
+            "PreToolUse and PostToolUse"
+        );
+        assert_eq!(listed("and", |e| e.blocks), "PreToolUse");
+        assert_eq!(listed("and", |_| false), "");
+    }
+
+    /// The TypeScript client cannot read this table when it builds, so this test keeps its
+    /// types in step: `HOOK_EVENT_NAMES` lists exactly the table's events, in order, and
+    /// `HookPayload` has a member for each event's own payload members.
+    #[test]
+    fn the_typescript_types_list_exactly_the_table_s_events() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/packages/levelcode-hooks/src/types.ts"
+        );
+        let types = std::fs::read_to_string(path).expect("types.ts is readable");
+        let between = |start: &str, end: &str| -> &str {
+            let from = types
+                .find(start)
+                .unwrap_or_else(|| panic!("types.ts has {start}"));
+            let rest = &types[from + start.len()..];
+            &rest[..rest
+                .find(end)
+                .unwrap_or_else(|| panic!("{start} ends with {end}"))]
+        };
+        let names: Vec<&str> = between("export const HOOK_EVENT_NAMES = [", "]")
+            .split(',')
+            .map(|name| name.trim().trim_matches('"'))
+            .filter(|name| !name.is_empty())
+            .collect();
+        assert_eq!(names, super::names(), "HOOK_EVENT_NAMES in types.ts");
+        let payload = between("export type HookPayload = {", "\n};");
+        for event in EVENTS {
+            for field in event.fields.iter().map(|f| f.name()) {
+                assert!(
+                    payload.contains(&format!("\n  {field}?:"))
+                        || payload.contains(&format!("\n  {field}:")),
+                    "HookPayload in types.ts has no member {field} ({} payloads have it)",
+                    event.name
+                );
+            }
+        }
+    }
+}
