@@ -35,7 +35,7 @@ test: otlp-python
 # OpenTelemetry project's own protobuf definitions, from PyPI, into target/otlp-python.
 OTLP_PROTO_VERSION := 1.45.2
 otlp-python:
-	@[ -d target/otlp-python/opentelemetry/proto ] || python3 -m pip install --quiet --disable-pip-version-check --target target/otlp-python "opentelemetry-proto==$(OTLP_PROTO_VERSION)"
+	@[ -d target/otlp-python/opentelemetry/proto ] || python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target target/otlp-python "opentelemetry-proto==$(OTLP_PROTO_VERSION)"
 
 # Bun runs the TypeScript client's tests. When none is on PATH, the pinned version is installed
 # from the npm registry into target/tools (the `bun` package carries this platform's binary), so

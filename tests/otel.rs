@@ -85,11 +85,11 @@ impl Receiver {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// The next decoded request, waiting at most 20 s.
+    /// The next decoded request, waiting at most 40 s.
     fn request(&self) -> Value {
         let line = self
             .lines
-            .recv_timeout(Duration::from_secs(20))
+            .recv_timeout(Duration::from_secs(40))
             .expect("the receiver got a request");
         let record: Value = serde_json::from_str(&line).unwrap();
         assert!(record.get("error").is_none(), "not valid OTLP: {record}");

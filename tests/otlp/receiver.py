@@ -101,23 +101,28 @@ def main():
                 record["error"] = repr(error)
             if args.delay:
                 time.sleep(args.delay)
-            # Answered as soon as decoded, as a collector does; rendered for the test after.
+            # Answered as soon as decoded, as a collector does; rendered for the test after,
+            # even when the client is gone by then.
             status = 400 if "error" in record else args.status
             answer = ExportTraceServiceResponse().SerializeToString()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-            self.wfile.flush()
-            if "error" not in record:
-                record["request"] = base64_ids_to_hex(
-                    json_format.MessageToDict(request)
-                )
-                # Proof that it is the protobuf encoding: it survives a round trip.
-                if content_type == "application/x-protobuf":
-                    record["reencoded_equal"] = request.SerializeToString() == body
-            emit(record)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+                self.wfile.flush()
+            except ConnectionError as error:
+                record["answer_failed"] = repr(error)
+            finally:
+                if "error" not in record:
+                    record["request"] = base64_ids_to_hex(
+                        json_format.MessageToDict(request)
+                    )
+                    # Proof that it is the protobuf encoding: it survives a round trip.
+                    if content_type == "application/x-protobuf":
+                        record["reencoded_equal"] = request.SerializeToString() == body
+                emit(record)
 
     class Server(ThreadingHTTPServer):
         def handle_error(self, request, client_address):
