@@ -13,6 +13,22 @@ pub const EXEC_LOG: &str = "LEVELCODE_HOOKS_LOG";
 /// The variable that trusts a project's hooks for one run (`trust/`).
 pub const TRUST_PROJECT_HOOKS: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
 
+/// The variables that say a process descends from the agent's tool calls or a hook (`trust/`):
+/// levelcode's own, which the dispatcher also sets for every handler, and Claude Code's.
+pub const AGENT: [&str; 2] = ["LEVELCODE_AGENT", "CLAUDECODE"];
+
+/// The first of [`AGENT`] that was on (`1`, `true`, `on`) when the process started, if any.
+/// Read once, and early in `serve`: a dispatch exports `LEVELCODE_AGENT` for its handlers into
+/// the process's own environment.
+pub fn started_by_agent() -> Option<&'static str> {
+    static STARTED_BY: OnceLock<Option<&'static str>> = OnceLock::new();
+    *STARTED_BY.get_or_init(|| {
+        AGENT
+            .into_iter()
+            .find(|name| std::env::var(name).is_ok_and(|v| is_on(&v)))
+    })
+}
+
 /// A dispatcher started at this depth or deeper runs nothing.
 pub const MAX_DEPTH: u32 = 4;
 

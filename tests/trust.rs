@@ -954,3 +954,4 @@ fn a_sealed_trust_admits_only_the_files_it_sealed() {
     world.settings(&project, &on("Stop", "sh .levelcode/hooks/hello.sh"));
     assert_changed(&world, &project);
 }
+mod hostile;

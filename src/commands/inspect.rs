@@ -154,10 +154,10 @@ fn managed_layer(notes: &mut Vec<String>) -> (Option<LayerView>, Option<PathBuf>
     let (path, loaded) = match managed::find(notes) {
         Found::Absent => return (None, None),
         Found::Refused(path, warning) => (path, layers::Loaded::Unusable(warning)),
-        Found::Read(path, bytes) => (path, layers::Loaded::Contents(bytes)),
+        Found::Read(path, bytes, meta) => (path, layers::Loaded::Contents(bytes, meta)),
     };
     let mut only = None;
-    if let layers::Loaded::Contents(bytes) = &loaded {
+    if let layers::Loaded::Contents(bytes, _) = &loaded {
         let mut warnings = Vec::new();
         if managed::only_in(&path, bytes, &mut warnings) {
             only = Some(path.clone());
@@ -225,7 +225,7 @@ fn view_of(layer: &LayerPath, loaded: layers::Loaded) -> LayerView {
             view.state = LayerState::Unusable;
             view.warnings.push(warning);
         }
-        layers::Loaded::Contents(bytes) => {
+        layers::Loaded::Contents(bytes, _) => {
             let source = settings::Source {
                 layer: layer.kind,
                 file: layer.path.clone().into_boxed_path(),
@@ -359,6 +359,19 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                 if let Some(problem) = &matcher_problem {
                     warnings.retain(|w| w != problem);
                 }
+                let label = handler.label();
+                let crate::dispatch::settings::Action::Process(program) = &handler.action;
+                let hidden = match program {
+                    crate::dispatch::settings::Program::Shell(command) => {
+                        crate::commands::visible::needs_warning(command)
+                    }
+                    crate::dispatch::settings::Program::Argv(argv) => argv
+                        .iter()
+                        .any(|a| crate::commands::visible::needs_warning(a)),
+                };
+                if hidden || crate::commands::visible::needs_warning(&label) {
+                    warnings.push(crate::commands::visible::warning(&path));
+                }
                 out.push(Entry {
                     layer,
                     event: event.clone(),
@@ -366,7 +379,7 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                     matcher: matcher.clone(),
                     group: Some(group),
                     handler: Some(handler),
-                    label: handler.label(),
+                    label: crate::commands::visible::escape(&label).into_owned(),
                     invalid: matcher_problem.clone(),
                     warnings,
                 });

@@ -458,6 +458,22 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
                 Program::Shell(_) => "command",
                 Program::Argv(_) => "argv",
             };
+            let place = format!("{}.hooks[{}].{field}", group.path(), handler.index);
+            let shown = match program {
+                Program::Shell(command) => command.clone(),
+                Program::Argv(argv) => argv.join(" "),
+            };
+            if crate::commands::visible::needs_warning(&shown) {
+                found.add(
+                    Some(place.clone()),
+                    "invisible_characters",
+                    format!(
+                        "{}: {}",
+                        crate::commands::visible::warning("this handler"),
+                        crate::commands::visible::escape(&shown)
+                    ),
+                );
+            }
             for problem in command_check::check(program, &lookup) {
                 found.add(
                     Some(format!("{}.hooks[{}].{field}", group.path(), handler.index)),

@@ -51,8 +51,8 @@ pub enum Found {
     Absent,
     /// A file that may not be used: the warning says why; the dispatch goes on without it.
     Refused(PathBuf, String),
-    /// The file's contents.
-    Read(PathBuf, Vec<u8>),
+    /// The file's contents, and what it was when opened.
+    Read(PathBuf, Vec<u8>, std::fs::Metadata),
 }
 
 /// Looks for the managed file: the system path, else the variable's file while nothing is at
@@ -126,7 +126,7 @@ fn open_checked(path: &Path, own_ok: bool) -> Found {
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
     match file.take(MAX_SETTINGS_BYTES + 1).read_to_end(&mut bytes) {
-        Ok(_) => Found::Read(path.to_path_buf(), bytes),
+        Ok(_) => Found::Read(path.to_path_buf(), bytes, meta),
         Err(e) => refuse(format!(
             "{}: cannot read the managed settings file: {e}; managed hooks not run",
             path.display()
@@ -217,7 +217,7 @@ impl Managed {
                 warnings.push(warning);
                 Managed::default()
             }
-            Found::Read(path, bytes) => {
+            Found::Read(path, bytes, _) => {
                 let mut groups = Vec::new();
                 let source = settings::Source {
                     layer: LayerKind::Managed,
@@ -310,7 +310,7 @@ mod tests {
         let mut warnings = Vec::new();
         assert!(matches!(
             find_at(&absent, Some(&named), &mut warnings),
-            Found::Read(p, _) if p == named
+            Found::Read(p, _, _) if p == named
         ));
         assert!(warnings.is_empty(), "{warnings:?}");
 
@@ -318,7 +318,7 @@ mod tests {
         let found = find_at(&system, Some(&named), &mut warnings);
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
-            assert!(matches!(found, Found::Read(p, _) if p == system));
+            assert!(matches!(found, Found::Read(p, _, _) if p == system));
         } else {
             // Not owned by root: refused, and the variable still cannot stand in for it.
             assert!(matches!(found, Found::Refused(p, _) if p == system));

@@ -111,7 +111,9 @@ pub fn load_groups_from(
                 continue;
             }
             layers::Loaded::Unusable(warning) => warnings.push(warning),
-            layers::Loaded::Contents(bytes) if !gate.admit(layer, &bytes, warnings) => {
+            layers::Loaded::Contents(bytes, read)
+                if !gate.admit(layer, &bytes, &read, warnings) =>
+            {
                 trace.line(format_args!(
                     "{} layer: {} (not trusted: skipped)",
                     layer.kind.name(),
@@ -119,7 +121,7 @@ pub fn load_groups_from(
                 ));
                 continue;
             }
-            layers::Loaded::Contents(bytes) => {
+            layers::Loaded::Contents(bytes, _) => {
                 let source = settings::Source {
                     layer: layer.kind,
                     file: layer.path.clone().into_boxed_path(),
@@ -606,7 +608,7 @@ fn handler_env(
     run_file: Option<&RunFile>,
 ) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
     let root_text = root.to_string_lossy();
-    let mut env = Vec::with_capacity(7);
+    let mut env = Vec::with_capacity(8);
     env.push(("LEVELCODE_PROJECT_DIR", root_text.to_string()));
     env.push(("LEVELCODE_HOOK_EVENT", payload.event.clone()));
     for protocol in Protocol::all() {
@@ -618,6 +620,10 @@ fn handler_env(
         "LEVELCODE_HOOKS_DEPTH",
         (environment::depth() + 1).to_string(),
     ));
+    // A handler is code the agent's work runs, never a person at a terminal: a `trust` it
+    // starts records nothing (docs/trust.md), even under a client that left the variable out of
+    // this dispatcher's own environment.
+    env.push((crate::trust::AGENT_ENV[0], "1".to_string()));
     let mut remove = Vec::new();
     match &payload.tool_name {
         Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),

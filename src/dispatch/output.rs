@@ -274,6 +274,17 @@ pub fn error_json(message: &str) -> String {
 /// left to run, or after the last handler. The caller still asked the dispatcher to stop, so
 /// such a signal counts as an interruption too (`"interrupted":true`, exit 128+N).
 pub fn print_report(report: &Report, mode: OutputMode, trace: &Trace) -> anyhow::Result<ExitCode> {
+    print_report_shown(report, mode, trace, |line| std::borrow::Cow::Borrowed(line))
+}
+
+/// [`print_report`] with the line passed through `shown` first: the same JSON written another
+/// way, for a person's terminal (`levelcode-hooks test` escapes invisible characters).
+pub fn print_report_shown(
+    report: &Report,
+    mode: OutputMode,
+    trace: &Trace,
+    shown: impl for<'a> Fn(&'a str) -> std::borrow::Cow<'a, str>,
+) -> anyhow::Result<ExitCode> {
     let interrupted = report.interrupted.or_else(signals::received);
     let status = match interrupted {
         Some(sig) => Status::Signal(sig),
@@ -283,7 +294,7 @@ pub fn print_report(report: &Report, mode: OutputMode, trace: &Trace) -> anyhow:
     if let (Status::Block | Status::Ask, Some(reason)) = (status, report.decision_reason()) {
         eprintln!("{reason}");
     }
-    write_line(&report.render(mode, interrupted))?;
+    write_line(&shown(&report.render(mode, interrupted)))?;
     Ok(status.into())
 }
 

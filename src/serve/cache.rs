@@ -7,10 +7,16 @@
 //! read. So while a layer's times are recent (within [`RECENT`] of the check), its contents are
 //! also compared with what was read; once they are older, any later write must move them.
 //!
+//! A layer's stamp is taken of the open file that was read (not of the path looked at again), so
+//! a path that a writer flips between two files cannot have one file read and the other one
+//! stamped: the next look at the path differs from what was read.
+//!
 //! Whether the project layer is trusted (contract §13) is kept with the groups, and depends on
-//! more files than the layers: the trust store and every path the project's handlers name.
-//! Those are stamped the same way, so the scripts are hashed again only when one of them
-//! changed; while any of them is recent, every request checks afresh.
+//! more files than the layers: the trust store and every path the project's handlers name, and
+//! the canonical project root (a root symlink moved to another checkout, whose settings file may
+//! even be a symlink to the trusted one's, is another project). Those are stamped the same way,
+//! so the scripts are hashed again only when one of them changed; while any of them is recent,
+//! every request checks afresh.
 
 use std::path::Path;
 use std::rc::Rc;
@@ -46,6 +52,8 @@ struct Entry {
     watched: Vec<(std::path::PathBuf, Stamp)>,
     /// Whether a watched file was changing while the trust was assessed: check again next time.
     watched_recent: bool,
+    /// The canonical project root the trust was assessed at, when there was trust to assess.
+    root: Option<std::path::PathBuf>,
 }
 
 /// The cache; the most recently used entry first.
@@ -74,6 +82,7 @@ impl Cache {
         if let Some(i) = found {
             let mut entry = self.entries.remove(i);
             if entry.stamps == stamps
+                && entry.root_unchanged(gate)
                 && entry.watched_unchanged()
                 && entry.still_current(checked_at)
             {
@@ -94,6 +103,7 @@ impl Cache {
         let mut reader = layers::Reader::default();
         let mut seen = Vec::with_capacity(if recent { paths.len() } else { 0 });
         let mut read_warnings = Vec::new();
+        let mut read_stamps: Vec<Option<Stamp>> = Vec::with_capacity(paths.len());
         let groups = dispatch::load_groups_from(
             paths,
             Events::Only(event),
@@ -102,6 +112,10 @@ impl Cache {
             gate,
             |layer| {
                 let loaded = reader.read(&layer.path);
+                read_stamps.push(match &loaded {
+                    Loaded::Contents(_, meta) => Some(Stamp::Present(Meta::of(meta))),
+                    _ => None,
+                });
                 if recent {
                     seen.push(Seen::of(&loaded));
                 }
@@ -109,6 +123,20 @@ impl Cache {
             },
         );
         warnings.extend(read_warnings.iter().cloned());
+        // What was read, where a file was; a later look at the path must find the same.
+        let stamps: Vec<Stamp> = stamps
+            .into_iter()
+            .zip(
+                read_stamps
+                    .into_iter()
+                    .chain(std::iter::repeat_with(|| None)),
+            )
+            .map(|(looked, read)| read.unwrap_or(looked))
+            .collect();
+        let root = gate
+            .assessment
+            .as_ref()
+            .and_then(|_| gate.root().canonicalize().ok());
         let groups: Rc<[Group]> = groups.into();
         let watched: Vec<_> = gate
             .assessment
@@ -129,6 +157,7 @@ impl Cache {
                 assessment: gate.assessment.clone(),
                 watched,
                 watched_recent,
+                root,
             },
         );
         self.entries.truncate(CAPACITY);
@@ -137,6 +166,14 @@ impl Cache {
 }
 
 impl Entry {
+    /// Returns true if and only if the project root still resolves to the root the trust was
+    /// assessed at (always, when there was no trust to assess).
+    fn root_unchanged(&self, gate: &Gate) -> bool {
+        self.root
+            .as_ref()
+            .is_none_or(|root| gate.root().canonicalize().is_ok_and(|now| now == *root))
+    }
+
     /// Returns true if and only if the files the trust depends on are as they were, and were
     /// not changing when it was assessed.
     fn watched_unchanged(&self) -> bool {
@@ -187,7 +224,7 @@ impl Seen {
         match loaded {
             Loaded::Missing => Seen::Missing,
             Loaded::Repeated => Seen::Repeated,
-            Loaded::Contents(bytes) => Seen::Contents(bytes.clone()),
+            Loaded::Contents(bytes, _) => Seen::Contents(bytes.clone()),
             Loaded::Unusable(warning) => Seen::Unusable(warning.clone()),
         }
     }

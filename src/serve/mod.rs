@@ -41,6 +41,8 @@ pub struct ServeArgs {
 /// the request in progress).
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
+    // Before the first dispatch exports the handlers' variables into this process.
+    crate::trust::started_by_agent();
     crate::telemetry::export::background();
     let trace = Trace::new(args.dispatch.verbose);
     let mut cache = Cache::default();

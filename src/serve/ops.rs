@@ -69,6 +69,9 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
             json!({ "project_trust": command::status_json(&root, &assessment, &bytes, &warnings) }),
         );
     }
+    if let Some(var) = trust::started_by_agent() {
+        return Err(trust::agent_refusal(var, &root));
+    }
     let wanted = match &line.digest {
         Some(Value::String(d)) if trust::digest::is_digest(d) => d.clone(),
         Some(other) => {
