@@ -94,10 +94,7 @@ fn handler_attributes(
         ("levelcode.hook.layer", text(handler.layer)),
         ("levelcode.hook.source", text(&handler.source)),
         ("levelcode.hook.label", text(&handler.label)),
-        (
-            "levelcode.hook.outcome",
-            text(outcome_name(handler.outcome)),
-        ),
+        ("levelcode.hook.outcome", text(handler.outcome.name())),
         (
             "levelcode.hook.duration_ms",
             Attr::Double(handler.duration_ms),
@@ -138,24 +135,9 @@ fn handler_attributes(
 fn failure(handler: &HandlerReport) -> Option<String> {
     match handler.outcome {
         Outcome::Error | Outcome::Timeout | Outcome::SpawnError | Outcome::Interrupted => {
-            Some(outcome_name(handler.outcome).to_string())
+            Some(handler.outcome.name().to_string())
         }
         _ => None,
-    }
-}
-
-fn outcome_name(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Proceed => "proceed",
-        Outcome::Block => "block",
-        Outcome::Error => "error",
-        Outcome::Timeout => "timeout",
-        Outcome::SpawnError => "spawn_error",
-        Outcome::Duplicate => "duplicate",
-        Outcome::Skipped => "skipped",
-        Outcome::Interrupted => "interrupted",
-        Outcome::Ask => "ask",
-        Outcome::Stop => "stop",
     }
 }
 
