@@ -34,7 +34,19 @@ impl Seal {
     /// The seal of `settings` and `named` as they are now, unless a file changed within
     /// [`SETTLED`], a path is not UTF-8, or the seal would be over [`MAX_BYTES`].
     pub fn take(settings: &Path, named: &[PathBuf], handlers: usize) -> Option<Seal> {
-        let now = SystemTime::now();
+        Seal::take_settled_by(settings, named, handlers, SystemTime::now())
+    }
+
+    /// [`Seal::take`], refusing files that changed later than [`SETTLED`] before `now`. Given the
+    /// moment a digest started to be computed, it vouches for that digest with one look at the
+    /// files: a write after that moment has a change time within [`SETTLED`] of it (a file
+    /// system's clock lags by a tick at most), so it leaves the project unsealed.
+    pub fn take_settled_by(
+        settings: &Path,
+        named: &[PathBuf],
+        handlers: usize,
+        now: SystemTime,
+    ) -> Option<Seal> {
         let mut files: Vec<(String, String)> = Vec::with_capacity(named.len() + 1);
         let mut size = 0usize;
         for path in std::iter::once(settings).chain(named.iter().map(PathBuf::as_path)) {

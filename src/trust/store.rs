@@ -18,7 +18,11 @@ use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map};
 
 use super::digest::is_digest;
 use super::seal::Seal;
@@ -103,14 +107,52 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
+/// The store read as it is written, borrowing its strings; each project's entry is read on its
+/// own, so that one that makes no sense leaves the others readable.
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(borrow)]
+    version: Option<&'a RawValue>,
+    #[serde(borrow)]
+    projects: Option<&'a RawValue>,
+}
+
+/// One entry; the members whose value may be of any kind are read from their text.
+#[derive(Deserialize)]
+struct RawEntry<'a> {
+    #[serde(borrow)]
+    denied: Option<&'a RawValue>,
+    #[serde(borrow)]
+    at: Option<&'a RawValue>,
+    #[serde(borrow)]
+    digest: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    seal: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawSeal<'a> {
+    handlers: u64,
+    #[serde(borrow)]
+    files: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+}
+
 fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| format!("the trust store is not valid JSON ({e})"))?;
-    let Value::Object(mut top) = value else {
-        return Err("the trust store is not a JSON object".into());
+    let raw: Raw = match serde_json::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+            return Err(if json && !text.trim_start().starts_with('{') {
+                "the trust store is not a JSON object".into()
+            } else {
+                format!("the trust store is not valid JSON ({e})")
+            });
+        }
     };
-    match top.get("version") {
-        Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
+    match raw.version.map(RawValue::get) {
+        Some("1") => {}
         Some(other) => {
             return Err(format!(
                 "the trust store has version {other}, which this version does not read"
@@ -118,17 +160,21 @@ fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
         }
         None => return Err("the trust store has no version".into()),
     }
-    let projects = match top.remove("projects") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(projects)) => projects,
+    let projects: Vec<(Cow<str>, &RawValue)> = match raw.projects.map(RawValue::get) {
+        None | Some("null") => Vec::new(),
+        Some(text) if text.starts_with('{') => {
+            serde_json::from_str::<Projects>(text)
+                .map_err(|e| format!("the trust store's \"projects\" cannot be read ({e})"))?
+                .0
+        }
         Some(_) => return Err("the trust store's \"projects\" is not an object".into()),
     };
     let mut store = Store::default();
     let mut notes = Vec::new();
     for (root, value) in projects {
-        match entry(&value) {
+        match entry(value) {
             Some(entry) => {
-                store.projects.insert(root, entry);
+                store.projects.insert(root.into_owned(), entry);
             }
             None => notes.push(format!(
                 "the trust store's entry for {root:?} makes no sense; that project stays untrusted"
@@ -138,34 +184,60 @@ fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
     Ok((store, notes))
 }
 
-fn entry(value: &Value) -> Option<Entry> {
-    let object = value.as_object()?;
-    let at = object.get("at").and_then(Value::as_u64);
-    if object.get("denied") == Some(&Value::Bool(true)) {
+/// The projects in the order written; a root written twice is the last one.
+struct Projects<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Projects<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Projects<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Projects<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some((key, value)) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
+                    out.push((key, value));
+                }
+                Ok(Projects(out))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+fn entry(value: &RawValue) -> Option<Entry> {
+    let raw: RawEntry = serde_json::from_str(value.get()).ok()?;
+    let at = raw.at.and_then(|at| serde_json::from_str::<u64>(at.get()).ok());
+    if raw.denied.is_some_and(|d| d.get() == "true") {
         return Some(Entry::Denied { at });
     }
-    let digest = object.get("digest")?.as_str().filter(|d| is_digest(d))?;
-    let content = object
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|d| is_digest(d))
-        .map(str::to_string);
+    let string = |value: Option<&RawValue>| {
+        value
+            .and_then(|v| serde_json::from_str::<Cow<str>>(v.get()).ok())
+            .filter(|d| is_digest(d))
+            .map(Cow::into_owned)
+    };
+    let digest = string(raw.digest)?;
+    let content = string(raw.content);
     // A seal that makes no sense is no seal: the digest is computed instead.
-    let seal = object.get("seal").and_then(|seal| {
-        let handlers = usize::try_from(seal.get("handlers")?.as_u64()?).ok()?;
-        let files = seal
-            .get("files")?
-            .as_array()?
-            .iter()
-            .map(|pair| {
-                let pair = pair.as_array().filter(|p| p.len() == 2)?;
-                Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string()))
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(Seal { handlers, files })
+    let seal = raw.seal.and_then(|seal| {
+        let seal: RawSeal = serde_json::from_str(seal.get()).ok()?;
+        Some(Seal {
+            handlers: usize::try_from(seal.handlers).ok()?,
+            files: seal
+                .files
+                .into_iter()
+                .map(|(p, i)| (p.into_owned(), i.into_owned()))
+                .collect(),
+        })
     });
     Some(Entry::Trusted {
-        digest: digest.to_string(),
+        digest,
         content,
         at,
         seal,
@@ -231,6 +303,45 @@ pub struct Updated {
 
 /// Changes the store at `path` with `change`, under the lock, and replaces it atomically.
 pub fn update(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, String> {
+    update_with(path, LOCK_WAIT, true, |store| {
+        change(store);
+        true
+    })
+}
+
+/// How long a dispatch waits for the lock to add a seal: it is only saving later work.
+const SEAL_LOCK_WAIT: Duration = Duration::from_millis(50);
+
+/// Gives `root`'s entry the seal `seal`, when the entry still trusts exactly `digest` and holds
+/// another seal or none: a dispatch that computed the digest of a project trusted right after an
+/// edit seals it once its files have settled. The lock is waited for only briefly, and a store
+/// that cannot be read is left as it is (only `trust` sets one aside).
+pub fn seal_if_trusted(path: &Path, root: &str, digest: &str, seal: Seal) -> Result<(), String> {
+    update_with(path, SEAL_LOCK_WAIT, false, |store| {
+        match store.projects.get_mut(root) {
+            Some(Entry::Trusted {
+                digest: trusted,
+                seal: sealed,
+                ..
+            }) if trusted == digest && sealed.as_ref() != Some(&seal) => {
+                *sealed = Some(seal);
+                true
+            }
+            _ => false,
+        }
+    })
+    .map(|_| ())
+}
+
+/// Changes the store at `path` with `change`, which says whether there is anything to write,
+/// under the lock (waited for at most `wait`), and replaces it atomically; a store that cannot
+/// be read is set aside when `set_aside`, else left alone with an error.
+fn update_with(
+    path: &Path,
+    wait: Duration,
+    set_aside: bool,
+    change: impl FnOnce(&mut Store) -> bool,
+) -> Result<Updated, String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     crate::fs::create_private_dir(dir).map_err(|e| {
         format!(
@@ -245,19 +356,24 @@ pub fn update(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, S
             lock_path.display()
         )
     })?;
-    crate::lock::exclusive(&lock, &lock_path, LOCK_WAIT)?;
-    let result = update_locked(path, change);
+    crate::lock::exclusive(&lock, &lock_path, wait)?;
+    let result = update_locked(path, set_aside, change);
     let _ = lock.unlock();
     result
 }
 
-fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, String> {
+fn update_locked(
+    path: &Path,
+    set_aside: bool,
+    change: impl FnOnce(&mut Store) -> bool,
+) -> Result<Updated, String> {
     let mut updated = Updated::default();
     let mut store = match read(path).and_then(|text| match text {
         None => Ok(Store::default()),
         Some(text) => parse(&text).map(|(store, _)| store),
     }) {
         Ok(store) => store,
+        Err(problem) if !set_aside => return Err(format!("{}: {problem}", path.display())),
         Err(problem) => {
             // Only a file that does not read as a store is set aside; anything else is the
             // person's to look at.
@@ -278,7 +394,9 @@ fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated
             Store::default()
         }
     };
-    change(&mut store);
+    if !change(&mut store) {
+        return Ok(updated);
+    }
     let text = store.to_text();
     // Past its bound the store could not be read again, and every project in it would be
     // untrusted: the change is refused instead, and the store stays as it was.
