@@ -153,12 +153,7 @@ pub fn remember(root: &str, layer: &str, recalled: &Recalled) {
     if crate::fs::create_private_dir(dir).is_err() {
         return;
     }
-    let _ = crate::fs::write_atomically(
-        &path,
-        out.as_bytes(),
-        0o600,
-        crate::fs::Writers::Unlocked,
-    );
+    let _ = crate::fs::write_atomically(&path, out.as_bytes(), 0o600, crate::fs::Writers::Unlocked);
 }
 
 /// The memo's text, when it is a regular file within its bound.

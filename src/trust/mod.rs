@@ -431,7 +431,15 @@ pub fn assess_read(
         }
     }
     if let (true, Some(read), Some(key)) = (computed, read, &key) {
-        keep(&assessment, &digest, key, read, started, store_path.as_deref(), entry);
+        keep(
+            &assessment,
+            &digest,
+            key,
+            read,
+            started,
+            store_path.as_deref(),
+            entry,
+        );
     }
     assessment.digest = Some(digest);
     assessment

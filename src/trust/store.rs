@@ -212,7 +212,9 @@ impl<'de> Deserialize<'de> for Projects<'de> {
 
 fn entry(value: &RawValue) -> Option<Entry> {
     let raw: RawEntry = serde_json::from_str(value.get()).ok()?;
-    let at = raw.at.and_then(|at| serde_json::from_str::<u64>(at.get()).ok());
+    let at = raw
+        .at
+        .and_then(|at| serde_json::from_str::<u64>(at.get()).ok());
     if raw.denied.is_some_and(|d| d.get() == "true") {
         return Some(Entry::Denied { at });
     }
