@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use std::borrow::Cow;
 
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Map};
 
 use super::digest::is_digest;
@@ -107,72 +107,256 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
-/// The store read as it is written, borrowing its strings; each project's entry is read on its
-/// own, so that one that makes no sense leaves the others readable.
+/// The store's top level, read in one pass as it is written, borrowing its strings: members of
+/// any kind are accepted, and each project's entry is read leniently ([`Loose`]), so that one
+/// that makes no sense leaves the others readable.
 #[derive(Deserialize)]
 struct Raw<'a> {
-    #[serde(borrow)]
-    version: Option<&'a RawValue>,
-    #[serde(borrow)]
-    projects: Option<&'a RawValue>,
+    #[serde(default)]
+    version: Loose<u64>,
+    #[serde(borrow, default)]
+    projects: Loose<Projects<'a>>,
 }
 
-/// One entry; the members whose value may be of any kind are read from their text.
-#[derive(Deserialize)]
-struct RawEntry<'a> {
-    #[serde(borrow)]
-    denied: Option<&'a RawValue>,
-    #[serde(borrow)]
-    at: Option<&'a RawValue>,
-    #[serde(borrow)]
-    digest: Option<&'a RawValue>,
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(borrow)]
-    seal: Option<&'a RawValue>,
+/// A value of any kind, kept when it is of the kind wanted (`Some`), passed over otherwise.
+struct Loose<T>(Option<T>, /* another kind was there */ bool);
+
+impl<T> Default for Loose<T> {
+    fn default() -> Self {
+        Loose(None, false)
+    }
 }
 
-#[derive(Deserialize)]
-struct RawSeal<'a> {
-    handlers: u64,
-    #[serde(borrow)]
-    files: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+/// What a [`Loose`] keeps, from the kinds of JSON value it reads.
+trait Wanted<'de>: Sized {
+    fn from_u64(_: u64) -> Option<Self> {
+        None
+    }
+    fn from_bool(_: bool) -> Option<Self> {
+        None
+    }
+    fn from_str(_: Cow<'de, str>) -> Option<Self> {
+        None
+    }
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+impl<'de, T: Wanted<'de>> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        fn kept<T>(value: Option<T>) -> Loose<T> {
+            let other = value.is_none();
+            Loose(value, other)
+        }
+        impl<'de, T: Wanted<'de>> Visitor<'de> for Visit<T> {
+            type Value = Loose<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Loose<T>, E> {
+                Ok(Loose(None, false))
+            }
+            fn visit_none<E>(self) -> Result<Loose<T>, E> {
+                Ok(Loose(None, false))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_bool(b)))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_u64(n)))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Loose<T>, E> {
+                Ok(kept(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Loose<T>, E> {
+                Ok(kept(None))
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_str(Cow::Borrowed(s))))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_str(Cow::Owned(s.to_string()))))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Loose<T>, A::Error> {
+                T::from_seq(seq).map(kept)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Loose<T>, A::Error> {
+                T::from_map(map).map(kept)
+            }
+        }
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+impl Wanted<'_> for u64 {
+    fn from_u64(n: u64) -> Option<u64> {
+        Some(n)
+    }
+}
+
+impl Wanted<'_> for bool {
+    fn from_bool(b: bool) -> Option<bool> {
+        Some(b)
+    }
+}
+
+impl<'de: 'a, 'a> Wanted<'de> for Cow<'a, str> {
+    fn from_str(s: Cow<'de, str>) -> Option<Self> {
+        Some(s)
+    }
+}
+
+/// The projects in the order written, each entry `None` when it makes no sense.
+struct Projects<'a>(Vec<(Cow<'a, str>, Option<Entry>)>);
+
+/// An object's key, borrowed where it holds no escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Loose::<Cow<'de, str>>::deserialize(deserializer).map(|k| Key(k.0.unwrap_or_default()))
+    }
+}
+
+impl<'de: 'a, 'a> Wanted<'de> for Projects<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut out = Vec::new();
+        while let Some((Key(root), entry)) = map.next_entry::<Key<'de>, Loose<Entry>>()? {
+            out.push((root, entry.0));
+        }
+        Ok(Some(Projects(out)))
+    }
+}
+
+impl<'de> Wanted<'de> for Entry {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let (mut denied, mut at, mut digest, mut content, mut seal) =
+            (false, None, None, None, None);
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match &*key {
+                "denied" => denied = map.next_value::<Loose<bool>>()?.0 == Some(true),
+                "at" => at = map.next_value::<Loose<u64>>()?.0,
+                "digest" => digest = map.next_value::<Loose<Cow<'de, str>>>()?.0,
+                "content" => content = map.next_value::<Loose<Cow<'de, str>>>()?.0,
+                "seal" => seal = map.next_value::<Loose<Seal>>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if denied {
+            return Ok(Some(Entry::Denied { at }));
+        }
+        let Some(digest) = digest.filter(|d| is_digest(d)) else {
+            return Ok(None);
+        };
+        Ok(Some(Entry::Trusted {
+            digest: digest.into_owned(),
+            content: content.filter(|d| is_digest(d)).map(Cow::into_owned),
+            at,
+            seal,
+        }))
+    }
+}
+
+/// A seal that makes no sense is no seal: the digest is computed instead.
+impl<'de> Wanted<'de> for Seal {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let (mut handlers, mut files) = (None, None);
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match &*key {
+                "handlers" => handlers = map.next_value::<Loose<u64>>()?.0,
+                "files" => files = map.next_value::<Loose<Files>>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let handlers = handlers.and_then(|h| usize::try_from(h).ok());
+        Ok(handlers.zip(files).and_then(|(handlers, Files(files))| {
+            Some(Seal {
+                handlers,
+                files: files?,
+            })
+        }))
+    }
+}
+
+/// A seal's pairs of a path and an identity; `None` when one is not a pair of strings.
+struct Files(Option<Vec<(String, String)>>);
+
+impl<'de> Wanted<'de> for Files {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut files = Some(Vec::new());
+        while let Some(pair) = seq.next_element::<Loose<Pair>>()? {
+            match (pair.0, &mut files) {
+                (Some(Pair(Some(pair))), Some(files)) => files.push(pair),
+                _ => files = None,
+            }
+        }
+        Ok(Some(Files(files)))
+    }
+}
+
+struct Pair(Option<(String, String)>);
+
+impl<'de> Wanted<'de> for Pair {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut items = Vec::with_capacity(2);
+        let mut strings = true;
+        while let Some(item) = seq.next_element::<Loose<Cow<'de, str>>>()? {
+            match item.0 {
+                Some(s) => items.push(s.into_owned()),
+                None => strings = false,
+            }
+        }
+        let pair = match (strings, items.len()) {
+            (true, 2) => {
+                let identity = items.pop().unwrap_or_default();
+                Some((items.pop().unwrap_or_default(), identity))
+            }
+            _ => None,
+        };
+        Ok(Some(Pair(pair)))
+    }
 }
 
 fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
+    let trimmed = text.trim_start();
     let raw: Raw = match serde_json::from_str(text) {
-        Ok(raw) => raw,
-        Err(e) => {
-            let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
-            return Err(if json && !text.trim_start().starts_with('{') {
-                "the trust store is not a JSON object".into()
-            } else {
-                format!("the trust store is not valid JSON ({e})")
-            });
+        Ok(raw) if trimmed.starts_with('{') => raw,
+        Ok(_) => return Err("the trust store is not a JSON object".into()),
+        Err(_) if !trimmed.starts_with('{') && serde_json::from_str::<IgnoredAny>(text).is_ok() => {
+            return Err("the trust store is not a JSON object".into())
         }
+        Err(e) => return Err(format!("the trust store is not valid JSON ({e})")),
     };
-    match raw.version.map(RawValue::get) {
-        Some("1") => {}
-        Some(other) => {
-            return Err(format!(
-                "the trust store has version {other}, which this version does not read"
-            ))
+    match raw.version {
+        Loose(Some(1), _) => {}
+        Loose(None, false) => return Err("the trust store has no version".into()),
+        Loose(_, _) => {
+            return Err(
+                "the trust store has a version other than 1, which this version does not read"
+                    .into(),
+            )
         }
-        None => return Err("the trust store has no version".into()),
     }
-    let projects: Vec<(Cow<str>, &RawValue)> = match raw.projects.map(RawValue::get) {
-        None | Some("null") => Vec::new(),
-        Some(text) if text.starts_with('{') => {
-            serde_json::from_str::<Projects>(text)
-                .map_err(|e| format!("the trust store's \"projects\" cannot be read ({e})"))?
-                .0
-        }
-        Some(_) => return Err("the trust store's \"projects\" is not an object".into()),
+    let projects = match raw.projects {
+        Loose(Some(Projects(projects)), _) => projects,
+        Loose(None, false) => Vec::new(),
+        Loose(None, true) => return Err("the trust store's \"projects\" is not an object".into()),
     };
     let mut store = Store::default();
     let mut notes = Vec::new();
-    for (root, value) in projects {
-        match entry(value) {
+    for (root, entry) in projects {
+        match entry {
             Some(entry) => {
                 store.projects.insert(root.into_owned(), entry);
             }
@@ -182,68 +366,6 @@ fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
         }
     }
     Ok((store, notes))
-}
-
-/// The projects in the order written; a root written twice is the last one.
-struct Projects<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Projects<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Projects<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Projects<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some((key, value)) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
-                    out.push((key, value));
-                }
-                Ok(Projects(out))
-            }
-        }
-        deserializer.deserialize_map(Visit)
-    }
-}
-
-fn entry(value: &RawValue) -> Option<Entry> {
-    let raw: RawEntry = serde_json::from_str(value.get()).ok()?;
-    let at = raw
-        .at
-        .and_then(|at| serde_json::from_str::<u64>(at.get()).ok());
-    if raw.denied.is_some_and(|d| d.get() == "true") {
-        return Some(Entry::Denied { at });
-    }
-    let string = |value: Option<&RawValue>| {
-        value
-            .and_then(|v| serde_json::from_str::<Cow<str>>(v.get()).ok())
-            .filter(|d| is_digest(d))
-            .map(Cow::into_owned)
-    };
-    let digest = string(raw.digest)?;
-    let content = string(raw.content);
-    // A seal that makes no sense is no seal: the digest is computed instead.
-    let seal = raw.seal.and_then(|seal| {
-        let seal: RawSeal = serde_json::from_str(seal.get()).ok()?;
-        Some(Seal {
-            handlers: usize::try_from(seal.handlers).ok()?,
-            files: seal
-                .files
-                .into_iter()
-                .map(|(p, i)| (p.into_owned(), i.into_owned()))
-                .collect(),
-        })
-    });
-    Some(Entry::Trusted {
-        digest,
-        content,
-        at,
-        seal,
-    })
 }
 
 impl Store {
@@ -516,6 +638,56 @@ mod tests {
         let (store, notes) = load(&path);
         assert!(store.projects.is_empty());
         assert!(notes[0].contains("not a regular file"), "{notes:?}");
+    }
+
+    #[test]
+    fn members_of_another_kind_are_passed_over_and_entries_read_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        fs::write(
+            &path,
+            format!(
+                r#"{{"extra":[1,{{"a":null}}],"version":1,"projects":{{
+                "/a":{{"digest":"{D1}","at":"soon","content":7,"seal":{{"handlers":"2","files":[]}}}},
+                "/b":{{"digest":"{D1}","seal":{{"handlers":1,"files":[["/b/s","x","y"]]}}}},
+                "/c":{{"denied":true,"at":3,"digest":5}},
+                "/d":[],
+                "/e":{{"digest":"{D2}","seal":{{"handlers":1,"files":[["/e/\u00e9","i"]]}}}}}}}}"#
+            ),
+        )
+        .unwrap();
+        let (store, notes) = load(&path);
+        let plain = |digest: &str| Entry::Trusted {
+            digest: digest.into(),
+            content: None,
+            at: None,
+            seal: None,
+        };
+        assert_eq!(store.projects["/a"], plain(D1));
+        assert_eq!(
+            store.projects["/b"],
+            plain(D1),
+            "a pair of three is no seal"
+        );
+        assert_eq!(store.projects["/c"], Entry::Denied { at: Some(3) });
+        assert!(!store.projects.contains_key("/d"));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("\"/d\""), "{notes:?}");
+        let Entry::Trusted {
+            seal: Some(seal), ..
+        } = &store.projects["/e"]
+        else {
+            panic!("{:?}", store.projects["/e"]);
+        };
+        assert_eq!(seal.files, [("/e/\u{e9}".to_string(), "i".to_string())]);
+        for text in [r#"{"version":"1"}"#, r#"{"version":1,"projects":5}"#] {
+            fs::write(&path, text).unwrap();
+            let (store, notes) = load(&path);
+            assert!(
+                store.projects.is_empty() && notes.len() == 1,
+                "{text}: {notes:?}"
+            );
+        }
     }
 
     #[test]
