@@ -18,8 +18,8 @@ pub const TRUST_PROJECT_HOOKS: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
 pub const AGENT: [&str; 2] = ["LEVELCODE_AGENT", "CLAUDECODE"];
 
 /// The first of [`AGENT`] that was on (`1`, `true`, `on`) when the process started, if any.
-/// Read once, and early in `serve`: a dispatch exports `LEVELCODE_AGENT` for its handlers into
-/// the process's own environment.
+/// Read once; the `LEVELCODE_AGENT` a dispatch gives its handlers goes into their own
+/// environment only, never the process's.
 pub fn started_by_agent() -> Option<&'static str> {
     static STARTED_BY: OnceLock<Option<&'static str>> = OnceLock::new();
     *STARTED_BY.get_or_init(|| {
@@ -55,8 +55,8 @@ pub fn is_on(value: &str) -> bool {
 }
 
 /// The dispatcher's own nesting depth: `LEVELCODE_HOOKS_DEPTH` as it was when the dispatcher
-/// started, 0 when unset or not a number. Read once: the dispatcher exports one more for its
-/// handlers into its own environment (see `runner::export_env`).
+/// started, 0 when unset or not a number. Read once; handlers get one more, in their own
+/// environment (see `runner::Invocation`).
 pub fn depth() -> u32 {
     static DEPTH: OnceLock<u32> = OnceLock::new();
     *DEPTH.get_or_init(|| {
@@ -67,9 +67,9 @@ pub fn depth() -> u32 {
     })
 }
 
-/// The directory the dispatcher was started in. Relative paths (`--settings`, `--project-dir`, a
-/// relative `cwd`) resolve against it, even while the runner has moved the process into a
-/// project root to start handlers.
+/// The directory the dispatcher was started in, which stays its current directory (handlers are
+/// started in theirs without moving the process). Relative paths (`--settings`, `--project-dir`,
+/// a relative `cwd`) resolve against it.
 pub fn start_dir() -> PathBuf {
     static START: OnceLock<PathBuf> = OnceLock::new();
     START

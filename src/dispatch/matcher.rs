@@ -17,7 +17,7 @@
 //! `^(?!read_)`) is compiled by `fancy-regex`, a backtracking engine made for them; neither of
 //! the larger engines is built for a pattern that a smaller one takes.
 
-use std::cell::OnceCell;
+use std::sync::OnceLock;
 
 use regex::Regex;
 
@@ -43,7 +43,7 @@ pub struct LitePattern {
     lite: regex_lite::Regex,
     /// Built the first time a name that is not ASCII is tested; `None` if `regex` refused it,
     /// which [`LITE_SIZE_LIMIT`] rules out.
-    full: OnceCell<Option<Regex>>,
+    full: OnceLock<Option<Regex>>,
 }
 
 impl LitePattern {
@@ -167,7 +167,7 @@ impl Matcher {
             {
                 return Ok(Matcher::Lite(LitePattern {
                     lite,
-                    full: OnceCell::new(),
+                    full: OnceLock::new(),
                 }));
             }
         }
@@ -228,7 +228,12 @@ pub fn ruled_out(pattern: &str, tool: &str) -> bool {
 /// each of its branches is, and only in that plain syntax. A pattern with flags is never ruled
 /// out. Whether the pattern is valid at all is [`parses`]' question.
 pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
-    if pattern.is_empty() || pattern == "*" || is_name_list(pattern) || pattern.contains("(?") {
+    if pattern.is_empty()
+        || pattern == "*"
+        || is_name_list(pattern)
+        || pattern.contains("(?")
+        || has_stacked_quantifiers(pattern)
+    {
         return false;
     }
     if !has_top_level_alternation(pattern) {
@@ -239,6 +244,47 @@ pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
         && top_level_branches(pattern)
             .iter()
             .all(|b| anchored_text_rules_out(b, tool) || literal_runs_rule_out(b, tool))
+}
+
+/// Returns true if and only if a quantifier of `pattern` is itself repeated, as in `a+??` (the
+/// lazy `a+?` made optional, which matches the empty text) or `a{2}*`. Such a pattern is never
+/// ruled out: the rules above read a `+` as "at least once", which a second quantifier undoes.
+/// A `?` right after a quantifier makes it lazy and is not counted; escapes and classes are
+/// passed over.
+fn has_stacked_quantifiers(pattern: &str) -> bool {
+    let bytes = pattern.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let after = match bytes[i] {
+            b'\\' => {
+                i += 2;
+                continue;
+            }
+            b'[' => {
+                i += 1 + class_end(&bytes[i + 1..]).unwrap_or(0);
+                continue;
+            }
+            b'?' | b'*' | b'+' => i + 1,
+            b'{' => match bytes[i..].iter().position(|b| *b == b'}') {
+                Some(p) => i + p + 1,
+                None => return true,
+            },
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let next = if bytes.get(after) == Some(&b'?') {
+            after + 1
+        } else {
+            after
+        };
+        if matches!(bytes.get(next), Some(b'?' | b'*' | b'+' | b'{')) {
+            return true;
+        }
+        i = next;
+    }
+    false
 }
 
 /// Returns true if and only if the literal text that `branch` anchors at its start or end is
@@ -543,13 +589,19 @@ fn literal_prefix(rest: &str) -> &str {
     literal
 }
 
-/// The literal text a pattern ends with, less a first character that an escape makes special.
+/// The literal text a pattern ends with, less a first character that an escape makes special;
+/// nothing after an escaped letter or digit.
 fn literal_suffix(rest: &str) -> &str {
     match rest.rfind(META) {
         None => rest,
         Some(i) => {
             let literal = &rest[i + 1..];
             if rest.as_bytes()[i] == b'\\' {
+                // An escaped letter or digit opens a class or a code (`\pL`, `\x41`, `\u{..}`)
+                // whose end this does not read: nothing is known of the text then.
+                if literal.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                    return "";
+                }
                 let mut chars = literal.chars();
                 chars.next();
                 return chars.as_str();

@@ -136,6 +136,21 @@ fn ruled_out_agrees_with_the_regex() {
     );
     assert!(!ruled_out("(?i)(bash|shell)", "write_file"), "flags");
     assert!(!ruled_out("[]a]|b", "a"), "not plain: left to the regex");
+    // A repeated quantifier undoes "at least once": `a+??` is `(a+?)?`, which matches "".
+    // An escaped letter opens a class or a code: `\pL` is any letter, `\x41` is `A`.
+    for (pattern, tool) in [
+        ("^a+??", ""),
+        ("a+??", "b"),
+        ("^ab+??c", "ac"),
+        ("x{2}*", ""),
+        ("\\pL$", "write_file"),
+        ("\\x41bc$", "Abc"),
+        ("_\\u{66}ile$", "write_file"),
+    ] {
+        assert!(!ruled_out(pattern, tool), "{pattern} ruled out {tool:?}");
+        let regex = regex::Regex::new(pattern).unwrap();
+        assert!(regex.is_match(tool), "{pattern} does not match {tool:?}");
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@
 //! every request checks afresh.
 
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::dispatch;
@@ -43,7 +43,7 @@ struct Entry {
     /// While the stamps are recent: what reading each layer gave, to compare with. Dropped once
     /// they are not, as it is never needed again.
     recent: Option<Vec<Seen>>,
-    groups: Rc<[Group]>,
+    groups: Arc<[Group]>,
     /// The warnings reading gave, repeated in every answer that uses these groups.
     warnings: Vec<String>,
     /// The project layer's trust, when it had hooks.
@@ -72,7 +72,35 @@ impl Cache {
         warnings: &mut Vec<String>,
         trace: &Trace,
         gate: &mut Gate,
-    ) -> Rc<[Group]> {
+        watch: Option<&mut Vec<(std::path::PathBuf, String)>>,
+    ) -> Arc<[Group]> {
+        let groups = self.groups_of(paths, event, warnings, trace, gate);
+        if let (Some(out), Some(entry)) = (watch, self.entries.first()) {
+            out.extend(
+                entry
+                    .paths
+                    .iter()
+                    .zip(&entry.stamps)
+                    .map(|(layer, stamp)| (layer.path.clone(), stamp.text())),
+            );
+            out.extend(
+                entry
+                    .watched
+                    .iter()
+                    .map(|(path, stamp)| (path.clone(), stamp.text())),
+            );
+        }
+        groups
+    }
+
+    fn groups_of(
+        &mut self,
+        paths: &[LayerPath],
+        event: &str,
+        warnings: &mut Vec<String>,
+        trace: &Trace,
+        gate: &mut Gate,
+    ) -> Arc<[Group]> {
         let checked_at = SystemTime::now();
         let stamps: Vec<Stamp> = paths.iter().map(|layer| Stamp::of(&layer.path)).collect();
         let found = self
@@ -92,7 +120,7 @@ impl Cache {
                 ));
                 warnings.extend(entry.warnings.iter().cloned());
                 gate.assessment.clone_from(&entry.assessment);
-                let groups = Rc::clone(&entry.groups);
+                let groups = Arc::clone(&entry.groups);
                 self.entries.insert(0, entry);
                 return groups;
             }
@@ -137,7 +165,7 @@ impl Cache {
             .assessment
             .as_ref()
             .and_then(|_| gate.root().canonicalize().ok());
-        let groups: Rc<[Group]> = groups.into();
+        let groups: Arc<[Group]> = groups.into();
         let watched: Vec<_> = gate
             .assessment
             .iter()
@@ -152,7 +180,7 @@ impl Cache {
                 paths: paths.to_vec(),
                 stamps,
                 recent: recent.then_some(seen),
-                groups: Rc::clone(&groups),
+                groups: Arc::clone(&groups),
                 warnings: read_warnings,
                 assessment: gate.assessment.clone(),
                 watched,
@@ -268,6 +296,16 @@ impl Stamp {
         }
     }
 
+    /// The stamp as a client compares it with its own `stat` (docs/serve.md, `options.watch`):
+    /// `dev:ino:mode:size:mtime_ns:ctime_ns`, `absent`, or `unreachable`.
+    fn text(&self) -> String {
+        match self {
+            Stamp::Absent => "absent".into(),
+            Stamp::Unreachable(_) => "unreachable".into(),
+            Stamp::Present(meta) => meta.text(),
+        }
+    }
+
     /// Returns true if and only if the file's times are too close to `now` (or after it) for a
     /// write within the same clock tick to be ruled out.
     fn is_recent(&self, now: SystemTime) -> bool {
@@ -295,6 +333,19 @@ impl Meta {
         }
     }
 
+    fn text(&self) -> String {
+        let ns = |(secs, nanos): (i64, i64)| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        format!(
+            "{}:{}:{}:{}:{}:{}",
+            self.dev,
+            self.ino,
+            self.mode,
+            self.size,
+            ns(self.mtime),
+            ns(self.ctime)
+        )
+    }
+
     fn times(&self) -> [SystemTime; 2] {
         [self.mtime, self.ctime].map(|(secs, nanos)| {
             let since = |s: i64| {
@@ -320,6 +371,13 @@ impl Meta {
         }
     }
 
+    fn text(&self) -> String {
+        format!(
+            "{}:{}:{:?}:{:?}",
+            self.is_file, self.size, self.modified, self.created
+        )
+    }
+
     fn times(&self) -> Vec<SystemTime> {
         self.modified.into_iter().chain(self.created).collect()
     }
@@ -339,7 +397,7 @@ mod tests {
 
     fn handlers(cache: &mut Cache, paths: &[LayerPath]) -> usize {
         let mut warnings = Vec::new();
-        let groups = cache.groups(
+        let groups = cache.groups_of(
             paths,
             "Stop",
             &mut warnings,
@@ -354,7 +412,7 @@ mod tests {
 
     fn first_label(cache: &mut Cache, paths: &[LayerPath]) -> String {
         let mut warnings = Vec::new();
-        let groups = cache.groups(
+        let groups = cache.groups_of(
             paths,
             "Stop",
             &mut warnings,

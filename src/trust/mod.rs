@@ -34,8 +34,8 @@ pub const ENV: &str = crate::environment::TRUST_PROJECT_HOOKS;
 /// `trust` started with either on records nothing: only a person can trust a project's hooks.
 pub const AGENT_ENV: [&str; 2] = crate::environment::AGENT;
 
-/// The agent variable that was on when this process started, if any (read early in `serve`,
-/// before a dispatch exports `LEVELCODE_AGENT` for its handlers into its own environment).
+/// The agent variable that was on when this process started, if any (the process's own
+/// environment; handlers get `LEVELCODE_AGENT` in theirs only).
 pub fn started_by_agent() -> Option<&'static str> {
     crate::environment::started_by_agent()
 }
