@@ -20,6 +20,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -265,6 +266,8 @@ class Bench:
         self.failures: list[str] = []
         self.checks: dict[str, str] = {}
         self.scenarios: list[Scenario] = []
+        # The trust states' scenarios and environments, by name, once counted.
+        self.trust_runs: dict[str, tuple[Scenario, dict[str, str]]] = {}
 
     # -- environment -------------------------------------------------------------------------
 
@@ -547,10 +550,31 @@ class Bench:
                 payload["cwd"] = str(project)
                 payload_path = dump(self.root / slug / "payload.json", payload)
                 scenario = Scenario(slug, state, home, project, payload_path, 1)
+                self.trust_runs[f"{name}, {state}"] = (scenario, env)
                 first = self.instructions(scenario, [self.bin, "run"], env)
                 counts[f"{name}, {state}: first dispatch"] = first
                 counts[f"{name}, {state}"] = self.instructions(scenario, [self.bin, "run"], env)
         return counts
+
+    def trust_state_times(self, a: str, b: str, rounds: int, runs: int) -> dict | None:
+        """The median time of the trust-state dispatch `a` over `b`'s, by round (each round
+        times both, one after the other, so a slow spell falls on both)."""
+        ratios = {}
+        for round_no in range(1, rounds + 1):
+            medians = []
+            for name in (a, b):
+                scenario, env = self.trust_runs[name]
+                export = self.out / "raw" / f"{scenario.name}.round{round_no}.json"
+                export.parent.mkdir(parents=True, exist_ok=True)
+                proc = subprocess.run(
+                    [self.hyperfine, "--shell=none", "--style", "basic", "--warmup", "5", "--runs", str(runs),
+                     "--input", str(scenario.payload), "--export-json", str(export), f"{self.bin} run"],
+                    env=env, cwd=scenario.project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                if proc.returncode != 0:
+                    return None
+                medians.append(json.loads(export.read_text())["results"][0]["median"])
+            ratios[round_no] = medians[0] / medians[1]
+        return spread(ratios)
 
     # -- the whole run -------------------------------------------------------------------------
 
@@ -804,6 +828,11 @@ def main() -> int:
         for name, count in counts.items():
             ratio = f"{count / sealed:.3f}" if count and sealed else "n/a"
             lines.append(f"| {name} | {'n/a' if count is None else f'{count:,}'} | {ratio} |")
+        if shutil.which(args.hyperfine):
+            a, b = "big_config, opt-in =1", "one_command, sealed"
+            ratio = bench.trust_state_times(a, b, args.rounds, args.runs)
+            lines += ["", f"Time, {a} / {b} (medians by round, {args.rounds} rounds of {args.runs}): "
+                          f"{with_range(ratio)}"]
         table = "\n".join(lines) + "\n"
         (args.out / "trust-states.md").write_text(table)
         print(table)

@@ -25,7 +25,7 @@ pub const FILE: &str = "trust-digests.json";
 /// Layers remembered at most.
 pub const MAX_ENTRIES: usize = 32;
 /// What the memo may hold; an entry that would take it past this evicts older ones.
-pub const MAX_BYTES: usize = 4 << 20;
+pub const MAX_BYTES: usize = 1 << 20;
 
 /// What a digest remembered by its files says.
 #[derive(Clone, Debug, PartialEq, Eq)]
