@@ -94,7 +94,7 @@ fn the_remembered_digest_never_hides_an_edit() {
     let first = shown(&world);
     assert_eq!(
         remembered(&world),
-        [first.clone()],
+        std::slice::from_ref(&first),
         "a settled project's digest is remembered"
     );
     assert_eq!(shown(&world), first, "and shown again from the memo");
@@ -110,7 +110,11 @@ fn the_remembered_digest_never_hides_an_edit() {
         assert_ne!(now, last, "an edit of {path} changes the digest shown");
         settle();
         assert_eq!(shown(&world), now);
-        assert_eq!(remembered(&world), [now.clone()], "one entry per project");
+        assert_eq!(
+            remembered(&world),
+            std::slice::from_ref(&now),
+            "one entry per project"
+        );
         last = now;
     }
 
@@ -205,7 +209,7 @@ fn a_pinned_digest_is_remembered_and_follows_edits() {
     let digest = status["digest"].as_str().unwrap().to_string();
     let world = world.env("LEVELCODE_TRUST_PROJECT_HOOKS", digest.clone());
     assert_eq!(stdouts(&world.run()), ["first", "named"]);
-    assert_eq!(remembered(&world), [digest.clone()]);
+    assert_eq!(remembered(&world), std::slice::from_ref(&digest));
     assert_eq!(stdouts(&world.run()), ["first", "named"]);
     edit_keeping_size_and_mtime(
         &world.project().join("tools/named.sh"),
