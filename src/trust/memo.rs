@@ -99,7 +99,8 @@ pub fn recall(root: &str, layer: &str, read: &std::fs::Metadata) -> Option<Recal
 
 /// Remembers `recalled` for the layer `layer` of the project at the canonical `root`, in place
 /// of what was remembered for it; the oldest entries go when the memo would be past its bounds.
-/// Failing to write is silent: the memo only saves work.
+/// Failing to write is silent: the memo only saves work. Nothing is written when the data
+/// directory is not there.
 pub fn remember(root: &str, layer: &str, recalled: &Recalled) {
     let Some(path) = path() else { return };
     let text = read_text(&path);
@@ -149,8 +150,9 @@ pub fn remember(root: &str, layer: &str, recalled: &Recalled) {
     }) else {
         return;
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    if crate::fs::create_private_dir(dir).is_err() {
+    // Only into a data directory that is there: a dispatch never creates one (its folder is
+    // the data layer's, which clients watch).
+    if !path.parent().is_some_and(Path::is_dir) {
         return;
     }
     let _ = crate::fs::write_atomically(&path, out.as_bytes(), 0o600, crate::fs::Writers::Unlocked);

@@ -19,6 +19,8 @@ fn settle() {
 /// Stop hooks that run a script of the hooks folder and one elsewhere in the project.
 fn two_scripts(world: &World) {
     let project = world.project();
+    // The data directory, as `trust` or a data layer leaves it: the memo goes there.
+    std::fs::create_dir_all(world.home().join(".levelcode")).unwrap();
     world.settings(
         &project,
         &json!({"hooks": {"Stop": [{"hooks": [
@@ -253,4 +255,18 @@ fn a_project_trusted_right_after_an_edit_is_sealed_once_it_settles() {
     let out = world.run();
     assert_eq!(out["project_trust"]["state"], "changed", "{out}");
     assert!(out["handlers"].as_array().unwrap().is_empty(), "{out}");
+}
+
+#[test]
+fn a_dispatch_never_creates_the_data_directory() {
+    let world = World::new();
+    two_scripts(&world);
+    std::fs::remove_dir(world.home().join(".levelcode")).unwrap();
+    settle();
+    let out = world.run();
+    assert_eq!(out["project_trust"]["state"], "untrusted", "{out}");
+    assert!(
+        !world.home().join(".levelcode").exists(),
+        "the data layer's folder is not created by a dispatch"
+    );
 }
