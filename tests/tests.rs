@@ -18,7 +18,11 @@ mod io;
 #[cfg(unix)]
 mod layers;
 #[cfg(unix)]
+mod managed;
+#[cfg(unix)]
 mod matching;
+#[cfg(unix)]
+mod otel;
 #[cfg(unix)]
 mod payload;
 mod properties;
