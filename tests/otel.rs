@@ -510,15 +510,19 @@ fn serve_answers_before_the_collector_does_and_takes_a_traceparent_per_request()
     writeln!(stdin, "{request}").unwrap();
     writeln!(stdin, "{}", json!({ "id": 2, "event": "Stop" })).unwrap();
     stdin.flush().unwrap();
-    let first: Value =
-        serde_json::from_str(&answers.recv_timeout(Duration::from_secs(20)).unwrap()).unwrap();
-    let second: Value =
-        serde_json::from_str(&answers.recv_timeout(Duration::from_secs(20)).unwrap()).unwrap();
+    let mut got: Vec<Value> = (0..2)
+        .map(|_| {
+            serde_json::from_str(&answers.recv_timeout(Duration::from_secs(20)).unwrap()).unwrap()
+        })
+        .collect();
     // Both answered while the collector was still holding the first export.
     assert!(
         receiver.lines.try_recv().is_err(),
         "the answers waited for the collector"
     );
+    // Requests run side by side (contract §14): the answers come tagged, in either order.
+    got.sort_by_key(|answer| answer["id"].as_u64());
+    let [first, second] = <[Value; 2]>::try_from(got).unwrap();
     assert_eq!(first["id"], 1);
     assert_eq!(second["id"], 2);
     // The exports arrive in the background, in either order.
