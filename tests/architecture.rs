@@ -477,6 +477,39 @@ fn layers_of_the_code_import_only_downwards() {
 }
 
 #[test]
+fn no_protocol_is_named_outside_its_own_module() {
+    // The dispatcher asks a `Protocol`; only `import`, which converts Claude Code's own
+    // settings, takes that protocol's name from its module.
+    let foreign: Vec<&str> = levelcode_hooks::dispatch::protocol::Protocol::all()
+        .filter(|p| !p.is_levelcode())
+        .map(|p| p.name())
+        .collect();
+    let mut wrong = Vec::new();
+    for (name, file) in modules() {
+        // Test files (`tests.rs` beside a module) spell names, as settings do.
+        if name.starts_with("dispatch::protocol") || name.ends_with("tests") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for protocol in &foreign {
+                let spelled = [format!("\"{protocol}\""), format!("\\\"{protocol}\\\"")];
+                let module = format!("protocol::{protocol}");
+                let imports = line.contains(&module) && name != "commands::import";
+                if imports || spelled.iter().any(|s| line.contains(s.as_str())) {
+                    wrong.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
 fn src_stays_small_at_the_top_and_in_each_file() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let top_files: Vec<String> = std::fs::read_dir(&src)

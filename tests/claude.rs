@@ -209,6 +209,29 @@ fn an_exit_2_bash_guard_blocks_with_its_stderr() {
     }
 }
 
+/// Claude Code reads only stderr on exit 2: a guard that exits 2 with its reason on stdout
+/// blocks with the default reason, and `-v` shows that reason, the one the decision used, not
+/// the one stdout holds.
+#[test]
+fn the_trace_gives_the_reason_an_exit_2_with_empty_stderr_blocked_with() {
+    let guard = json!({"name": "stdout-guard",
+                       "command": r#"echo '{"reason":"only on stdout"}'; exit 2"#});
+    let hooks = json!({"PreToolUse": [
+        {"matcher": "Bash", "protocol": "claude", "hooks": [guard]}
+    ]});
+    let out = setup(&hooks).arg("-v").payload(&bash("ls")).run();
+    assert_eq!(out.status(), 2, "{}", out.stdout());
+    let default = "blocked by PreToolUse hook: stdout-guard";
+    assert_eq!(out.json()["reason"], default);
+    let trace = out.stderr();
+    let reason = trace
+        .lines()
+        .find_map(|line| line.split_once("reason: ").map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("no reason in the trace: {trace}"));
+    assert_eq!(reason, default, "{trace}");
+    assert!(!reason.contains("only on stdout"), "{trace}");
+}
+
 #[test]
 fn a_json_deny_guard_on_write_and_edit_blocks() {
     if !have_python() {

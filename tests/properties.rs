@@ -15,7 +15,7 @@ use levelcode_hooks::dispatch::outcome::Outcome;
 use levelcode_hooks::dispatch::output::{HandlerReport, Report};
 use levelcode_hooks::dispatch::payload::Payload;
 use levelcode_hooks::dispatch::protocol::claude;
-use levelcode_hooks::dispatch::settings::{self, Events, Group, Program, MAX_TIMEOUT_SECS};
+use levelcode_hooks::dispatch::settings::{self, Action, Events, Group, Program, MAX_TIMEOUT_SECS};
 use levelcode_hooks::dispatch::OutputMode;
 use levelcode_hooks::runner::capture::{Capture, KEEP_BYTES};
 
@@ -251,9 +251,11 @@ fn check_groups(groups: &[Group], warnings: &[String]) -> Result<(), TestCaseErr
     for group in groups {
         prop_assert!(group.path().starts_with("hooks."));
         for handler in &group.handlers {
-            match &handler.program {
-                Program::Shell(c) => prop_assert!(!c.trim().is_empty()),
-                Program::Argv(a) => prop_assert!(!a.is_empty() && !a[0].is_empty()),
+            match &handler.action {
+                Action::Process(Program::Shell(c)) => prop_assert!(!c.trim().is_empty()),
+                Action::Process(Program::Argv(a)) => {
+                    prop_assert!(!a.is_empty() && !a[0].is_empty())
+                }
             }
             let secs = handler.timeout.as_secs_f64();
             // A positive timeout below a nanosecond rounds to zero: it runs and times out at once.
@@ -326,7 +328,10 @@ proptest! {
                 .filter_map(|(i, (h, _))| h.program().map(|p| (i, p)))
                 .collect();
             let got: Vec<(usize, Program)> =
-                group.handlers.iter().map(|h| (h.index, h.program.clone())).collect();
+                group.handlers.iter().map(|h| {
+                    let Action::Process(program) = &h.action;
+                    (h.index, program.clone())
+                }).collect();
             prop_assert_eq!(got, expected);
             for (h, (spec, _)) in handlers.iter().enumerate() {
                 let path = format!("{FILE}: hooks.{event}[{g}].hooks[{h}]");
@@ -724,6 +729,7 @@ proptest! {
                 stderr_truncated: err.truncated(),
                 message: Some(label.clone()),
                 rewrote_input: false,
+                reason: None,
                 protocol: Default::default(),
             });
         }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use levelcode_hooks::dispatch::layers::LayerKind;
-use levelcode_hooks::dispatch::settings::{self, Events, Program, MAX_TIMEOUT_SECS};
+use levelcode_hooks::dispatch::settings::{self, Action, Events, Program, MAX_TIMEOUT_SECS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -24,9 +24,9 @@ fuzz_target!(|data: &[u8]| {
                 let _ = matcher.matches("write_file");
             }
             for handler in &group.handlers {
-                match &handler.program {
-                    Program::Shell(c) => assert!(!c.trim().is_empty()),
-                    Program::Argv(a) => assert!(!a.is_empty() && !a[0].is_empty()),
+                match &handler.action {
+                    Action::Process(Program::Shell(c)) => assert!(!c.trim().is_empty()),
+                    Action::Process(Program::Argv(a)) => assert!(!a.is_empty() && !a[0].is_empty()),
                 }
                 assert!(handler.timeout.as_secs_f64() <= MAX_TIMEOUT_SECS);
                 let _ = handler.label();

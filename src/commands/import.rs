@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::commands::inspect::{Inspection, LayerState};
 use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::output::write_stdout;
+use crate::dispatch::protocol::claude;
 
 /// The Claude Code settings files read when none is named, in this order, under the project root.
 pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
@@ -154,7 +155,7 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
     if let Some(matcher) = fields.get("matcher").filter(|m| !m.is_null()) {
         out.insert("matcher".into(), matcher.clone());
     }
-    out.insert("protocol".into(), Value::String("claude".into()));
+    out.insert("protocol".into(), Value::String(claude::NAME.into()));
     out.insert("hooks".into(), Value::Array(converted));
     Some(Value::Object(out))
 }

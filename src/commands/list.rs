@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::commands::inspect::{self, Entry, Inspection, LayerState};
 use crate::dispatch::events::{self, EventKind, Subject};
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::settings::Program;
+use crate::dispatch::settings::{Action, Program};
 use crate::dispatch::Options;
 use crate::environment;
 use crate::style::{Painter, Style};
@@ -126,7 +126,7 @@ pub fn plan<'a>(
 ) -> Vec<Planned<'a>> {
     let off = hooks_off();
     let mut order = 0;
-    let mut already: Vec<(&Program, usize)> = Vec::new();
+    let mut already: Vec<(&Action, usize)> = Vec::new();
     let mut out = Vec::new();
     let held_back = inspection.held_back().map(|a| {
         format!(
@@ -167,7 +167,7 @@ fn judge<'a>(
     event: Option<&str>,
     tool: Option<&str>,
     order: &mut usize,
-    already: &mut Vec<(&'a Program, usize)>,
+    already: &mut Vec<(&'a Action, usize)>,
 ) -> (Verdict, Option<String>) {
     if let Some(why) = &entry.invalid {
         return (Verdict::Invalid, Some(why.clone()));
@@ -215,7 +215,7 @@ fn judge<'a>(
     if !handler.enabled {
         return (Verdict::Disabled, Some(disabled_why(true)));
     }
-    if let Some((_, first)) = already.iter().find(|(p, _)| **p == handler.program) {
+    if let Some((_, first)) = already.iter().find(|(a, _)| **a == handler.action) {
         return (
             Verdict::Duplicate(*first),
             Some(format!(
@@ -224,7 +224,7 @@ fn judge<'a>(
         );
     }
     *order += 1;
-    already.push((&handler.program, *order));
+    already.push((&handler.action, *order));
     (Verdict::WouldRun(*order), None)
 }
 
@@ -332,7 +332,7 @@ pub struct HandlerJson {
     pub argv: Option<Vec<String>>,
     pub timeout: Option<f64>,
     pub enabled: bool,
-    /// `levelcode` or `claude` (contract §12).
+    /// The handler's protocol, by name (contract §12).
     pub protocol: Option<&'static str>,
     pub state: &'static str,
     pub order: Option<usize>,
@@ -344,9 +344,9 @@ impl HandlerJson {
     pub fn new(planned: &Planned<'_>) -> HandlerJson {
         let entry = &planned.entry;
         let handler = entry.handler;
-        let (command, argv) = match handler.map(|h| &h.program) {
-            Some(Program::Shell(c)) => (Some(c.clone()), None),
-            Some(Program::Argv(a)) => (None, Some(a.clone())),
+        let (command, argv) = match handler.map(|h| &h.action) {
+            Some(Action::Process(Program::Shell(c))) => (Some(c.clone()), None),
+            Some(Action::Process(Program::Argv(a))) => (None, Some(a.clone())),
             None => (None, None),
         };
         HandlerJson {
@@ -539,8 +539,8 @@ fn table(
                 timeout,
                 p.entry.layer.kind.name(),
                 match p.entry.handler.map(|h| h.protocol) {
-                    Some(crate::dispatch::protocol::Protocol::Claude) =>
-                        format!("{} (claude)", p.entry.label),
+                    Some(protocol) if !protocol.is_levelcode() =>
+                        format!("{} ({})", p.entry.label, protocol.name()),
                     _ => p.entry.label.clone(),
                 },
             );

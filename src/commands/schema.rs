@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::dispatch::events::{self, Subject, EVENTS};
 use crate::dispatch::output::write_stdout;
+use crate::dispatch::protocol::Protocol;
 use crate::dispatch::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 
 #[derive(Debug, Clone, Args)]
@@ -32,6 +33,19 @@ pub fn text() -> String {
 
 /// The schema.
 pub fn document() -> Value {
+    let levelcode = Protocol::LEVELCODE.name();
+    let mut group_protocol =
+        "The protocol of the group's handlers, unless a handler says otherwise.".to_string();
+    for protocol in Protocol::all() {
+        if let Some(note) = protocol.rules().matcher_note() {
+            group_protocol.push_str(&format!(" \"{}\": {note}", protocol.name()));
+        }
+    }
+    let protocols: Vec<String> = Protocol::all()
+        .map(|p| format!("\"{}\": {}", p.name(), p.rules().summary()))
+        .collect();
+    let mut protocol_names: Vec<Value> = Protocol::all().map(|p| p.name().into()).collect();
+    protocol_names.push(Value::Null);
     let mut events = serde_json::Map::new();
     for event in EVENTS {
         let description = match event.matcher {
@@ -82,7 +96,7 @@ pub fn document() -> Value {
                         "default": true
                     },
                     "protocol": {
-                        "description": "The protocol of the group's handlers, unless a handler says otherwise. \"claude\": Claude Code hook scripts run unmodified; the matcher is also tested against Claude Code's tool names (Write, Edit, MultiEdit, Bash, Read, Grep, Glob) and, on SessionStart, against \"startup\".",
+                        "description": group_protocol,
                         "$ref": "#/$defs/protocol"
                     },
                     "hooks": {
@@ -137,7 +151,7 @@ pub fn document() -> Value {
                         "minLength": 1
                     },
                     "protocol": {
-                        "description": "What the handler reads and how its reply is read; default: its group's, else \"levelcode\".",
+                        "description": format!("What the handler reads and how its reply is read; default: its group's, else \"{levelcode}\"."),
                         "$ref": "#/$defs/protocol"
                     }
                 },
@@ -148,10 +162,10 @@ pub fn document() -> Value {
                 "additionalProperties": false
             },
             "protocol": {
-                "description": "\"levelcode\": levelcode's payload and replies, with updatedInput, decision \"ask\", continue: false and systemMessage. \"claude\": Claude Code's payload (hook_event_name, tool_input.file_path, ...) and replies (exit 2, hookSpecificOutput.permissionDecision, updatedInput, ...), translated both ways.",
+                "description": protocols.join(" "),
                 "type": ["string", "null"],
-                "enum": ["levelcode", "claude", null],
-                "default": "levelcode"
+                "enum": protocol_names,
+                "default": levelcode
             }
         }
     })

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 
-use crate::dispatch::settings::Program;
+use crate::dispatch::settings::{Action, Program};
 use crate::trust::status::{self, read_project_layer, root_key, trust_all_from_layers};
 use crate::trust::store::{self, Entry};
 use crate::trust::{self, assess, Assessment, State};
@@ -202,11 +202,11 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                 group.path(),
                 handler.index
             );
-            match &handler.program {
-                Program::Shell(command) => {
+            match &handler.action {
+                Action::Process(Program::Shell(command)) => {
                     let _ = writeln!(out, "      command: {command}");
                 }
-                Program::Argv(argv) => {
+                Action::Process(Program::Argv(argv)) => {
                     let _ = writeln!(out, "      argv: {}", json!(argv));
                 }
             }

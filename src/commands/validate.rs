@@ -22,7 +22,9 @@ use crate::dispatch::exit::Status;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher;
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::settings::Program;
+
+use crate::dispatch::protocol::Protocol;
+use crate::dispatch::settings::{Action, Program};
 use crate::dispatch::Options;
 use crate::style::{Painter, Style};
 
@@ -63,23 +65,6 @@ const TOP_KEYS: &[&str] = &["hooks"];
 const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol"];
 const HANDLER_KEYS: &[&str] = &[
     "type", "command", "argv", "timeout", "enabled", "name", "protocol",
-];
-
-/// Tool names of other agents, and levelcode's name for the same tool, if it has one.
-const FOREIGN_TOOLS: &[(&str, Option<&str>)] = &[
-    ("Write", Some("write_file")),
-    ("Edit", Some("str_replace")),
-    ("MultiEdit", Some("str_replace")),
-    ("Bash", Some("run_terminal_command")),
-    ("Read", Some("read_files")),
-    ("Grep", Some("code_search")),
-    ("Task", Some("spawn_agents")),
-    ("Glob", Some("glob")),
-    ("LS", None),
-    ("WebFetch", None),
-    ("WebSearch", None),
-    ("NotebookEdit", None),
-    ("TodoWrite", None),
 ];
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
@@ -294,7 +279,7 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
             .iter()
             .any(|k| fields.contains_key(*k));
     let tool_event = EventKind::of(event).is_tool_event();
-    let claude = speaks_claude(fields);
+    let protocol = matcher_protocol(fields);
     if !handler_written_as_group {
         for key in fields.keys() {
             if GROUP_KEYS.contains(&key.as_str()) {
@@ -309,8 +294,10 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
         }
     }
     match fields.get("matcher") {
-        // A Claude Code group's matcher is tested against `startup` on SessionStart.
-        Some(Value::String(_)) if claude && EventKind::of(event) == EventKind::SessionStart => {}
+        // A protocol may test the matcher on an event without a tool (Claude Code's against
+        // `startup` on SessionStart).
+        Some(Value::String(_))
+            if !tool_event && protocol.match_subject(EventKind::of(event), None).is_some() => {}
         Some(Value::String(m)) if !tool_event && !m.is_empty() && m != "*" => found.add(
             Some(format!("{path}.matcher")),
             "matcher_ignored",
@@ -320,7 +307,7 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
             ),
         ),
         Some(Value::String(m)) if tool_event && matcher::is_name_list(m) => {
-            check_tool_names(m, &format!("{path}.matcher"), claude, found);
+            check_tool_names(m, &format!("{path}.matcher"), protocol, found);
         }
         _ => {}
     }
@@ -333,45 +320,45 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
     }
 }
 
-/// Returns true if and only if a group's matcher is also tested against Claude Code's names: its
-/// `"protocol"` is `"claude"`, or every handler's is (contract §12).
-fn speaks_claude(fields: &Map<String, Value>) -> bool {
+/// The protocol a group's matcher follows, by the dispatch's rule ([`Protocol::of_group`]): a
+/// `"protocol"` that names none counts as levelcode's.
+fn matcher_protocol(fields: &Map<String, Value>) -> Protocol {
     let group = fields.get("protocol").and_then(Value::as_str);
-    if group == Some("claude") {
-        return true;
-    }
-    match fields.get("hooks") {
-        Some(Value::Array(handlers)) if !handlers.is_empty() => handlers
+    let named = |name: Option<&str>| name.and_then(Protocol::parse).unwrap_or_default();
+    let handlers = match fields.get("hooks") {
+        Some(Value::Array(handlers)) => handlers.as_slice(),
+        _ => &[],
+    };
+    Protocol::of_group(
+        group.and_then(Protocol::parse),
+        handlers
             .iter()
-            .all(|h| h.get("protocol").and_then(Value::as_str).or(group) == Some("claude")),
-        _ => false,
-    }
+            .map(|h| named(h.get("protocol").and_then(Value::as_str).or(group))),
+    )
 }
 
-/// Names in an exact-name matcher that no tool has: another agent's names (fine in a group that
-/// speaks Claude Code's protocol, when levelcode has the tool), and names levelcode does not
-/// have, with the tool probably meant. MCP names (`mcp__…`) are the servers' own.
-fn check_tool_names(matcher: &str, path: &str, claude: bool, found: &mut Found<'_>) {
-    let claude_names = || {
-        crate::commands::tools::TOOLS
-            .iter()
-            .flat_map(|t| crate::dispatch::protocol::claude::tool_names(t))
-    };
+/// Names in an exact-name matcher that no tool has: another agent's names (fine in a group whose
+/// protocol has them for a levelcode tool), and names levelcode does not have, with the tool
+/// probably meant. MCP names (`mcp__…`) are the servers' own.
+fn check_tool_names(matcher: &str, path: &str, protocol: Protocol, found: &mut Found<'_>) {
+    let tools = crate::commands::tools::TOOLS;
+    let protocol_names = || tools.iter().flat_map(|t| protocol.rules().tool_names(t));
     for name in matcher.split('|').map(str::trim).filter(|n| !n.is_empty()) {
-        if crate::commands::tools::is_known(name) || (claude && claude_names().any(|c| *c == name))
-        {
+        if crate::commands::tools::is_known(name) || protocol_names().any(|c| *c == name) {
             continue;
         }
-        let message = match FOREIGN_TOOLS.iter().find(|(theirs, _)| *theirs == name) {
-            Some((_, Some(ours))) => format!(
-                "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?} (or add \"protocol\": \"claude\" to the group to run a Claude Code script that expects its names)"
+        let message = match Protocol::agent_tool(name) {
+            Some((theirs, Some(ours))) => format!(
+                "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?} (or add \"protocol\": \"{}\" to the group to run a {} script that expects its names)",
+                theirs.name(),
+                theirs.rules().agent()
             ),
             Some((_, None)) => format!(
                 "{name:?} is another agent's tool name and never matches here: levelcode has no such tool"
             ),
-            None => match claude
+            None => match (!protocol.is_levelcode())
                 .then(|| {
-                    let names: Vec<&str> = claude_names().copied().collect();
+                    let names: Vec<&str> = protocol_names().copied().collect();
                     crate::commands::suggest::nearest(name, &names)
                 })
                 .flatten()
@@ -466,11 +453,12 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
             continue;
         }
         for handler in group.handlers.iter().filter(|h| h.enabled) {
-            let field = match handler.program {
+            let Action::Process(program) = &handler.action;
+            let field = match program {
                 Program::Shell(_) => "command",
                 Program::Argv(_) => "argv",
             };
-            for problem in command_check::check(&handler.program, &lookup) {
+            for problem in command_check::check(program, &lookup) {
                 found.add(
                     Some(format!("{}.hooks[{}].{field}", group.path(), handler.index)),
                     problem.kind,

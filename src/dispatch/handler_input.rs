@@ -1,6 +1,6 @@
-//! What each handler of a chain reads on stdin: the payload as levelcode gives it (contract §2)
-//! or in Claude Code's form (§12), with the tool input as the handlers before it rewrote it
-//! (§11).
+//! What each handler of a chain reads on stdin is made from: the payload as levelcode gives it
+//! (contract §2), its members for a protocol that translates it (§12), and the tool input as the
+//! handlers before it rewrote it (§11).
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -8,7 +8,6 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::dispatch::payload::Payload;
-use crate::dispatch::protocol::claude::{self, ToolCall};
 
 /// The stdin of the handlers of one dispatch, made once and made again only after a rewrite.
 pub struct Inputs<'a> {
@@ -18,14 +17,9 @@ pub struct Inputs<'a> {
     rewritten: Option<Value>,
     /// The bytes a levelcode handler reads, once made.
     native: Option<Cow<'a, [u8]>>,
-    /// The payload's members, parsed the first time a Claude Code handler or a rewrite needs them.
+    /// The payload's members, parsed the first time a translating protocol or a rewrite needs
+    /// them.
     fields: Option<Map<String, Value>>,
-}
-
-/// One run of a Claude Code handler: the call it is about (tool events) and its stdin.
-pub struct ClaudeRun {
-    pub call: Option<ToolCall>,
-    pub input: Vec<u8>,
 }
 
 impl<'a> Inputs<'a> {
@@ -57,7 +51,18 @@ impl<'a> Inputs<'a> {
         self.native.as_deref().unwrap_or_default()
     }
 
-    fn fields(&mut self) -> &Map<String, Value> {
+    /// The payload being dispatched.
+    pub fn payload(&self) -> &'a Payload {
+        self.payload
+    }
+
+    /// The project root.
+    pub fn root(&self) -> &'a Path {
+        self.root
+    }
+
+    /// The payload's members as the agent gave them.
+    pub fn fields(&mut self) -> &Map<String, Value> {
         self.fields
             .get_or_insert_with(|| serde_json::from_slice(self.payload.raw()).unwrap_or_default())
     }
@@ -83,29 +88,6 @@ impl<'a> Inputs<'a> {
         self.rewritten = Some(input);
         self.native = None;
     }
-
-    /// The runs of a Claude Code handler with the input as it stands: one, or one per path of
-    /// `read_files`.
-    pub fn claude_runs(&mut self) -> Vec<ClaudeRun> {
-        let input = self.tool_input();
-        let payload = self.payload;
-        let root = self.root;
-        let input = (!input.is_null()).then_some(input);
-        claude::payloads(
-            self.fields(),
-            &payload.event,
-            payload.kind,
-            payload.tool_name.as_deref(),
-            input.as_ref(),
-            root,
-        )
-        .into_iter()
-        .map(|(call, object)| ClaudeRun {
-            call,
-            input: serde_json::to_vec(&object).unwrap_or_default(),
-        })
-        .collect()
-    }
 }
 
 #[cfg(test)]
@@ -129,8 +111,9 @@ mod tests {
             inputs.native(),
             br#"{"event":"PreToolUse","tool_name":"run_terminal_command","tool_input":{"command":"ls -a"},"x":1,"cwd":"/p"}"#
         );
-        let runs = inputs.claude_runs();
-        let claude: Value = serde_json::from_slice(&runs[0].input).unwrap();
+        let claude = crate::dispatch::protocol::Protocol::parse("claude").unwrap();
+        let runs = claude.rules().runs(&mut inputs);
+        let claude: Value = serde_json::from_slice(runs[0].input.as_ref().unwrap()).unwrap();
         assert_eq!(claude["tool_name"], "Bash");
         assert_eq!(claude["tool_input"]["command"], "ls -a");
         assert_eq!(claude["x"], 1);

@@ -7,21 +7,22 @@ use std::time::Instant;
 
 use crate::compliance;
 use crate::environment;
-use crate::runner::{self, Ending, Finished, Invocation, Stop};
+use crate::runner;
 use crate::signals;
 use crate::trust::Gate;
+use action::{Action, Done, Ending, Stop};
 use events::EventKind;
-use handler_input::{ClaudeRun, Inputs};
+use handler_input::Inputs;
 use layers::LayerPath;
-use outcome::{Dialect, Judgement, Outcome};
+use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::Payload;
-use protocol::claude::{self, Rewrite};
-use protocol::Protocol;
-use settings::{Events, Group, Program};
+use protocol::{Context, Protocol, Rewrite, Run, RunFile};
+use settings::{Events, Group, Handler};
 
-// Data flows payload → layers → settings → matcher → (this file: the chain, through the runner)
-// → outcome → exec_log → output → exit.
+// Data flows payload → layers → settings → matcher → (this file: the chain, each handler's
+// action, through its protocol) → outcome → exec_log → output → exit.
+pub mod action;
 pub mod events;
 pub mod exec_log;
 pub mod exit;
@@ -33,7 +34,6 @@ pub mod outcome;
 pub mod output;
 pub mod payload;
 pub mod protocol;
-mod session_env;
 pub mod settings;
 
 pub use options::{DispatchArgs, Options, OutputMode};
@@ -218,183 +218,244 @@ pub fn run_chain(
     report: &mut Report,
     trace: &Trace,
 ) {
-    let kind = payload.kind;
+    if groups.is_empty() {
+        return;
+    }
+    let mut chain = Chain {
+        payload,
+        root,
+        inputs: Inputs::new(payload, root),
+        exported: None,
+        already_run: Vec::new(),
+        dir: None,
+        end: None,
+    };
     let tool = payload.tool_name.as_deref();
-    let mut inputs = Inputs::new(payload, root);
-    let mut exported: Option<Vec<(&'static str, String)>> = None;
-    // A list, not a set: a chain runs few handlers, and a hash set's random seed costs a
-    // system call per dispatch.
-    let mut already_run: Vec<&Program> = Vec::new();
-    let mut dir: Option<PathBuf> = None;
-    let mut ended: Option<&'static str> = None;
-
     for group in groups {
-        if !group.enabled || !group_applies(group, kind, tool, report, trace) {
+        if !group.enabled || !group_applies(group, payload.kind, tool, report, trace) {
             continue;
         }
         for handler in group.handlers.iter().filter(|h| h.enabled) {
-            let label = handler.label();
-            let mut entry = HandlerReport::new(group, &label);
-            entry.protocol = handler.protocol;
-            if let Some(why) = ended {
-                entry.outcome = Outcome::Skipped;
-                entry.message = Some(match report.interrupted {
-                    Some(sig) => format!("not run: the dispatcher received {}", signals::name(sig)),
-                    None => format!("not run: an earlier handler {why}"),
-                });
-                report.handlers.push(entry);
-                continue;
-            }
-            if already_run.contains(&&handler.program) {
-                entry.outcome = Outcome::Duplicate;
-                entry.message =
-                    Some("not run again: the same command already ran in this dispatch".into());
-                trace.handler(&entry);
-                report.handlers.push(entry);
-                continue;
-            }
-            already_run.push(&handler.program);
-            if let Some(sig) = signals::received() {
-                report.interrupted = Some(sig);
-                ended = Some("was interrupted");
-                entry.outcome = Outcome::Skipped;
-                entry.message = Some(format!(
-                    "not run: the dispatcher received {}",
-                    signals::name(sig)
-                ));
-                report.handlers.push(entry);
-                continue;
-            }
-            let dir = dir.get_or_insert_with(|| handler_dir(root, &mut report.warnings));
-            let claude = handler.protocol == Protocol::Claude;
-            let runs = if claude {
-                inputs.claude_runs()
-            } else {
-                vec![ClaudeRun {
-                    call: None,
-                    input: Vec::new(),
-                }]
-            };
-            let parts = runs.len();
-            for (i, run) in runs.into_iter().enumerate() {
-                let mut entry = if i == 0 {
-                    std::mem::replace(&mut entry, HandlerReport::new(group, &label))
-                } else {
-                    let mut next = HandlerReport::new(group, &label);
-                    next.protocol = handler.protocol;
-                    next
-                };
-                // Each per-path run sees the input as the runs before it left it.
-                let run = if i > 0 && claude {
-                    inputs.claude_runs().into_iter().nth(i).unwrap_or(run)
-                } else {
-                    run
-                };
-                if parts > 1 {
-                    if let Some(path) = run.call.as_ref().and_then(|c| c.input.get("file_path")) {
-                        entry.message = Some(format!(
-                            "run for {} ({} of {parts} paths of read_files)",
-                            path.as_str().unwrap_or_default(),
-                            i + 1
-                        ));
-                    }
-                }
-                let env_file = (claude && kind == EventKind::SessionStart)
-                    .then(|| session_env::create(&mut report.warnings))
-                    .flatten();
-                let (env, remove) = handler_env(payload, root, env_file.as_deref());
-                if exported.as_ref() != Some(&env) {
-                    // SAFETY: dispatches run on the process's one thread (`run` and `serve`
-                    // start no other), so nothing reads the environment while it changes.
-                    unsafe { runner::export_env(&env, &remove) };
-                    exported = Some(env);
-                }
-                let original = claude.then(|| inputs.tool_input());
-                let input: &[u8] = if claude { &run.input } else { inputs.native() };
-                let finished = runner::run(&Invocation {
-                    program: &handler.program,
-                    dir,
-                    input,
-                    timeout: handler.timeout,
-                });
-                if let Some(file) = &env_file {
-                    session_env::collect(file, report);
-                }
-                let rewrite = match (&original, &run.call, tool) {
-                    (Some(original), Some(call), Some(tool)) => Some(Rewrite {
-                        tool,
-                        input: original,
-                        call,
-                        root,
-                    }),
-                    _ => None,
-                };
-                let read_claude = |code: i32, stdout: &str, stderr: &str| {
-                    claude::judge(kind, &payload.event, &label, code, stdout, stderr, rewrite)
-                };
-                let dialect = if claude {
-                    Dialect::Other(&read_claude)
-                } else {
-                    Dialect::Levelcode
-                };
-                let judgement = outcome::judge(
-                    kind,
-                    &payload.event,
-                    &label,
-                    &handler.program,
-                    &finished,
-                    handler.timeout,
-                    dialect,
-                );
-                if let Some(Stop::Interrupted(sig)) = finished.stopped {
-                    report.interrupted = Some(sig);
-                    ended = Some("was interrupted");
-                }
-                fill_entry(&mut entry, &finished, &judgement);
-                if let Some(why) = apply(judgement, &mut entry, report, &mut inputs) {
-                    ended = Some(why);
-                }
-                trace.handler(&entry);
-                report.handlers.push(entry);
-                if ended.is_some() {
-                    break;
-                }
+            chain.handler(group, handler, report, trace);
+        }
+    }
+}
+
+/// Why a chain ended before its last handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    Blocked,
+    /// A handler asked the agent to stop (`"continue": false`).
+    Stopped,
+    /// The dispatcher received this signal.
+    Interrupted(i32),
+}
+
+impl End {
+    /// The message of a handler not run because of it.
+    fn not_run(self) -> String {
+        match self {
+            End::Blocked => "not run: an earlier handler blocked".into(),
+            End::Stopped => "not run: an earlier handler asked the agent to stop".into(),
+            End::Interrupted(sig) => {
+                format!("not run: the dispatcher received {}", signals::name(sig))
             }
         }
     }
 }
 
-/// A handler's report from how it ended and what that means.
-fn fill_entry(entry: &mut HandlerReport, finished: &Finished, judgement: &Judgement) {
-    entry.outcome = judgement.outcome;
-    entry.duration_ms = output::millis(finished.duration);
-    match finished.ending {
-        Ending::Exited(code) if finished.stopped.is_none() => entry.exit_code = Some(code),
-        Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
-        Ending::Signaled(sig) => entry.signal = Some(sig),
-        _ => {}
+/// One chain as it runs: what its handlers read, what they have done so far, and whether it
+/// has ended.
+struct Chain<'a> {
+    payload: &'a Payload,
+    root: &'a Path,
+    inputs: Inputs<'a>,
+    /// The environment last exported for a handler.
+    exported: Option<Vec<(&'static str, String)>>,
+    /// A list, not a set: a chain runs few handlers, and a hash set's random seed costs a
+    /// system call per dispatch.
+    already_run: Vec<&'a Action>,
+    /// The handlers' directory, found when the first one runs.
+    dir: Option<PathBuf>,
+    end: Option<End>,
+}
+
+impl<'a> Chain<'a> {
+    /// One enabled handler of a group that applies: held back, or each of its runs.
+    fn handler(&mut self, group: &Group, handler: &'a Handler, report: &mut Report, trace: &Trace) {
+        let label = handler.label();
+        let entry = || {
+            let mut entry = HandlerReport::new(group, &label);
+            entry.protocol = handler.protocol;
+            entry
+        };
+        if let Some((outcome, message, traced)) = self.held_back(handler, report) {
+            let mut entry = entry();
+            entry.outcome = outcome;
+            entry.message = Some(message);
+            if traced {
+                trace.handler(&entry);
+            }
+            report.handlers.push(entry);
+            return;
+        }
+        if self.dir.is_none() {
+            self.dir = Some(handler_dir(self.root, &mut report.warnings));
+        }
+        let rules = handler.protocol.rules();
+        let mut runs = rules.runs(&mut self.inputs).into_iter();
+        for i in 0..runs.len() {
+            let first = runs.next();
+            // Each later run sees the input as the runs before it left it.
+            let run = match i {
+                0 => first,
+                _ => rules.runs(&mut self.inputs).into_iter().nth(i).or(first),
+            };
+            let Some(run) = run else { break };
+            let mut entry = entry();
+            self.run(handler, &label, run, &mut entry, report);
+            trace.handler(&entry);
+            report.handlers.push(entry);
+            if self.end.is_some() {
+                break;
+            }
+        }
     }
-    entry.stderr_truncated = finished.stderr.truncated();
-    entry.stderr = finished.stderr.text();
+
+    /// Why `handler` does not run, when it does not: the outcome, the message and whether the
+    /// trace shows it. The chain has ended, the same action already ran, or the dispatcher
+    /// was interrupted, which ends the chain.
+    fn held_back(
+        &mut self,
+        handler: &'a Handler,
+        report: &mut Report,
+    ) -> Option<(Outcome, String, bool)> {
+        if let Some(end) = self.end {
+            return Some((Outcome::Skipped, end.not_run(), false));
+        }
+        if self.already_run.contains(&&handler.action) {
+            let message = "not run again: the same command already ran in this dispatch";
+            return Some((Outcome::Duplicate, message.into(), true));
+        }
+        self.already_run.push(&handler.action);
+        let sig = signals::received()?;
+        report.interrupted = Some(sig);
+        let end = End::Interrupted(sig);
+        self.end = Some(end);
+        Some((Outcome::Skipped, end.not_run(), false))
+    }
+
+    /// One run of `handler`: its environment, its action, its file, its judgement, and what
+    /// that adds to the dispatch, into `entry`.
+    fn run(
+        &mut self,
+        handler: &Handler,
+        label: &str,
+        run: Run,
+        entry: &mut HandlerReport,
+        report: &mut Report,
+    ) {
+        entry.message = run.note.clone();
+        let rules = handler.protocol.rules();
+        let run_file = rules.run_file(self.payload.kind, &mut report.warnings);
+        self.export_env(run_file.as_ref());
+        let input: &[u8] = match &run.input {
+            Some(bytes) => bytes,
+            None => self.inputs.native(),
+        };
+        let dir = self.dir.as_deref().unwrap_or(self.root);
+        let done = handler.action.perform(dir, input, handler.timeout);
+        if let Some(file) = &run_file {
+            match (file.collect)(&file.path) {
+                Ok(Some(text)) => report.add_session_env(&text),
+                Ok(None) => {}
+                Err(warning) => report.warnings.push(warning),
+            }
+        }
+        let judgement = self.judge(handler, label, &run, &done);
+        if let Some(Stop::Interrupted(sig)) = done.stopped {
+            report.interrupted = Some(sig);
+            self.end = Some(End::Interrupted(sig));
+        }
+        fill_entry(entry, done, &judgement);
+        if let Some(end) = apply(judgement, entry, report, &mut self.inputs) {
+            self.end = Some(end);
+        }
+    }
+
+    /// Exports the variables of the next run, unless they are those of the last.
+    fn export_env(&mut self, run_file: Option<&RunFile>) {
+        let (env, remove) = handler_env(self.payload, self.root, run_file);
+        if self.exported.as_ref() != Some(&env) {
+            // SAFETY: dispatches run on the process's one thread (`run` and `serve` start no
+            // other), so nothing reads the environment while it changes.
+            unsafe { runner::export_env(&env, &remove) };
+            self.exported = Some(env);
+        }
+    }
+
+    /// What the run of `handler` means: its ending by the rules every handler shares, its exit
+    /// 0 or 2 by its protocol, which may carry a rewrite of the tool call back.
+    fn judge(&mut self, handler: &Handler, label: &str, run: &Run, done: &Done) -> Judgement {
+        let original = run.call.as_ref().map(|_| self.inputs.tool_input());
+        let rewrite = match (&original, &run.call, self.payload.tool_name.as_deref()) {
+            (Some(input), Some(call), Some(tool)) => Some(Rewrite {
+                tool,
+                input,
+                call,
+                root: self.root,
+            }),
+            _ => None,
+        };
+        let context = Context {
+            kind: self.payload.kind,
+            event: &self.payload.event,
+            label,
+            rewrite,
+        };
+        let rules = handler.protocol.rules();
+        outcome::judge(done, handler.timeout, |reply| rules.judge(reply, &context))
+    }
+}
+
+/// A handler's report from how its run ended and what that means.
+fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
+    entry.outcome = judgement.outcome;
+    entry.duration_ms = output::millis(done.duration);
+    match done.ending {
+        Ending::Exited(code) if done.stopped.is_none() => entry.exit_code = Some(code),
+        Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
+        Ending::NotRunnable(code) => entry.exit_code = Some(code),
+        Ending::Signaled(sig) => entry.signal = Some(sig),
+        Ending::Exited(_) | Ending::NotStarted(_) | Ending::Lost | Ending::Unkillable => {}
+    }
+    entry.stderr_truncated = done.stderr_truncated;
+    entry.stderr = done.stderr;
     if !judgement.suppress_output {
-        entry.stdout_truncated = finished.stdout.truncated();
-        entry.stdout = finished.stdout.text();
+        entry.stdout_truncated = done.stdout_truncated;
+        entry.stdout = done.stdout;
     }
     entry.message = match (entry.message.take(), judgement.message.clone()) {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
     };
+    // The reason the decision uses, for the trace.
+    entry.reason = match judgement.outcome {
+        Outcome::Block | Outcome::Ask => judgement.reason.clone(),
+        Outcome::Stop => judgement.stop.clone(),
+        _ => None,
+    };
 }
 
 /// What one handler's judgement adds to the dispatch (contract §6, §11): its warning, context,
-/// message for the person, rewrite of the tool input, and its block, ask or stop. Returns why
+/// message for the person, rewrite of the tool input, and its block, ask or stop. Returns how
 /// the chain ends, when it does.
 fn apply(
     judgement: Judgement,
     entry: &mut HandlerReport,
     report: &mut Report,
     inputs: &mut Inputs<'_>,
-) -> Option<&'static str> {
+) -> Option<End> {
     report.warnings.extend(judgement.warning);
     report.additional_context.extend(judgement.context);
     report.system_messages.extend(judgement.system_message);
@@ -410,7 +471,7 @@ fn apply(
             if report.reason.is_none() {
                 report.reason = judgement.reason;
             }
-            Some("blocked")
+            Some(End::Blocked)
         }
         Outcome::Ask => {
             report.asks.extend(judgement.reason);
@@ -423,9 +484,15 @@ fn apply(
             if report.stop.is_none() {
                 report.stop = judgement.stop;
             }
-            Some("asked the agent to stop")
+            Some(End::Stopped)
         }
-        _ => None,
+        Outcome::Proceed
+        | Outcome::Error
+        | Outcome::Timeout
+        | Outcome::SpawnError
+        | Outcome::Duplicate
+        | Outcome::Skipped
+        | Outcome::Interrupted => None,
     }
 }
 
@@ -478,33 +545,41 @@ fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
     here
 }
 
-/// The variables a handler gets, and those it must not inherit: `CLAUDE_ENV_FILE` only for a
-/// Claude Code handler on `SessionStart` (contract §12), the tool's name only on tool events.
+/// The variables a handler gets, and those it must not inherit: the project root, also by each
+/// protocol's own name for it; the file a protocol gives this run, and none a protocol gave an
+/// earlier run; the tool's name only on tool events.
 fn handler_env(
     payload: &Payload,
     root: &Path,
-    env_file: Option<&Path>,
+    run_file: Option<&RunFile>,
 ) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
-    let mut env = vec![
-        ("LEVELCODE_PROJECT_DIR", root.to_string_lossy().into_owned()),
-        ("LEVELCODE_HOOK_EVENT", payload.event.clone()),
-        // Claude Code's name for the project root, for scripts written for it (contract §12);
-        // given to every handler, since it names the same directory.
-        ("CLAUDE_PROJECT_DIR", root.to_string_lossy().into_owned()),
-        (
-            "LEVELCODE_HOOKS_DEPTH",
-            (environment::depth() + 1).to_string(),
-        ),
-    ];
+    let root_text = root.to_string_lossy();
+    let mut env = Vec::with_capacity(7);
+    env.push(("LEVELCODE_PROJECT_DIR", root_text.to_string()));
+    env.push(("LEVELCODE_HOOK_EVENT", payload.event.clone()));
+    for protocol in Protocol::all() {
+        if let Some(variable) = protocol.rules().root_variable() {
+            env.push((variable, root_text.to_string()));
+        }
+    }
+    env.push((
+        "LEVELCODE_HOOKS_DEPTH",
+        (environment::depth() + 1).to_string(),
+    ));
     let mut remove = Vec::new();
     match &payload.tool_name {
         Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),
         None => remove.push("LEVELCODE_TOOL_NAME"),
     }
-    match env_file {
-        Some(file) => env.push(("CLAUDE_ENV_FILE", file.display().to_string())),
-        None if session_env::given_before() => remove.push("CLAUDE_ENV_FILE"),
-        None => {}
+    if let Some(file) = run_file {
+        env.push((file.variable, file.path.display().to_string()));
+    }
+    for protocol in Protocol::all() {
+        for variable in protocol.rules().given_before() {
+            if run_file.is_none_or(|file| file.variable != *variable) {
+                remove.push(*variable);
+            }
+        }
     }
     (env, remove)
 }

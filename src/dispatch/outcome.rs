@@ -1,15 +1,14 @@
 //! What one handler's run means (the outcome table of contract §6, and the replies of §11):
 //! proceed, block, ask, stop, or one of the fail-open failures, with the reason, the context,
-//! the rewritten input and the message for the person it contributes. A handler speaking another
-//! protocol has its exit 0 or 2 read by that protocol's reader (§12).
+//! the rewritten input and the message for the person it contributes. What an exit 0 or 2 means
+//! is the handler's protocol's to say (`dispatch::protocol`, §12).
 
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dispatch::events::{self, EventKind};
-use crate::runner::{Ending, Finished, Program, Stop};
+use crate::dispatch::action::{Done, Ending, Stop, KILL_SETTLE};
 use crate::signals;
 
 /// The result of one handler, as the output names it.
@@ -52,13 +51,13 @@ pub struct Judgement {
     pub suppress_output: bool,
 }
 
-/// How a handler's exit 0 or 2 is read: by levelcode's protocol, or by another protocol's
-/// reader (contract §12), given the exit code, stdout and stderr. Every other ending means the
-/// same whatever the protocol.
-#[derive(Clone, Copy)]
-pub enum Dialect<'a> {
-    Levelcode,
-    Other(&'a dyn Fn(i32, &str, &str) -> Judgement),
+/// What a handler replied when it exited 0 or 2: the exit code, stdout and stderr. What it means
+/// is its protocol's to say.
+#[derive(Clone, Copy, Debug)]
+pub struct Reply<'a> {
+    pub code: i32,
+    pub stdout: &'a str,
+    pub stderr: &'a str,
 }
 
 impl Judgement {
@@ -76,24 +75,21 @@ impl Judgement {
         }
     }
 
-    fn with_message(mut self, message: String) -> Judgement {
+    pub fn with_message(mut self, message: String) -> Judgement {
         self.message = Some(message);
         self
     }
 }
 
-/// Judges one finished handler. `label` names it in default reasons and warnings.
+/// Judges one run of a handler: every ending means the same whatever the protocol, except an
+/// exit 0 or 2, which `read` reads by the handler's protocol (contract §6, §12).
 pub fn judge(
-    kind: EventKind,
-    event: &str,
-    label: &str,
-    program: &Program,
-    run: &Finished,
+    done: &Done,
     timeout: Duration,
-    dialect: Dialect<'_>,
+    read: impl FnOnce(Reply<'_>) -> Judgement,
 ) -> Judgement {
-    let mut judgement = judge_ending(kind, event, label, program, run, timeout, dialect);
-    if run.leftover_output {
+    let mut judgement = judge_ending(done, timeout, read);
+    if done.leftover_output {
         let note = "it exited while a process it started still held its output; stopped reading 100 ms later and left that process running, but its output now goes nowhere and its next write to it kills it (SIGPIPE): start background work with its output redirected (cmd >/dev/null 2>&1 &, or to a file)";
         judgement.message = Some(match judgement.message.take() {
             Some(m) => format!("{m}; {note}"),
@@ -104,13 +100,9 @@ pub fn judge(
 }
 
 fn judge_ending(
-    kind: EventKind,
-    event: &str,
-    label: &str,
-    program: &Program,
-    run: &Finished,
+    run: &Done,
     timeout: Duration,
-    dialect: Dialect<'_>,
+    read: impl FnOnce(Reply<'_>) -> Judgement,
 ) -> Judgement {
     let how = if run.killed {
         "SIGTERM, then SIGKILL 1 s later"
@@ -137,9 +129,8 @@ fn judge_ending(
         }
         None => {}
     }
-    let stdout = run.stdout.text();
     match run.ending {
-        Ending::SpawnFailed(ref why) => {
+        Ending::NotStarted(ref why) => {
             Judgement::new(Outcome::SpawnError).with_message(why.clone())
         }
         Ending::Lost => Judgement::new(Outcome::Error).with_message(
@@ -155,7 +146,7 @@ fn judge_ending(
             "killed by signal {sig} ({}); the tool call proceeds",
             signals::name(sig)
         )),
-        Ending::Exited(code @ (126 | 127)) if matches!(program, Program::Shell(_)) => {
+        Ending::NotRunnable(code) => {
             let what = if code == 127 {
                 "not found"
             } else {
@@ -165,119 +156,28 @@ fn judge_ending(
                 "exit {code}: the program was probably {what} (see stderr); check the command and PATH"
             ))
         }
-        Ending::Exited(code @ (0 | 2)) if matches!(dialect, Dialect::Other(_)) => {
-            let Dialect::Other(read) = dialect else {
-                unreachable!("matched above")
-            };
-            read(code, &stdout, &run.stderr.text())
-        }
-        Ending::Exited(2) if kind.can_block() => {
-            let mut judgement = Judgement::new(Outcome::Block);
-            let stderr = run.stderr.text();
-            let stderr = stderr.trim();
-            judgement.reason = Some(if !stderr.is_empty() {
-                stderr.to_string()
-            } else {
-                stdout_object(&stdout)
-                    .and_then(|o| string_field(&o, "reason"))
-                    .unwrap_or_else(|| default_reason(event, label))
-            });
-            judgement
-        }
-        Ending::Exited(0) => judge_stdout(kind, event, label, &stdout),
-        Ending::Exited(code) => {
-            let hint = if code == 2 {
-                format!(
-                    "; exit 2 blocks only on {}, not on {event}",
-                    events::listed("and", |e| e.blocks)
-                )
-            } else {
-                String::new()
-            };
-            Judgement::new(Outcome::Error).with_message(format!(
-                "exit {code}{hint}; the tool call proceeds and stdout is not read as a decision"
-            ))
-        }
+        Ending::Exited(code @ (0 | 2)) => read(Reply {
+            code,
+            stdout: &run.stdout,
+            stderr: &run.stderr,
+        }),
+        Ending::Exited(code) => failed_exit(code, ""),
     }
+}
+
+/// An exit that is no reply: the tool call proceeds. `hint` is added after the code.
+pub fn failed_exit(code: i32, hint: &str) -> Judgement {
+    Judgement::new(Outcome::Error).with_message(format!(
+        "exit {code}{hint}; the tool call proceeds and stdout is not read as a decision"
+    ))
 }
 
 /// What a handler's message adds when the handler outlived SIGKILL.
 fn unkillable_note() -> String {
     format!(
         "; it could not be killed: still there {} s after SIGKILL (stuck in uninterruptible sleep, on a hung network mount say), so the dispatcher moved on without it",
-        crate::runner::KILL_SETTLE.as_secs_f64()
+        KILL_SETTLE.as_secs_f64()
     )
-}
-
-/// Exit 0: stdout may hold a JSON decision and context.
-fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judgement {
-    let mut judgement = Judgement::new(Outcome::Proceed);
-    let object = match reply_object(stdout.trim(), label) {
-        Ok(Some(object)) => object,
-        Ok(None) => return judgement,
-        Err(warning) => {
-            judgement.warning = Some(warning);
-            return judgement;
-        }
-    };
-    judgement.context = string_field(&object, "additionalContext");
-    judgement.system_message = string_field(&object, "systemMessage");
-    if object.get("continue") == Some(&Value::Bool(false)) {
-        let reason = string_field(&object, "stopReason")
-            .unwrap_or_else(|| default_stop_reason(event, label));
-        judgement.outcome = Outcome::Stop;
-        if kind.can_block() {
-            judgement.reason = Some(reason.clone());
-        }
-        judgement.stop = Some(reason);
-        return judgement;
-    }
-    let mut warnings = Vec::new();
-    match object.get("decision").and_then(Value::as_str) {
-        Some("block") if kind.can_block() => {
-            judgement.outcome = Outcome::Block;
-            judgement.reason = Some(
-                string_field(&object, "reason").unwrap_or_else(|| default_reason(event, label)),
-            );
-        }
-        Some("ask") if kind.can_ask() => {
-            judgement.outcome = Outcome::Ask;
-            judgement.reason = Some(
-                string_field(&object, "reason").unwrap_or_else(|| default_ask_reason(event, label)),
-            );
-        }
-        Some(what @ ("block" | "ask")) => {
-            let those = match what {
-                "block" => events::listed("and", |e| e.blocks),
-                _ => events::listed("and", |e| e.asks),
-            };
-            warnings.push(format!(
-                "{label}: asked to {what}, but {event} hooks cannot {what}; only {those} can"
-            ));
-        }
-        _ => {}
-    }
-    match object.get("updatedInput") {
-        None => {}
-        Some(_) if judgement.outcome == Outcome::Block => {}
-        Some(Value::Object(_)) if !kind.rewrites_input() => warnings.push(format!(
-            "{label}: updatedInput applies to {} only, not {event}; ignored",
-            events::listed("and", |e| e.rewrites_input)
-        )),
-        Some(updated @ Value::Object(_)) => judgement.updated_input = Some(updated.clone()),
-        Some(other) => warnings.push(format!(
-            "{label}: updatedInput must be an object, the tool's whole new input, not {}; ignored",
-            crate::dispatch::payload::short_json(other)
-        )),
-    }
-    if !warnings.is_empty() {
-        judgement.warning = Some(warnings.join("; "));
-    }
-    judgement
-}
-
-fn stdout_object(stdout: &str) -> Option<serde_json::Map<String, Value>> {
-    reply_object(stdout.trim(), "").ok().flatten()
 }
 
 /// A handler's trimmed stdout read as a reply: `None` when it does not start with `{`, the

@@ -61,13 +61,17 @@ pub struct HandlerReport {
     pub message: Option<String>,
     /// The handler rewrote the tool input (contract §11).
     pub rewrote_input: bool,
+    /// The reason its block, ask or stop gave, as the decision uses it: for the trace, which
+    /// must not work it out again by rules of its own.
+    #[serde(skip)]
+    pub reason: Option<String>,
     /// Left out for levelcode's own protocol.
     #[serde(skip_serializing_if = "is_levelcode")]
     pub protocol: Protocol,
 }
 
 fn is_levelcode(protocol: &Protocol) -> bool {
-    *protocol == Protocol::Levelcode
+    protocol.is_levelcode()
 }
 
 impl HandlerReport {
@@ -88,7 +92,8 @@ impl HandlerReport {
             stderr_truncated: false,
             message: None,
             rewrote_input: false,
-            protocol: Protocol::Levelcode,
+            reason: None,
+            protocol: Protocol::LEVELCODE,
         }
     }
 }
@@ -111,6 +116,15 @@ impl Report {
             interrupted: None,
             project_trust: None,
         }
+    }
+
+    /// Adds what a handler wrote to its session environment file, on a line of its own.
+    pub fn add_session_env(&mut self, text: &str) {
+        let env = self.session_env.get_or_insert_with(String::new);
+        if !env.is_empty() && !env.ends_with('\n') {
+            env.push('\n');
+        }
+        env.push_str(text);
     }
 
     pub fn blocked(&self) -> bool {
@@ -348,9 +362,10 @@ impl Trace {
             entry.label,
             self.painter.paint(
                 Style::Dim,
-                match entry.protocol {
-                    Protocol::Claude => format!("[{}, claude]", entry.layer),
-                    Protocol::Levelcode => format!("[{}]", entry.layer),
+                if entry.protocol.is_levelcode() {
+                    format!("[{}]", entry.layer)
+                } else {
+                    format!("[{}, {}]", entry.layer, entry.protocol.name())
                 }
             ),
         );
@@ -375,8 +390,8 @@ impl Trace {
                 );
             }
         };
-        if matches!(entry.outcome, Outcome::Block | Outcome::Ask | Outcome::Stop) {
-            detail("reason:", &block_reason(entry), Style::Bad);
+        if let Some(reason) = &entry.reason {
+            detail("reason:", reason, Style::Bad);
         }
         if let Some(message) = &entry.message {
             detail("note:", message, Style::Dim);
@@ -495,40 +510,6 @@ fn outcome_word(outcome: Outcome) -> (Style, &'static str) {
     }
 }
 
-/// The reason a blocking (asking, stopping) handler gave, by the rules of contract §6: exit 2
-/// reads stderr first, a JSON decision on stdout reads its `reason` (or Claude Code's
-/// `permissionDecisionReason`, or a `stopReason`).
-fn block_reason(entry: &HandlerReport) -> String {
-    let stderr = entry.stderr.trim();
-    let json_reason = || {
-        let stdout = entry.stdout.trim();
-        if !stdout.starts_with('{') {
-            return None;
-        }
-        let value: serde_json::Value = serde_json::from_str(stdout).ok()?;
-        // Claude Code's replies keep their reason elsewhere (contract §12).
-        let reason = [
-            value.pointer("/hookSpecificOutput/permissionDecisionReason"),
-            value.get("stopReason"),
-            value.get("reason"),
-        ]
-        .into_iter()
-        .flatten()
-        .filter_map(serde_json::Value::as_str)
-        .map(str::trim)
-        .find(|r| !r.is_empty())?;
-        Some(reason.to_string())
-    };
-    if entry.exit_code == Some(2) && !stderr.is_empty() {
-        return stderr.to_string();
-    }
-    json_reason().unwrap_or_else(|| match entry.outcome {
-        Outcome::Ask => crate::dispatch::outcome::default_ask_reason(&entry.event, &entry.label),
-        Outcome::Stop => crate::dispatch::outcome::default_stop_reason(&entry.event, &entry.label),
-        _ => crate::dispatch::outcome::default_reason(&entry.event, &entry.label),
-    })
-}
-
 /// Writes to stdout; a reader that went away is no error.
 pub fn write_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -588,43 +569,92 @@ mod tests {
             stderr_truncated: false,
             message: None,
             rewrote_input: false,
-            protocol: Protocol::Levelcode,
+            reason: None,
+            protocol: Protocol::LEVELCODE,
         }
+    }
+
+    /// The entry of a `PreToolUse` handler of `protocol` that replied `code`, `stdout` and
+    /// `stderr`, judged by that protocol as the chain judges it.
+    fn judged(protocol: &str, code: i32, stdout: &str, stderr: &str) -> HandlerReport {
+        use crate::dispatch::outcome::Reply;
+        use crate::dispatch::protocol::Context;
+        let context = Context {
+            kind: crate::dispatch::events::EventKind::PreToolUse,
+            event: "PreToolUse",
+            label: "guard",
+            rewrite: None,
+        };
+        let protocol = Protocol::parse(protocol).unwrap();
+        let judgement = protocol.rules().judge(
+            Reply {
+                code,
+                stdout,
+                stderr,
+            },
+            &context,
+        );
+        let mut entry = entry(judgement.outcome, Some(code), stdout, stderr);
+        entry.protocol = protocol;
+        entry.reason = judgement.reason.or(judgement.stop);
+        entry
+    }
+
+    /// The reason the trace shows for `entry`.
+    fn traced_reason(entry: &HandlerReport) -> String {
+        let trace = Trace {
+            enabled: true,
+            painter: Painter::new(false),
+        };
+        let text = trace.handler_text(entry);
+        let line = text
+            .lines()
+            .find(|l| l.contains("reason: "))
+            .unwrap_or_else(|| panic!("no reason in {text}"));
+        line.split_once("reason: ").unwrap().1.to_string()
     }
 
     #[test]
     fn trace_gives_the_reason_the_protocol_gives() {
-        let exit2 = entry(
-            Outcome::Block,
-            Some(2),
-            r#"{"reason":"json"}"#,
-            " from stderr \n",
-        );
-        assert_eq!(block_reason(&exit2), "from stderr");
-        let exit2_quiet = entry(Outcome::Block, Some(2), r#"{"reason":"json"}"#, "");
-        assert_eq!(block_reason(&exit2_quiet), "json");
+        let exit2 = judged("levelcode", 2, r#"{"reason":"json"}"#, " from stderr \n");
+        assert_eq!(traced_reason(&exit2), "from stderr");
+        let exit2_quiet = judged("levelcode", 2, r#"{"reason":"json"}"#, "");
+        assert_eq!(traced_reason(&exit2_quiet), "json");
         // A JSON decision on exit 0 gives its own reason, whatever stderr says.
-        let json = entry(
-            Outcome::Block,
-            Some(0),
+        let json = judged(
+            "levelcode",
+            0,
             r#"{"decision":"block","reason":"json"}"#,
             "noise",
         );
-        assert_eq!(block_reason(&json), "json");
-        let bare = entry(Outcome::Block, Some(2), "", "");
-        assert_eq!(block_reason(&bare), "blocked by PreToolUse hook: guard");
-        let claude = entry(
-            Outcome::Block,
-            Some(0),
+        assert_eq!(traced_reason(&json), "json");
+        let bare = judged("levelcode", 2, "", "");
+        assert_eq!(traced_reason(&bare), "blocked by PreToolUse hook: guard");
+        let claude = judged(
+            "claude",
+            0,
             r#"{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"no .env"}}"#,
             "",
         );
-        assert_eq!(block_reason(&claude), "no .env");
-        let ask = entry(Outcome::Ask, Some(0), r#"{"decision":"ask"}"#, "");
+        assert_eq!(traced_reason(&claude), "no .env");
+        let ask = judged("levelcode", 0, r#"{"decision":"ask"}"#, "");
         assert_eq!(
-            block_reason(&ask),
+            traced_reason(&ask),
             "approval asked by PreToolUse hook: guard"
         );
+    }
+
+    #[test]
+    fn trace_gives_the_reason_the_decision_used_not_one_of_its_own() {
+        // Claude Code reads only stderr on exit 2: with none, the decision uses the default
+        // reason, however stdout reads.
+        let claude = judged("claude", 2, r#"{"reason":"from stdout"}"#, "");
+        assert_eq!(claude.outcome, Outcome::Block);
+        assert_eq!(traced_reason(&claude), "blocked by PreToolUse hook: guard");
+        // A stop gives its stopReason, or the default one, not a `reason` beside it.
+        let stop = judged("claude", 0, r#"{"continue":false,"reason":"other"}"#, "");
+        assert_eq!(stop.outcome, Outcome::Stop);
+        assert_eq!(traced_reason(&stop), "stopped by PreToolUse hook: guard");
     }
 
     #[test]

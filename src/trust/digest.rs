@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use sha2::{Digest as _, Sha256};
 
-use crate::dispatch::settings::{Group, Program};
+use crate::dispatch::settings::{Action, Group, Program};
 
 /// A named file larger than this is identified, not hashed.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -69,9 +69,13 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
     let mut words: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for group in groups {
         for handler in &group.handlers {
-            match &handler.program {
-                Program::Shell(command) => add_words(command_words(command), 0, &mut words),
-                Program::Argv(argv) => add_words(argv.iter().cloned(), 0, &mut words),
+            match &handler.action {
+                Action::Process(Program::Shell(command)) => {
+                    add_words(command_words(command), 0, &mut words)
+                }
+                Action::Process(Program::Argv(argv)) => {
+                    add_words(argv.iter().cloned(), 0, &mut words)
+                }
             }
         }
     }

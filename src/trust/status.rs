@@ -11,7 +11,7 @@ use super::store::{self, Entry};
 use super::Digest;
 use super::{Assessment, State};
 use crate::dispatch::layers::{self, Loaded};
-use crate::dispatch::settings::Program;
+use crate::dispatch::settings::{Action, Program};
 
 /// The project layer's bytes (empty when there is none), and a warning when it is unusable.
 pub fn read_project_layer(root: &Path) -> (Vec<u8>, Option<String>) {
@@ -53,9 +53,9 @@ pub fn status_json(
     let mut hooks = Vec::new();
     for group in super::all_groups(&assessment.path, bytes) {
         for handler in &group.handlers {
-            let (command, argv) = match &handler.program {
-                Program::Shell(c) => (Some(c.clone()), None),
-                Program::Argv(a) => (None, Some(a.clone())),
+            let (command, argv) = match &handler.action {
+                Action::Process(Program::Shell(c)) => (Some(c.clone()), None),
+                Action::Process(Program::Argv(a)) => (None, Some(a.clone())),
             };
             hooks.push(json!({
                 "event": group.event,

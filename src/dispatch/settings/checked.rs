@@ -244,8 +244,9 @@ fn parse_protocol(
     at.warn(
         path,
         format!(
-            "{} is not a protocol (use \"claude\" for Claude Code hook scripts, or \"levelcode\"); {what} skipped",
-            short_json(value)
+            "{} is not a protocol (use {}); {what} skipped",
+            short_json(value),
+            Protocol::choices()
         ),
     );
     None
@@ -299,7 +300,9 @@ pub(super) fn parse_handler(
             );
             return None;
         }
-        (Some(Value::String(c)), None) if !c.trim().is_empty() => Program::Shell(c),
+        (Some(Value::String(c)), None) if !c.trim().is_empty() => {
+            Action::Process(Program::Shell(c))
+        }
         (Some(other), None) => {
             at.warn(
                 path.key("command"),
@@ -315,7 +318,7 @@ pub(super) fn parse_handler(
                 && items.iter().all(Value::is_string)
                 && items[0].as_str().is_some_and(|s| !s.is_empty()) =>
         {
-            Program::Argv(
+            Action::Process(Program::Argv(
                 items
                     .into_iter()
                     .filter_map(|v| match v {
@@ -323,7 +326,7 @@ pub(super) fn parse_handler(
                         _ => None,
                     })
                     .collect(),
-            )
+            ))
         }
         (None, Some(other)) => {
             at.warn(
@@ -361,7 +364,7 @@ pub(super) fn parse_handler(
     };
     Some(Handler {
         index,
-        program,
+        action: program,
         timeout: Duration::from_secs_f64(secs),
         enabled,
         name,

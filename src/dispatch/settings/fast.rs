@@ -122,20 +122,28 @@ pub(super) fn clean_group(
         None => Some(protocol.unwrap_or_default()),
         Some(name) => Protocol::parse(name),
     };
-    let mut all_claude = true;
+    // Only a group where some protocol other than levelcode's is named can have a matcher
+    // tested against other names: the others need not ask the table.
+    let mut foreign = protocol.is_some_and(|p| !p.is_levelcode());
     for handler in &entry.hooks {
-        all_claude &= protocol_of(handler)? == Protocol::Claude;
+        foreign |= !protocol_of(handler)?.is_levelcode();
     }
-    let speaks_claude = protocol == Some(Protocol::Claude) || all_claude;
+    let other_names = |tool: &str| -> &'static [&'static str] {
+        if !foreign {
+            return &[];
+        }
+        Protocol::of_group(protocol, entry.hooks.iter().filter_map(protocol_of))
+            .rules()
+            .tool_names(tool)
+    };
     // Every handler is checked, so an event with something to warn about still goes the
     // general way; only the building is saved for a group the dispatch would pass over.
     let build = tool.is_none_or(|tool| {
         enabled
             && (may_apply(entry.matcher.as_deref(), tool)
-                || (speaks_claude
-                    && claude::tool_names(tool)
-                        .iter()
-                        .any(|name| may_apply(entry.matcher.as_deref(), name))))
+                || other_names(tool)
+                    .iter()
+                    .any(|name| may_apply(entry.matcher.as_deref(), name)))
     });
     let mut handlers = Vec::with_capacity(if build { entry.hooks.len() } else { 0 });
     for (h, handler) in entry.hooks.into_iter().enumerate() {
@@ -145,10 +153,12 @@ pub(super) fn clean_group(
         }
         let program = match (handler.command, handler.argv) {
             (Some(c), None) if !c.trim().is_empty() => {
-                build.then(|| Program::Shell(c.into_owned()))
+                build.then(|| Action::Process(Program::Shell(c.into_owned())))
             }
             (None, Some(argv)) if argv.first().is_some_and(|p| !p.is_empty()) => build.then(|| {
-                Program::Argv(argv.into_iter().map(std::borrow::Cow::into_owned).collect())
+                Action::Process(Program::Argv(
+                    argv.into_iter().map(std::borrow::Cow::into_owned).collect(),
+                ))
             }),
             _ => return None,
         };
@@ -160,12 +170,12 @@ pub(super) fn clean_group(
         if handler.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
             return None;
         }
-        let Some(program) = program else {
+        let Some(action) = program else {
             continue;
         };
         handlers.push(Handler {
             index: h,
-            program,
+            action,
             timeout: Duration::from_secs_f64(secs),
             enabled: handler.enabled.unwrap_or(true),
             name: handler.name.map(std::borrow::Cow::into_owned),

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::dispatch::events::EventKind;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher::{self, Matcher};
-use crate::dispatch::protocol::{claude, Protocol};
+use crate::dispatch::protocol::Protocol;
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 pub const MAX_TIMEOUT_SECS: f64 = 600.0;
@@ -23,6 +23,7 @@ pub const MAX_TIMEOUT_SECS: f64 = 600.0;
 mod checked;
 mod fast;
 
+pub use crate::dispatch::action::Action;
 pub use crate::runner::Program;
 pub use checked::clamp_timeout;
 use checked::{parse_event, Location};
@@ -58,7 +59,8 @@ pub struct Group {
 pub struct Handler {
     /// Position in the group's `hooks`, for `hooks.<Event>[i].hooks[j]`.
     pub index: usize,
-    pub program: Program,
+    /// What it does when it runs.
+    pub action: Action,
     pub timeout: Duration,
     pub enabled: bool,
     pub name: Option<String>,
@@ -86,29 +88,21 @@ impl Group {
             && *self.parses.get_or_init(|| matcher::parses(pattern))
     }
 
-    /// Returns true if and only if the group's matcher is also tested against Claude Code's
-    /// names (contract §12): its protocol is `claude`, or all of its handlers' are.
-    pub fn speaks_claude(&self) -> bool {
-        self.protocol == Some(Protocol::Claude)
-            || (!self.handlers.is_empty()
-                && self.handlers.iter().all(|h| h.protocol == Protocol::Claude))
+    /// The protocol the group's matcher follows ([`Protocol::of_group`]): which names it is
+    /// tested against besides the tool's own (contract §12).
+    pub fn matcher_protocol(&self) -> Protocol {
+        Protocol::of_group(self.protocol, self.handlers.iter().map(|h| h.protocol))
     }
 
     /// What the matcher is tested against for an event of `kind` about `tool`: the tool's name
-    /// and, for a group speaking Claude Code's protocol, its Claude Code names; on
-    /// `SessionStart`, `startup` for such a group. `None` when the matcher is not consulted.
+    /// and its names in the group's protocol ([`Protocol::match_subject`]). `None` when the
+    /// matcher is not consulted.
     pub fn match_subject<'t>(
         &self,
         kind: EventKind,
         tool: Option<&'t str>,
     ) -> Option<(&'t str, &'static [&'static str])> {
-        let claude = self.speaks_claude();
-        match (kind.is_tool_event(), tool) {
-            (true, Some(tool)) if claude => Some((tool, claude::tool_names(tool))),
-            (true, Some(tool)) => Some((tool, &[])),
-            _ if claude && kind == EventKind::SessionStart => Some((claude::SESSION_SOURCE, &[])),
-            _ => None,
-        }
+        self.matcher_protocol().match_subject(kind, tool)
     }
 
     /// Returns whether the group applies to an event of `kind` about `tool` (contract §5 and
@@ -134,14 +128,11 @@ impl Group {
 }
 
 impl Handler {
-    /// The handler's name, else its command, else its argv joined as a shell would quote it.
+    /// The handler's name, else its action as people read it ([`Action::text`]).
     pub fn label(&self) -> String {
-        if let Some(name) = &self.name {
-            return name.clone();
-        }
-        match &self.program {
-            Program::Shell(command) => command.clone(),
-            Program::Argv(argv) => shell_words::join(argv),
+        match &self.name {
+            Some(name) => name.clone(),
+            None => self.action.text(),
         }
     }
 }

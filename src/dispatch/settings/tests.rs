@@ -285,7 +285,10 @@ fn the_fast_read_takes_the_usual_shape() {
         format!("{fast:?}"),
         format!("{:?}", general(&source, raw).0)
     );
-    assert_eq!(fast[1].handlers[0].program, Program::Shell("echo".into()));
+    assert_eq!(
+        fast[1].handlers[0].action,
+        Action::Process(Program::Shell("echo".into()))
+    );
     for unusual in [
         r#"[{"hooks":[{"command":"a","extra":1}]}]"#,
         r#"[{"hooks":[{"command":"a","command":"b"}]}]"#,

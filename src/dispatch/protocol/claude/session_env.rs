@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::dispatch::output::Report;
+/// The variable that names the file.
+pub const VARIABLE: &str = "CLAUDE_ENV_FILE";
 
 /// How many files [`create`] has made in this process.
 static COUNT: AtomicU32 = AtomicU32::new(0);
@@ -55,30 +56,34 @@ pub fn create(warnings: &mut Vec<String>) -> Option<PathBuf> {
     None
 }
 
-/// Adds what the handler wrote to `file` to the report's `session_env`, and removes the file.
-pub fn collect(file: &Path, report: &mut Report) {
-    match std::fs::read(file) {
-        Ok(bytes) if !bytes.is_empty() => {
-            let text = String::from_utf8_lossy(&bytes);
-            let env = report.session_env.get_or_insert_with(String::new);
-            if !env.is_empty() && !env.ends_with('\n') {
-                env.push('\n');
-            }
-            env.push_str(&text);
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => report.warnings.push(format!(
+/// What the handler wrote to `file`, for the output's `session_env`, or the warning when it
+/// cannot be read; the file is removed.
+pub fn collect(file: &Path) -> Result<Option<String>, String> {
+    let written = match std::fs::read(file) {
+        Ok(bytes) if !bytes.is_empty() => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => Err(format!(
             "CLAUDE_ENV_FILE {}: cannot read what the handler wrote: {e}",
             file.display()
         )),
-    }
+    };
     let _ = std::fs::remove_file(file);
+    written
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dispatch::output::Report;
+
+    fn collect_into(file: &Path, report: &mut Report) {
+        match collect(file) {
+            Ok(Some(text)) => report.add_session_env(&text),
+            Ok(None) => {}
+            Err(warning) => report.warnings.push(warning),
+        }
+    }
 
     #[test]
     fn each_file_is_fresh_and_collected_once() {
@@ -92,15 +97,15 @@ mod tests {
         std::fs::write(&a, "export A=1").unwrap();
         std::fs::write(&b, "export B=2\n").unwrap();
         let mut report = Report::new(Some("SessionStart".into()), None, std::time::Instant::now());
-        collect(&a, &mut report);
-        collect(&b, &mut report);
+        collect_into(&a, &mut report);
+        collect_into(&b, &mut report);
         assert_eq!(
             report.session_env.as_deref(),
             Some("export A=1\nexport B=2\n")
         );
         assert!(!a.exists() && !b.exists(), "the files are removed");
         // A handler that removed its file itself leaves nothing to say.
-        collect(&a, &mut report);
+        collect_into(&a, &mut report);
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     }
 }

@@ -14,22 +14,141 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::dispatch::events::{self, EventKind};
-use crate::dispatch::outcome::{self, Judgement, Outcome};
+use crate::dispatch::handler_input::Inputs;
+use crate::dispatch::outcome::{self, Judgement, Outcome, Reply};
+use crate::dispatch::protocol::{Context, Rewrite, Rules, Run, RunFile, ToolCall};
+
+mod session_env;
+
+/// The value of `"protocol"` that names it.
+pub const NAME: &str = "claude";
+
+/// Claude Code's protocol in the table of protocols.
+pub struct Claude;
+
+impl Rules for Claude {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn summary(&self) -> &'static str {
+        "Claude Code's payload (hook_event_name, tool_input.file_path, ...) and replies (exit 2, hookSpecificOutput.permissionDecision, updatedInput, ...), translated both ways."
+    }
+
+    fn agent(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    fn agent_tools(&self) -> &'static [(&'static str, Option<&'static str>)] {
+        AGENT_TOOLS
+    }
+
+    fn matcher_note(&self) -> Option<&'static str> {
+        Some("Claude Code hook scripts run unmodified; the matcher is also tested against Claude Code's tool names (Write, Edit, MultiEdit, Bash, Read, Grep, Glob) and, on SessionStart, against \"startup\".")
+    }
+
+    fn tool_names(&self, tool: &str) -> &'static [&'static str] {
+        tool_names(tool)
+    }
+
+    fn event_subject(&self, kind: EventKind) -> Option<&'static str> {
+        (kind == EventKind::SessionStart).then_some(SESSION_SOURCE)
+    }
+
+    /// One run, or for `read_files` one per path, each reading Claude Code's payload for the
+    /// input as it stands.
+    fn runs(&self, inputs: &mut Inputs<'_>) -> Vec<Run> {
+        let input = inputs.tool_input();
+        let input = (!input.is_null()).then_some(input);
+        let (payload, root) = (inputs.payload(), inputs.root());
+        let runs = payloads(
+            inputs.fields(),
+            &payload.event,
+            payload.kind,
+            payload.tool_name.as_deref(),
+            input.as_ref(),
+            root,
+        );
+        let parts = runs.len();
+        runs.into_iter()
+            .enumerate()
+            .map(|(i, (call, object))| {
+                let note = match call.as_ref().and_then(|c| c.input.get("file_path")) {
+                    Some(path) if parts > 1 => Some(format!(
+                        "run for {} ({} of {parts} paths of read_files)",
+                        path.as_str().unwrap_or_default(),
+                        i + 1
+                    )),
+                    _ => None,
+                };
+                Run {
+                    input: Some(serde_json::to_vec(&object).unwrap_or_default()),
+                    call,
+                    note,
+                }
+            })
+            .collect()
+    }
+
+    /// `CLAUDE_ENV_FILE`, on `SessionStart`.
+    fn run_file(&self, kind: EventKind, warnings: &mut Vec<String>) -> Option<RunFile> {
+        if kind != EventKind::SessionStart {
+            return None;
+        }
+        Some(RunFile {
+            variable: session_env::VARIABLE,
+            path: session_env::create(warnings)?,
+            collect: session_env::collect,
+        })
+    }
+
+    fn given_before(&self) -> &'static [&'static str] {
+        if session_env::given_before() {
+            &[session_env::VARIABLE]
+        } else {
+            &[]
+        }
+    }
+
+    /// Claude Code's name for the project root (contract §12), given to every handler since it
+    /// names the same directory.
+    fn root_variable(&self) -> Option<&'static str> {
+        Some("CLAUDE_PROJECT_DIR")
+    }
+
+    fn judge(&self, reply: Reply<'_>, context: &Context<'_>) -> Judgement {
+        judge(
+            context.kind,
+            context.event,
+            context.label,
+            reply.code,
+            reply.stdout,
+            reply.stderr,
+            context.rewrite,
+        )
+    }
+}
 
 /// The source a `SessionStart` payload names, and its matcher is tested against: levelcode
 /// fires `SessionStart` when a session starts, never on resume, clear or compact.
 pub const SESSION_SOURCE: &str = "startup";
 
-/// One tool call as a Claude Code hook script sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolCall {
-    /// Claude Code's name of the tool, such as `Write`.
-    pub name: &'static str,
-    /// `tool_input` in Claude Code's form.
-    pub input: Value,
-    /// For `read_files`, which of `paths` this call is about.
-    pub part: Option<usize>,
-}
+/// Claude Code's tools, and levelcode's name for the same tool, if it has one.
+const AGENT_TOOLS: &[(&str, Option<&str>)] = &[
+    ("Write", Some("write_file")),
+    ("Edit", Some("str_replace")),
+    ("MultiEdit", Some("str_replace")),
+    ("Bash", Some("run_terminal_command")),
+    ("Read", Some("read_files")),
+    ("Grep", Some("code_search")),
+    ("Task", Some("spawn_agents")),
+    ("Glob", Some("glob")),
+    ("LS", None),
+    ("WebFetch", None),
+    ("WebSearch", None),
+    ("NotebookEdit", None),
+    ("TodoWrite", None),
+];
 
 /// Claude Code's names for a levelcode tool: those a `claude` group's matcher is tested against
 /// besides the levelcode name. `str_replace` has two, since Claude Code calls it `Edit` or
@@ -491,16 +610,6 @@ pub fn tool_response(result: &Value) -> Value {
     parsed
 }
 
-/// What [`judge`] needs to carry an `updatedInput` back: the levelcode tool, its input as the
-/// handler's call was made from, the call, and the project root.
-#[derive(Clone, Copy, Debug)]
-pub struct Rewrite<'a> {
-    pub tool: &'a str,
-    pub input: &'a Value,
-    pub call: &'a ToolCall,
-    pub root: &'a Path,
-}
-
 /// A Claude Code handler's reply, exit code 0 or 2, as our outcome. Other exits are failures
 /// whatever the protocol, judged by the caller.
 pub fn judge(
@@ -679,5 +788,4 @@ fn cannot_keep_going(label: &str, how: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "claude_tests.rs"]
 mod tests;

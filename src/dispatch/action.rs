@@ -1,0 +1,114 @@
+//! What a handler does when it runs, apart from how that is done: today one kind of action, a
+//! process (`command` or `argv`), which the runner starts. Each kind ends in a [`Done`], the
+//! facts `outcome::judge` reads, so that another kind would be judged by the same rules.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::runner::{self, Invocation, Program};
+
+/// How long a handler that outlived its forced stop is waited for before the dispatch moves on.
+pub use crate::runner::KILL_SETTLE;
+
+/// What a handler does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Start a process: `command` by the shell, or `argv` directly (contract §4, §6).
+    Process(Program),
+}
+
+/// Why the dispatcher stopped a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Timeout,
+    /// The dispatcher received this signal.
+    Interrupted(i32),
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub enum Ending {
+    /// It answered with this exit code.
+    Exited(i32),
+    /// The shell it went through exited 126 or 127: the program it was to start was not found,
+    /// or not executable.
+    NotRunnable(i32),
+    Signaled(i32),
+    /// It could not be started; the text says why.
+    NotStarted(String),
+    /// It ended, but how could not be read: something else reaped it. Never read as success.
+    Lost,
+    /// It was still there a while after being killed, so the dispatcher gave up waiting.
+    Unkillable,
+}
+
+/// What one run of an action gave, whatever the action.
+#[derive(Debug)]
+pub struct Done {
+    pub ending: Ending,
+    /// Set when the dispatcher stopped it.
+    pub stopped: Option<Stop>,
+    /// Stopping it took force (SIGKILL after SIGTERM).
+    pub killed: bool,
+    pub stdout: String,
+    pub stdout_truncated: bool,
+    pub stderr: String,
+    pub stderr_truncated: bool,
+    pub duration: Duration,
+    /// It ended while something it started still held its output.
+    pub leftover_output: bool,
+}
+
+impl Action {
+    /// The action as people read it: the command, or the argv joined as a shell would quote it.
+    pub fn text(&self) -> String {
+        match self {
+            Action::Process(Program::Shell(command)) => command.clone(),
+            Action::Process(Program::Argv(argv)) => shell_words::join(argv),
+        }
+    }
+
+    /// Runs the action once in `dir` with `input` on stdin, for at most `timeout`; never fails
+    /// (a failure is a [`Done`]). For the dispatcher's one thread only (`runner::run`).
+    pub fn perform(&self, dir: &Path, input: &[u8], timeout: Duration) -> Done {
+        match self {
+            Action::Process(program) => {
+                let finished = runner::run(&Invocation {
+                    program,
+                    dir,
+                    input,
+                    timeout,
+                });
+                process_done(program, finished)
+            }
+        }
+    }
+}
+
+/// A process's end in the terms every action shares.
+fn process_done(program: &Program, finished: runner::Finished) -> Done {
+    let ending = match finished.ending {
+        runner::Ending::Exited(code @ (126 | 127)) if matches!(program, Program::Shell(_)) => {
+            Ending::NotRunnable(code)
+        }
+        runner::Ending::Exited(code) => Ending::Exited(code),
+        runner::Ending::Signaled(sig) => Ending::Signaled(sig),
+        runner::Ending::SpawnFailed(why) => Ending::NotStarted(why),
+        runner::Ending::Lost => Ending::Lost,
+        runner::Ending::Unkillable => Ending::Unkillable,
+    };
+    Done {
+        ending,
+        stopped: finished.stopped.map(|stop| match stop {
+            runner::Stop::Timeout => Stop::Timeout,
+            runner::Stop::Interrupted(sig) => Stop::Interrupted(sig),
+        }),
+        killed: finished.killed,
+        stdout: finished.stdout.text(),
+        stdout_truncated: finished.stdout.truncated(),
+        stderr: finished.stderr.text(),
+        stderr_truncated: finished.stderr.truncated(),
+        duration: finished.duration,
+        leftover_output: finished.leftover_output,
+    }
+}
