@@ -8,6 +8,8 @@ mod compliance;
 
 mod debugging;
 #[cfg(unix)]
+mod events;
+#[cfg(unix)]
 mod faults;
 #[cfg(unix)]
 mod handlers;

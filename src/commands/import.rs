@@ -78,7 +78,7 @@ pub fn convert(file: &str, settings: &Value, out: &mut Conversion) {
         };
         if EventKind::of(event) == EventKind::Unknown {
             out.notes.push(format!(
-                "{file}: hooks.{event}: levelcode does not fire {event} (it fires {}); its {} group(s) were left out",
+                "{file}: hooks.{event}: levelcode-hooks knows no event {event} (it knows {}); its {} group(s) were left out",
                 events::names().join(", "),
                 groups.len()
             ));
@@ -311,6 +311,7 @@ mod tests {
                     ]}
                 ],
                 "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "x"}]}],
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "y"}]}],
                 "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "cat notes.md", "async": true}]}]
             }
         });
@@ -323,11 +324,13 @@ mod tests {
                     {"matcher": "Bash", "protocol": "claude", "hooks": [{"command": "python3 .claude/hooks/bash_guard.py", "timeout": 5}]},
                     {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 60}]}
                 ],
+                "UserPromptSubmit": [{"protocol": "claude", "hooks": [{"command": "x", "timeout": 60}]}],
                 "SessionStart": [{"matcher": "startup", "protocol": "claude", "hooks": [{"command": "cat notes.md", "timeout": 60}]}]
             })
         );
         let notes = out.notes.join("\n");
-        assert!(notes.contains("UserPromptSubmit"), "{notes}");
+        assert!(notes.contains("PermissionRequest"), "{notes}");
+        assert!(!notes.contains("hooks.UserPromptSubmit"), "{notes}");
         assert!(notes.contains("\"prompt\" handler"), "{notes}");
         assert!(notes.contains("\"async\""), "{notes}");
     }

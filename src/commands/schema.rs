@@ -54,6 +54,11 @@ pub fn document() -> Value {
                 event.description
             ),
             Subject::Tool => event.description.to_string(),
+            Subject::Member(field) => format!(
+                "{} The matcher is tested against the payload's {}.",
+                event.description,
+                field.name()
+            ),
         };
         events.insert(
             event.name.to_string(),

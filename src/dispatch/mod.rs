@@ -230,7 +230,7 @@ pub fn run_chain(
         dir: None,
         end: None,
     };
-    let tool = payload.tool_name.as_deref();
+    let tool = payload.subject();
     for group in groups {
         if !group.enabled || !group_applies(group, payload.kind, tool, report, trace) {
             continue;

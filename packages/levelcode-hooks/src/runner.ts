@@ -18,6 +18,7 @@ import { NoMatchCache, type CacheStats } from "./cache.js";
 import { inotifyReady } from "./inotify.js";
 import { listArgs, listAsync } from "./loader.js";
 import { Server, type Reply } from "./server.js";
+import { MATCHER_MEMBERS } from "./types.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
 type Json = Record<string, unknown>;
@@ -290,7 +291,10 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     // A dispatch that writes a log leaves a trace that an answer from memory would not.
     if (cache && typeof cwd === "string" && isAbsolute(cwd) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM)) {
       const context = `${envKey}\u0002${cwd}`;
-      key = `${context}\u0002${event}\u0002${typeof payload.tool_name === "string" ? payload.tool_name : "\u0003"}`;
+      // What the matcher is tested against: a no-match holds for that value only.
+      const member = MATCHER_MEMBERS[event as HookEventName];
+      const subject = typeof payload.tool_name === "string" ? payload.tool_name : member && typeof payload[member] === "string" ? `${member}=${payload[member]}` : "\u0003";
+      key = `${context}\u0002${event}\u0002${subject}`;
       const hit = cache.lookup(key);
       if (hit) return hit;
       const listEnv = env;
