@@ -114,6 +114,55 @@ def project_layer(*extra_pre_tool_use: dict) -> dict:
     }
 
 
+# The no-match setup again, with the kind of regexes that anchors cannot rule out, so each is
+# compiled: seven `PreToolUse` patterns across the three layers, fifteen groups in all.
+REGEX_MATCHERS = (
+    "mcp__.*__(delete|drop)_",
+    "(?i)(bash|shell)",
+    "browser_(navigate|click|type)",
+    "\\bdeploy\\b|release_\\w+",
+    "git_(push|commit|rebase)",
+    "(spawn|run)_agents?$",
+    "[Ww]eb_?(fetch|search)",
+)
+
+
+def regex_layers() -> tuple[dict, dict, dict]:
+    """User, data and project layers of five groups each, none matching `write_file`, whose
+    seven `PreToolUse` regexes are unanchored (REGEX_MATCHERS)."""
+    r = REGEX_MATCHERS
+    user = {"hooks": {
+        "PreToolUse": [
+            group("run_terminal_command", command("bun ~/.levelcode/hooks/guard-shell.ts", timeout=5)),
+            group(r[0], command("~/.levelcode/hooks/confirm.sh")),
+            group(r[1], command("~/.levelcode/hooks/shell.sh")),
+        ],
+        "PostToolUse": [group("run_terminal_command", command("~/.levelcode/hooks/log-shell.sh"))],
+        "Stop": [group(None, command("notify-send levelcode done"))],
+    }}
+    data = {"hooks": {
+        "PreToolUse": [
+            group(r[2], command("~/.levelcode/hooks/browser.sh")),
+            group(r[3], command("~/.levelcode/hooks/deploy.sh")),
+        ],
+        "PostToolUse": [
+            group("^code_(search|index)$", command("~/.levelcode/hooks/index.sh")),
+            group("read_files | read_docs", command("~/.levelcode/hooks/reads.sh")),
+        ],
+        "Stop": [group(None, command("~/.levelcode/hooks/summary.sh", timeout=30))],
+    }}
+    project = {"hooks": {
+        "PreToolUse": [
+            group(r[4], command("bun .levelcode/hooks/git.ts")),
+            group(r[5], command("bun .levelcode/hooks/agents.ts")),
+            group(r[6], command("bun .levelcode/hooks/web.ts")),
+        ],
+        "PostToolUse": [group("code_search", command("bun .levelcode/hooks/search.ts"))],
+        "Notification": [group(None, command("bun .levelcode/hooks/notify.ts"))],
+    }}
+    return user, data, project
+
+
 def big_project_layer(groups: int) -> dict:
     """`groups` groups, half under PreToolUse and half under PostToolUse; in each event half
     are exact-name lists and half regexes (anchored MCP-style and unanchored, alternately);
@@ -239,16 +288,20 @@ class Bench:
 
     # -- building the scenarios ----------------------------------------------------------------
 
-    def make_home(self, name: str) -> Path:
+    def make_home(self, name: str, layers: tuple[dict, dict] | None = None) -> Path:
         home = self.root / name / "home"
-        dump(home / ".config" / "levelcode" / "settings.json", user_layer())
-        dump(home / ".levelcode" / "settings.json", data_layer())
+        user, data = layers or (user_layer(), data_layer())
+        dump(home / ".config" / "levelcode" / "settings.json", user)
+        dump(home / ".levelcode" / "settings.json", data)
         return home
 
     def scenario(self, name: str, title: str, project_settings: dict, payload: dict | None,
                  expected: int, floor_commands: dict[str, str], floor: list[str],
-                 compare: bool = False, minimal: str | None = None, heavy: bool = False) -> Scenario:
-        home = self.make_home(name)
+                 compare: bool = False, minimal: str | None = None, heavy: bool = False,
+                 home_layers: tuple[dict, dict] | None = None) -> Scenario | None:
+        if self.args.only and name not in self.args.only:
+            return None
+        home = self.make_home(name, home_layers)
         project = self.root / name / "project"
         dump(project / ".levelcode" / "settings.json", project_settings)
         # The project's hooks are trusted as a person would trust them: files written some time
@@ -278,6 +331,10 @@ class Bench:
         self.scenario(
             "no_match", "no match (3 layers, 15 groups)", project_layer(), None, 0,
             {}, ["/bin/true"], compare=True, minimal="")
+        user, data, project = regex_layers()
+        self.scenario(
+            "no_match_regex", "no match, 7 unanchored regexes (3 layers, 15 groups)", project, None, 0,
+            {}, ["/bin/true"], home_layers=(user, data))
         self.scenario(
             "one_command", "one handler, `command`",
             project_layer(group("write_file|str_replace", command("true"))), None, 1,
@@ -481,10 +538,10 @@ class Bench:
         for round_no in range(1, self.args.rounds + 1):
             for s in self.scenarios:
                 self.run_hyperfine(s, round_no)
-        big = next(s for s in self.scenarios if s.name == "big_payload")
-        rss = self.peak_rss(big, 5)
+        big = next((s for s in self.scenarios if s.name == "big_payload"), None)
+        rss = self.peak_rss(big, 5) if big else []
         many = None
-        if self.args.events:
+        if self.args.events and any(s.name == "one_command" for s in self.scenarios):
             print(f"\n== many events: {self.args.events} dispatches", flush=True)
             try:
                 many = self.many_events(self.args.events)
@@ -493,13 +550,13 @@ class Bench:
         counts = {}
         if self.args.valgrind:
             print("\n== instruction counts (callgrind)", flush=True)
-            for s in self.scenarios[:2]:
+            for s in (s for s in self.scenarios if s.name in ("no_match", "no_match_regex", "one_command")):
                 counts[f"{s.name}: /bin/true"] = self.instructions(s, ["/bin/true"])
                 counts[f"{s.name}: dispatcher"] = self.instructions(s, [self.bin, "run"])
                 if self.dynamic_bin:
                     counts[f"{s.name}: dispatcher (dynamic)"] = self.instructions(s, [self.dynamic_bin, "run"])
-            if self.args.minimal_static:
-                counts["no_match: minimal Rust program (static)"] = self.instructions(
+            if self.args.minimal_static and self.scenarios:
+                counts[f"{self.scenarios[0].name}: minimal Rust program (static)"] = self.instructions(
                     self.scenarios[0], [self.args.minimal_static])
         summary = self.summarize(big, rss, many, counts)
         summary["load_average"] = {"start": load_start, "end": os.getloadavg()[0]}
@@ -511,7 +568,7 @@ class Bench:
             print(f"could not measure: {failure}", file=sys.stderr)
         return 1 if self.failures else 0
 
-    def summarize(self, big: Scenario, rss: list[int], many: dict | None, counts: dict) -> dict:
+    def summarize(self, big: Scenario | None, rss: list[int], many: dict | None, counts: dict) -> dict:
         """Figures are paired by round: a round's dispatcher median is set against the floor
         measured in the same round, and the table shows the median over rounds of each such
         figure, so a slow spell of the machine does not land on one side only."""
@@ -540,7 +597,7 @@ class Bench:
             goals.append({"goal": name, "value": value, "limit": limit,
                           "met": None if value is None else value["median"] <= limit})
 
-        for name in ("no_match", "one_command", "one_argv"):
+        for name in ("no_match", "no_match_regex", "one_command", "one_argv"):
             r = row.get((name, "dispatcher"))
             goal(f"{name}: own cost / one `/bin/true`", r and r["cost_vs_true"], 0.2)
         for five, one in (("five_command", "one_command"), ("five_argv", "one_argv")):
@@ -562,7 +619,7 @@ class Bench:
         goal("big_config / one_command", value, 1.2)
         rp = row.get(("big_payload", "dispatcher"))
         goal("big_payload / its floor", rp and rp["ratio_vs_floor"], 1.3)
-        size = big.payload.stat().st_size
+        size = big.payload.stat().st_size if big else 0
         peak = max(rss) if rss else None
         limit = 2 * size + 8 * MIB
         goal("big_payload: peak RSS / (2 x payload + 8 MiB)",
@@ -681,6 +738,8 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--big-config-groups", type=int, default=1000)
     parser.add_argument("--big-payload-mib", type=int, default=8)
+    parser.add_argument("--only", nargs="*", default=[],
+                        help="measure only these scenarios (by name)")
     parser.add_argument("--setup-only", action="store_true",
                         help="only write the scenarios (and WORK/scenarios.json), for profiling")
     parser.add_argument("--verbose", action="store_true", help="show hyperfine's own output")

@@ -160,6 +160,141 @@ if (!cacheOn) console.error("client bench: the no-match cache is not available h
 runner.close();
 cachedRunner.close();
 
+
+// ── levelcode's call pattern, each scenario in a fresh process ─────────────────────────────────
+// The peer is an engine in the manner of levelcode's in-process one (common/src/hooks/): the
+// three settings files read synchronously on the first event of a project and kept, matchers as
+// regular expressions, and each matching handler one `Bun.spawn` with the payload on stdin.
+const PEER = String.raw`
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+export function createPeerRunner() {
+  let config = null, root = null;
+  const load = (project) => {
+    const hooks = {};
+    const home = process.env.HOME;
+    for (const file of [join(home, ".config", "levelcode", "settings.json"), join(home, ".levelcode", "settings.json"), join(project, ".levelcode", "settings.json")]) {
+      let parsed;
+      try { parsed = JSON.parse(readFileSync(file, "utf8")); } catch { continue; }
+      for (const [event, groups] of Object.entries(parsed.hooks ?? {})) (hooks[event] ??= []).push(...groups);
+    }
+    return hooks;
+  };
+  const one = async (handler, payload) => {
+    const proc = Bun.spawn({ cmd: handler.argv ?? ["sh", "-c", handler.command], stdin: new TextEncoder().encode(JSON.stringify(payload)), stdout: "pipe", stderr: "pipe" });
+    const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    return { exitCode, stdout, stderr };
+  };
+  async function runEvent(event, payload) {
+    if (!config || root !== payload.cwd) { config = load(payload.cwd); root = payload.cwd; }
+    const outcome = { blocked: false, additionalContext: "", results: [] };
+    for (const group of config[event] ?? []) {
+      if (group.matcher) { let re; try { re = new RegExp(group.matcher); } catch { continue; } if (!re.test(payload.tool_name ?? "")) continue; }
+      for (const handler of group.hooks) {
+        const result = await one(handler, payload);
+        outcome.results.push(result);
+        if (event === "PreToolUse" && result.exitCode === 2) { outcome.blocked = true; outcome.reason = result.stderr.trim(); }
+      }
+    }
+    return outcome;
+  }
+  return { runEvent };
+}
+`;
+const peerFile = join(work, "peer.mjs");
+writeFileSync(peerFile, PEER);
+const clientModule = resolve(import.meta.dir, "../packages/levelcode-hooks/src/index.ts");
+
+/**
+ * One scenario in a fresh Bun process, with the runner made at module level as levelcode's tool
+ * executor makes it; the script's last line is a JSON object of figures.
+ */
+function fresh(which: "engine" | "client", body: string): Record<string, number> {
+  const script = join(work, `fresh-${which}-${Math.random().toString(36).slice(2)}.mts`);
+  const make = which === "engine" ? `import { createPeerRunner } from ${JSON.stringify(peerFile)}; const hookRunner = createPeerRunner(); const counts = () => ({ alive: 0 });` : `import { createHookRunner, serverCounts } from ${JSON.stringify(clientModule)}; const hookRunner = createHookRunner(); const counts = () => serverCounts();`;
+  writeFileSync(script, `${make}\nconst cwd = ${JSON.stringify(project)};\n${body}\n`);
+  const run = Bun.spawnSync([process.execPath, script], { cwd: project, env: { ...process.env, LEVELCODE_HOOKS_BINARY: resolve(binary!) }, stdout: "pipe", stderr: "pipe" });
+  const lines = run.stdout.toString().trim().split("\n");
+  try {
+    return JSON.parse(lines[lines.length - 1]!) as Record<string, number>;
+  } catch {
+    throw new Error(`the ${which} scenario failed: ${run.stderr.toString()}${run.stdout.toString()}`);
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const FRESH_RUNS = quick ? 3 : 15;
+/** Both sides of a scenario, FRESH_RUNS times each in turns; the medians of each figure. */
+function freshPair(body: string): { engine: Record<string, number>; client: Record<string, number> } {
+  const runs: Record<"engine" | "client", Array<Record<string, number>>> = { engine: [], client: [] };
+  for (let i = 0; i < FRESH_RUNS; i++) for (const which of ["engine", "client"] as const) runs[which].push(fresh(which, body));
+  const med = (list: Array<Record<string, number>>) => Object.fromEntries(Object.keys(list[0]!).map((k) => [k, median(list.map((r) => r[k]!))]));
+  return { engine: med(runs.engine), client: med(runs.client) };
+}
+
+const step = (tool: string, delayMs: number) => `
+${delayMs > 0 ? `await new Promise((r) => setTimeout(r, ${delayMs}));` : ""}
+const t0 = performance.now();
+const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd, tool_name: ${JSON.stringify(tool)} === "many" ? "tool_" + (i % 40) : ${JSON.stringify(tool)}, tool_input: { i } })));
+const ms = performance.now() - t0;
+if (outcomes.some((o) => o.blocked)) throw new Error("blocked");
+console.log(JSON.stringify({ ms, serve: counts().alive }));`;
+const firstCall = (delayMs: number) => `
+${delayMs > 0 ? `await new Promise((r) => setTimeout(r, ${delayMs}));` : ""}
+const t0 = performance.now();
+await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd, tool_name: "write_file", tool_input: { path: "a.ts" } });
+console.log(JSON.stringify({ ms: performance.now() - t0 }));`;
+const perCall = `
+const N = ${quick ? 2000 : 20000};
+const output = [{ type: "json", value: { message: "x".repeat(3000) } }];
+const call = async (tool: string, hooks: boolean) => {
+  const input = { path: "src/a.ts", content: "y".repeat(500) };
+  if (hooks) await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd, tool_name: tool, tool_input: input });
+  const result = JSON.stringify(output).slice(0, 4000);
+  if (hooks) await hookRunner.runEvent("PostToolUse", { event: "PostToolUse", cwd, tool_name: tool, tool_input: input, tool_result: result.length <= 2000 ? result : result.slice(0, 2000) + "…" });
+};
+for (let i = 0; i < 500; i++) await call("write_file", true);
+await new Promise((r) => setTimeout(r, 2500));
+for (let i = 0; i < 500; i++) await call("write_file", true);
+let bare = 0, hooked = 0;
+for (let round = 0; round < 10; round++) {
+  let t = performance.now(); for (let i = 0; i < N / 10; i++) await call("write_file", false); bare += performance.now() - t;
+  t = performance.now(); for (let i = 0; i < N / 10; i++) await call("write_file", true); hooked += performance.now() - t;
+}
+const stats = (hookRunner as { cacheStats?: () => { hits: number; misses: number } }).cacheStats?.();
+console.log(JSON.stringify({ us: ((hooked - bare) * 1000) / N, hits: stats?.hits ?? 0, misses: stats?.misses ?? 0 }));`;
+
+const burst = freshPair(step("many", 0));
+const burstLater = freshPair(step("many", 100));
+const burstTrue = freshPair(step("bench_one", 100));
+const first = freshPair(firstCall(0));
+const firstLater = freshPair(firstCall(50));
+const costs = freshPair(perCall);
+console.error(`client bench: no-match cache in the per-call scenario: ${costs.client.hits} hits, ${costs.client.misses} misses`);
+const pattern: Array<[string, string, string, string, boolean]> = [];
+const patternRow = (name: string, engine: number, client: number, unit: string, goal: string, met: boolean) => {
+  pattern.push([name, `${engine.toFixed(unit === "µs" ? 2 : 1)} ${unit}`, `${client.toFixed(unit === "µs" ? 2 : 1)} ${unit}`, goal, met]);
+  console.error(`client bench: ${name}: engine ${engine.toFixed(2)} ${unit}, client ${client.toFixed(2)} ${unit} (${goal}: ${met ? "met" : "missed"})`);
+};
+patternRow("200 concurrent no-match calls, at once after the runner is made", burst.engine.ms!, burst.client.ms!, "ms", `≤ 2× (${(burst.client.ms! / burst.engine.ms!).toFixed(2)}×), serve left: ${burst.client.serve}`, burst.client.ms! <= 2 * burst.engine.ms! && burst.client.serve! <= 2);
+patternRow("200 concurrent no-match calls, 100 ms after", burstLater.engine.ms!, burstLater.client.ms!, "ms", `≤ 2× (${(burstLater.client.ms! / burstLater.engine.ms!).toFixed(2)}×), serve left: ${burstLater.client.serve}`, burstLater.client.ms! <= 2 * burstLater.engine.ms! && burstLater.client.serve! <= 2);
+patternRow("200 concurrent calls, one matching `true` hook each", burstTrue.engine.ms!, burstTrue.client.ms!, "ms", `≤ 1.2× (${(burstTrue.client.ms! / burstTrue.engine.ms!).toFixed(2)}×), serve left: ${burstTrue.client.serve}`, burstTrue.client.ms! <= 1.2 * burstTrue.engine.ms!);
+patternRow("no-match cost per tool call (Pre + Post) over running nothing", costs.engine.us!, costs.client.us!, "µs", `≤ engine + 2 µs`, costs.client.us! <= costs.engine.us! + 2);
+patternRow("first tool call of a fresh process, at once after the runner is made", first.engine.ms!, first.client.ms!, "ms", `≤ 1.5× (${(first.client.ms! / first.engine.ms!).toFixed(2)}×)`, first.client.ms! <= 1.5 * first.engine.ms!);
+patternRow("first tool call of a fresh process, 50 ms after", firstLater.engine.ms!, firstLater.client.ms!, "ms", `≤ 1.5× (${(firstLater.client.ms! / firstLater.engine.ms!).toFixed(2)}×)`, firstLater.client.ms! <= 1.5 * firstLater.engine.ms!);
+
+// Head of line: a 2-second hook in flight, and a no-match call beside it.
+const slowRunner = createHookRunner({ binary: resolve(binary), noMatchCache: false, hooks: { PreToolUse: [{ matcher: "slow_tool", hooks: [{ command: "sleep 2" }] }] } });
+await slowRunner.runEvent("PreToolUse", payload("warm"));
+const aloneRun = await measure(20, () => slowRunner.runEvent("PreToolUse", payload("other")));
+const slow = slowRunner.runEvent("PreToolUse", payload("slow_tool"));
+await new Promise((r) => setTimeout(r, 50));
+const besideRun = await measure(20, () => slowRunner.runEvent("PreToolUse", payload("other")));
+await slow;
+slowRunner.close();
+const headOfLine = stats(besideRun).median - stats(aloneRun).median;
+patternRow("a no-match call beside a 2 s hook, over the same call alone", 0, headOfLine / 1000, "ms", "no head-of-line wait (< 50 ms)", headOfLine < 50_000);
+
 const ratio = (a: number, b: number) => (a / b).toFixed(2);
 const goals = [
   ["no match, median ≤ 50 µs", `${sNoMatch.median.toFixed(1)} µs`, sNoMatch.median <= 50],
@@ -191,6 +326,13 @@ const md = [
   "| goal | measured | met |",
   "|---|---:|---|",
   ...goals.map(([goal, value, met]) => `| ${goal} | ${value} | ${met ? "yes" : "**no**"} |`),
+  "",
+  "levelcode's call pattern, each scenario in a fresh Bun process, against an engine in the manner of",
+  `levelcode's in-process one; medians of ${FRESH_RUNS} runs of each, in turns:`,
+  "",
+  "| scenario | engine | @levelcode/hooks | goal | met |",
+  "|---|---:|---:|---|---|",
+  ...pattern.map(([name, engine, client, goal, met]) => `| ${name} | ${engine} | ${client} | ${goal} | ${met ? "yes" : "**no**"} |`),
   "",
   `Also: /bin/true ${sTrue.median.toFixed(1)} µs; the one-handler event costs ${(sOne.median - sSh.median).toFixed(1)} µs over the handler alone.`,
   "",

@@ -11,6 +11,7 @@
 #   BENCH_STATIC_RUSTFLAGS   flags of the static build (default: -C target-feature=+crt-static -C relocation-model=static, as make static)
 #   BENCH_QUICK=1      few runs, for checking that the script works
 #   BENCH_ROUNDS, BENCH_RUNS, BENCH_HEAVY_RUNS, BENCH_EVENTS   override the defaults (10, 100, 8, 1000)
+#   BENCH_ONLY="no_match no_match_regex"   measure only these scenarios
 #   BENCH_VERBOSE=1    show hyperfine's own output
 set -euo pipefail
 
@@ -160,6 +161,8 @@ fi
 [ -z "${BENCH_RUNS:-}" ] || args+=(--runs "$BENCH_RUNS")
 [ -z "${BENCH_HEAVY_RUNS:-}" ] || args+=(--heavy-runs "$BENCH_HEAVY_RUNS")
 [ -z "${BENCH_EVENTS:-}" ] || args+=(--events "$BENCH_EVENTS")
+# shellcheck disable=SC2206 # a list of scenario names
+[ -z "${BENCH_ONLY:-}" ] || args+=(--only $BENCH_ONLY)
 [ -z "${BENCH_VERBOSE:-}" ] || args+=(--verbose)
 
 say "bench: hyperfine $("$hyperfine" --version | awk '{print $2}'), $(nproc) CPUs; results in $out/"

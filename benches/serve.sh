@@ -2,7 +2,7 @@
 # The per-event cost of `levelcode-hooks serve`, for `make bench`: one server kept running and
 # sent 10,000 events one at a time, in the no match, one handler and five handlers scenarios of
 # benches/bench.py (same layers, same payloads), each beside its floor: the same handlers
-# spawned directly, which no dispatcher can avoid.
+# spawned directly, which no dispatcher can avoid; then bursts of 200 events written at once.
 #
 # Results go to target/bench/ (or $CARGO_TARGET_DIR/bench/): serve.md and serve.json.
 # Exits non-zero only when the benchmark could not run; a missed goal is reported, not failed.
@@ -13,6 +13,8 @@
 #   SERVE_EVENTS           events per scenario (default 10000)
 #   SERVE_FLOOR_EVENTS     floor measurements per scenario (default 2000)
 #   SERVE_ROUNDS           rounds that interleave the two (default 10)
+#   SERVE_BURST            requests written at once in each burst (default 200; 0: no bursts)
+#   SERVE_BURSTS           bursts timed per scenario (default 20)
 #   SERVE_PIN=0            let the scheduler place the processes instead of pinning them to
 #                          one CPU (round trips then cost more whenever they land apart)
 set -euo pipefail
@@ -59,11 +61,13 @@ sleep 2.1
 
 args=(--client "$client" --bin "$bin" --scenarios "$work/scenarios.json" --out "$out")
 if [ -n "${BENCH_QUICK:-}" ]; then
-    args+=(--events 500 --floor-events 100 --rounds 2 --warmup 50)
+    args+=(--events 500 --floor-events 100 --rounds 2 --warmup 50 --bursts 3)
 fi
 [ -z "${SERVE_EVENTS:-}" ] || args+=(--events "$SERVE_EVENTS")
 [ -z "${SERVE_FLOOR_EVENTS:-}" ] || args+=(--floor-events "$SERVE_FLOOR_EVENTS")
 [ -z "${SERVE_ROUNDS:-}" ] || args+=(--rounds "$SERVE_ROUNDS")
+[ -z "${SERVE_BURST:-}" ] || args+=(--burst "$SERVE_BURST")
+[ -z "${SERVE_BURSTS:-}" ] || args+=(--bursts "$SERVE_BURSTS")
 [ "${SERVE_PIN:-1}" != 0 ] || args+=(--no-pin)
 
 say "serve bench: $(nproc) CPUs; results in $out/serve.md"

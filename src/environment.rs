@@ -13,6 +13,22 @@ pub const EXEC_LOG: &str = "LEVELCODE_HOOKS_LOG";
 /// The variable that trusts a project's hooks for one run (`trust/`).
 pub const TRUST_PROJECT_HOOKS: &str = "LEVELCODE_TRUST_PROJECT_HOOKS";
 
+/// The variables that say a process descends from the agent's tool calls or a hook (`trust/`):
+/// levelcode's own, which the dispatcher also sets for every handler, and Claude Code's.
+pub const AGENT: [&str; 2] = ["LEVELCODE_AGENT", "CLAUDECODE"];
+
+/// The first of [`AGENT`] that was on (`1`, `true`, `on`) when the process started, if any.
+/// Read once; the `LEVELCODE_AGENT` a dispatch gives its handlers goes into their own
+/// environment only, never the process's.
+pub fn started_by_agent() -> Option<&'static str> {
+    static STARTED_BY: OnceLock<Option<&'static str>> = OnceLock::new();
+    *STARTED_BY.get_or_init(|| {
+        AGENT
+            .into_iter()
+            .find(|name| std::env::var(name).is_ok_and(|v| is_on(&v)))
+    })
+}
+
 /// A dispatcher started at this depth or deeper runs nothing.
 pub const MAX_DEPTH: u32 = 4;
 
@@ -39,8 +55,8 @@ pub fn is_on(value: &str) -> bool {
 }
 
 /// The dispatcher's own nesting depth: `LEVELCODE_HOOKS_DEPTH` as it was when the dispatcher
-/// started, 0 when unset or not a number. Read once: the dispatcher exports one more for its
-/// handlers into its own environment (see `runner::export_env`).
+/// started, 0 when unset or not a number. Read once; handlers get one more, in their own
+/// environment (see `runner::Invocation`).
 pub fn depth() -> u32 {
     static DEPTH: OnceLock<u32> = OnceLock::new();
     *DEPTH.get_or_init(|| {
@@ -51,9 +67,9 @@ pub fn depth() -> u32 {
     })
 }
 
-/// The directory the dispatcher was started in. Relative paths (`--settings`, `--project-dir`, a
-/// relative `cwd`) resolve against it, even while the runner has moved the process into a
-/// project root to start handlers.
+/// The directory the dispatcher was started in, which stays its current directory (handlers are
+/// started in theirs without moving the process). Relative paths (`--settings`, `--project-dir`,
+/// a relative `cwd`) resolve against it.
 pub fn start_dir() -> PathBuf {
     static START: OnceLock<PathBuf> = OnceLock::new();
     START

@@ -3,6 +3,9 @@
 //!
 //! The handler only stores the signal number and writes one byte to a self-pipe; every blocking
 //! wait in the dispatcher polls that pipe, so a signal is noticed at once whatever phase it is in.
+//! Nothing ever reads the pipe: once a signal arrived it stays readable, so every thread that
+//! polls it wakes (in `serve`, the reader of requests and each request's handler loop alike),
+//! whichever thread the kernel ran the handler on, and however late a thread starts to wait.
 
 #[cfg(unix)]
 mod imp {

@@ -522,3 +522,79 @@ fn the_chain_checks_out_computed_independently() {
         prev = hex(&sha2::Sha256::digest(line));
     }
 }
+
+#[test]
+fn serve_compliance_op_records_a_call_the_client_describes() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.command();
+    command
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawned");
+    let lines = [
+        json!({"id": 1, "op": "compliance", "team": "alpha", "trace_id": "tc-1", "agent_id": "agent-7",
+               "tool": "write_file", "args": {"path": "a.ts", "n": 1.50, "s": "é\u{2028}"},
+               "result": "failure", "timestamp": 1_700_000_000_000_u64}),
+        json!({"id": 2, "op": "compliance", "team": "alpha", "trace_id": "tc-2", "tool": "x", "result": "maybe"}),
+        json!({"id": 3, "op": "compliance", "team": "../x", "trace_id": "tc-3", "tool": "x", "result": "success"}),
+        json!({"id": 4, "op": "compliance", "team": "alpha", "trace_id": "", "tool": "x", "result": "success"}),
+        json!({"id": 5, "op": "compliance", "team": "alpha", "trace_id": "tc-5", "tool": "read_files", "result": "success"}),
+    ];
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in &lines {
+        writeln!(stdin, "{line}").expect("written");
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("finished");
+    let mut answers: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    // Requests run side by side (contract §14): answers come as each is done, tagged by id.
+    answers.sort_by_key(|answer| answer["id"].as_u64());
+    assert_eq!(
+        answers[0]["compliance"]["log"],
+        sandbox.log("alpha").to_str().unwrap()
+    );
+    assert!(
+        answers[1]["error"].as_str().unwrap().contains("result"),
+        "{}",
+        answers[1]
+    );
+    assert!(
+        answers[2]["error"].as_str().unwrap().contains("team name"),
+        "{}",
+        answers[2]
+    );
+    assert!(
+        answers[3]["error"].as_str().unwrap().contains("trace_id"),
+        "{}",
+        answers[3]
+    );
+    assert!(answers[4].get("error").is_none(), "{}", answers[4]);
+
+    let mut logged = sandbox.lines("alpha");
+    assert_eq!(logged.len(), 2, "{logged:?}");
+    // The two calls were recorded side by side: in either order.
+    logged.sort_by_key(|line| !line.contains(r#""traceId":"tc-1""#));
+    let first: Value = serde_json::from_str(&logged[0]).unwrap();
+    assert_eq!(first["traceId"], "tc-1");
+    assert_eq!(first["agentId"], "agent-7");
+    assert_eq!(first["timestamp"], 1_700_000_000_000_u64);
+    assert_eq!(first["payload"]["result"], "failure");
+    assert_eq!(first["payload"]["tool"], "write_file");
+    // The args as sent, in JavaScript's JSON: 1.50 is 1.5.
+    assert!(
+        logged[0].contains(r#""args":{"path":"a.ts","n":1.5,"s":"é"#),
+        "{}",
+        logged[0]
+    );
+    let second: Value = serde_json::from_str(&logged[1]).unwrap();
+    assert!(second.get("agentId").is_none(), "{second}");
+    assert_eq!(second["payload"]["args"], Value::Null);
+    let verify = sandbox.compliance(&["verify", "--team", "alpha"]);
+    assert_eq!(verify.status.code(), Some(0), "{verify:?}");
+}

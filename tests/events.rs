@@ -296,3 +296,24 @@ fn a_native_prompt_guard_blocks_with_exit_2() {
         .run();
     assert_eq!((out.status(), out.decision()), (0, "proceed".to_string()));
 }
+
+#[test]
+fn serve_tests_a_member_matcher_against_each_request_s_own_member() {
+    let settings = json!({"hooks": {"SessionEnd": [
+        {"matcher": "clear", "hooks": [{"command": "echo cleared"}]},
+    ]}});
+    let answers = served(
+        Test::new().project_settings(settings),
+        &[
+            json!({"event": "SessionEnd", "reason": "logout"}),
+            json!({"event": "SessionEnd", "reason": "clear"}),
+            json!({"event": "SessionEnd"}),
+        ],
+    );
+    let ran: Vec<usize> = answers
+        .iter()
+        .map(|a| a["handlers"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(ran, [0, 1, 0], "{answers:?}");
+    assert_eq!(answers[1]["handlers"][0]["stdout"], "cleared\n");
+}

@@ -528,6 +528,228 @@ proptest! {
     }
 }
 
+/// Matchers that are not name lists, `*` or empty: regular expressions for the engine.
+fn is_regex_matcher(pattern: &str) -> bool {
+    !pattern.is_empty() && pattern != "*" && !matcher::is_name_list(pattern)
+}
+
+/// Today's rule for a regex matcher, straight from the `regex` crate (and `fancy-regex` where
+/// `regex` refuses look-around or a backreference): the answer for each name, or the error.
+fn reference_answers(pattern: &str, names: &[String]) -> Result<Vec<bool>, String> {
+    match regex::Regex::new(pattern) {
+        Ok(re) => Ok(names.iter().map(|n| re.is_match(n)).collect()),
+        Err(e) => {
+            if matcher::needs_backtracking(pattern) {
+                if let Ok(re) = fancy_regex::Regex::new(pattern) {
+                    return Ok(names
+                        .iter()
+                        .map(|n| re.is_match(n).unwrap_or(false))
+                        .collect());
+                }
+            }
+            Err(e.to_string())
+        }
+    }
+}
+
+/// The matcher's answers equal the reference's: the same verdict on validity, the same error
+/// text, the same answer for every name.
+fn check_against_regex(pattern: &str, names: &[String]) -> Result<(), TestCaseError> {
+    if !is_regex_matcher(pattern) {
+        return Ok(());
+    }
+    let expected = reference_answers(pattern, names);
+    match (Matcher::compile(Some(pattern)), expected) {
+        (Ok(compiled), Ok(answers)) => {
+            for (name, answer) in names.iter().zip(answers) {
+                prop_assert_eq!(
+                    compiled.matches(name),
+                    answer,
+                    "pattern {:?} name {:?} ({:?})",
+                    pattern,
+                    name,
+                    compiled
+                );
+            }
+        }
+        (Err(e), Err(reference)) => prop_assert_eq!(e, reference, "{:?}", pattern),
+        (got, expected) => prop_assert!(
+            false,
+            "pattern {:?}: got {:?}, regex says {:?}",
+            pattern,
+            got.map(|_| ()),
+            expected.map(|_| ())
+        ),
+    }
+    Ok(())
+}
+
+/// Names from an alphabet that reaches the places where engines differ: ASCII letters of both
+/// cases (with `k` and `s`, which the Kelvin sign and the long s fold to), digits and space,
+/// non-ASCII letters, digits and spaces, and newlines.
+fn engine_names() -> impl Strategy<Value = Vec<String>> {
+    let name = prop_oneof![
+        3 => "[abkKsS_1 -]{0,6}",
+        2 => "[abkKsS_1\u{212A}\u{17F}\u{e9}\u{c9}\u{663}\u{a0}\n ]{0,6}",
+        1 => prop::sample::select(vec!["write_file", "mcp__github__delete_repo", "run_BASH", "Kill", "\u{212A}ill", "\u{e9}crire"]).prop_map(String::from),
+    ];
+    prop::collection::vec(name, 1..6)
+}
+
+/// Valid regexes, built as trees: literals (ASCII, non-ASCII, escaped), classes (ranges,
+/// negated, POSIX, Perl, Unicode), `.`, anchors and word boundaries, concatenation,
+/// alternation, groups, repetition (greedy, lazy, counted) and flag groups (`i`, `s`, `x`, `u`).
+fn regex_tree() -> impl Strategy<Value = String> {
+    let leaf = prop::sample::select(vec![
+        "a",
+        "b",
+        "k",
+        "K",
+        "s",
+        "_",
+        "-",
+        "1",
+        "\u{e9}",
+        "\u{c9}",
+        "\u{212A}",
+        "\u{17F}",
+        "\\.",
+        "\\-",
+        ".",
+        "\\w",
+        "\\W",
+        "\\d",
+        "\\D",
+        "\\s",
+        "\\S",
+        "\\b",
+        "\\B",
+        "\\pL",
+        "\\p{Greek}",
+        "\\PL",
+        "[a-z]",
+        "[^a-z]",
+        "[A-Z_]",
+        "[ks]",
+        "[^k]",
+        "[[:alpha:]]",
+        "[[:^alpha:]]",
+        "[[:^lower:]]",
+        "[[:upper:]]",
+        "[\\w-]",
+        "[^\\W]",
+        "[\\d\\s]",
+        "[a-z&&[^k]]",
+        "[\\x{212A}]",
+        "\\x{17F}",
+        "\\x41",
+        "\\u{e9}",
+        "^",
+        "$",
+        "\\A",
+        "\\z",
+        "\\<",
+        "\\>",
+        "\\b{start}",
+        "(?m:^)",
+        "[\u{e9}-\u{ff}]",
+    ])
+    .prop_map(String::from);
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..4).prop_map(|v| v.concat()),
+            prop::collection::vec(inner.clone(), 2..4).prop_map(|v| v.join("|")),
+            inner.clone().prop_map(|r| format!("({r})")),
+            inner.clone().prop_map(|r| format!("(?:{r})")),
+            (
+                inner.clone(),
+                prop::sample::select(vec!["*", "+", "?", "*?", "{2}", "{1,3}", "{0,}"])
+            )
+                .prop_map(|(r, q)| format!("(?:{r}){q}")),
+            (
+                inner,
+                prop::sample::select(vec![
+                    "(?i)", "(?i:", "(?-i:", "(?s:", "(?x:", "(?u:", "(?-u:", "(?is)"
+                ])
+            )
+                .prop_map(|(r, f)| if f.ends_with(':') {
+                    format!("{f}{r})")
+                } else {
+                    format!("{f}{r}")
+                }),
+        ]
+    })
+}
+
+/// Pieces of regex syntax, valid or not, including what only some engines take.
+fn engine_fragments() -> impl Strategy<Value = String> {
+    let fragment = prop::sample::select(vec![
+        "a", "k", "s", "K", "\u{212A}", "\u{e9}", "_", ".", "*", "+", "?", "(", ")", "[", "]", "{",
+        "}", "|", "^", "$", "\\", "\\w", "\\W", "\\d", "\\s", "\\b", "\\pL", "\\x{17F}", "\\x",
+        "\\u", "\\U", "\\1", "\\e", "\\cA", "\\0", "\\<", "\\z", "\\Z", "{2}", "{2,1}", "{,3}",
+        "[:", ":]", "[:^", "&&", "--", "~~", "(?", "(?i)", "(?-u)", "(?u)", "(?x)", "(?R)", "(?U)",
+        "(?P<n>", "(?<n>", "(?!", "(?=", "(?<=", "(?<!", " ", "#", "\n", "-", ",",
+    ]);
+    prop::collection::vec(fragment, 1..12).prop_map(|parts| parts.concat())
+}
+
+/// 1,024 cases unless PROPTEST_CASES says otherwise: the engines' corners are many.
+fn engine_config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1024);
+    ProptestConfig { cases, ..config() }
+}
+
+proptest! {
+    #![proptest_config(engine_config())]
+
+    /// The matcher engine answers as the `regex` crate does, for valid regexes of every kind of
+    /// syntax and names in ASCII and beyond.
+    #[test]
+    fn matcher_engine_agrees_with_regex_on_valid_patterns(pattern in regex_tree(), names in engine_names()) {
+        check_against_regex(&pattern, &names)?;
+    }
+
+    /// A regex ruled out for a name without compiling it never matches that name.
+    #[test]
+    fn matcher_ruled_out_never_matches(pattern in regex_tree(), names in engine_names()) {
+        if let Ok(re) = regex::Regex::new(&pattern) {
+            for name in names.iter().map(String::as_str).chain(["write_file", "kb_s", "a-b"]) {
+                if matcher::ruled_out(&pattern, name) {
+                    prop_assert!(!re.is_match(name), "{:?} ruled out {:?} but matches", pattern, name);
+                }
+            }
+        }
+    }
+
+    /// The same on patterns of the plain syntax that literal runs are read from.
+    #[test]
+    fn matcher_ruled_out_plain_patterns_never_match(
+        parts in prop::collection::vec(prop::sample::select(vec![
+            "a", "b", "ab", "_", "\u{e9}", "\\.", "\\|", "[ab]", "[^a]", "\\w", "\\b", ".", "*", "+",
+            "?", "{2}", "{0,1}", "{1,}?", "(a|b)", "(ab)+", "(a|)", "|", "^", "$",
+        ]), 1..8),
+        names in prop::collection::vec(prop_oneof![4 => "[ab]{0,6}", 1 => "[ab_.|\u{e9}]{0,6}"], 8..16),
+    ) {
+        let pattern = parts.concat();
+        if let Ok(re) = regex::Regex::new(&pattern) {
+            for name in &names {
+                if matcher::ruled_out(&pattern, name) {
+                    prop_assert!(!re.is_match(name), "{:?} ruled out {:?} but matches", pattern, name);
+                }
+            }
+        }
+    }
+
+    /// And on strings of regex syntax that are often invalid: the same verdict, the same error.
+    #[test]
+    fn matcher_engine_agrees_with_regex_on_any_syntax(pattern in engine_fragments(), names in engine_names()) {
+        check_against_regex(&pattern, &names)?;
+    }
+}
+
 /// Strings made of the pieces regex syntax is built from, valid or not.
 fn regex_fragments() -> impl Strategy<Value = String> {
     let fragment = prop::sample::select(vec![
@@ -803,6 +1025,10 @@ proptest! {
             Ok(Matcher::Pattern(re)) => {
                 prop_assert!(fast.is_ok());
                 prop_assert_eq!(re.is_match(&tool), fast.unwrap().is_match(&tool));
+            }
+            Ok(lite @ Matcher::Lite(_)) => {
+                prop_assert!(fast.is_ok(), "{pattern:?} is invalid for regex");
+                prop_assert_eq!(lite.matches(&tool), fast.unwrap().is_match(&tool));
             }
             Ok(_) => prop_assert!(matcher::is_name_list(&pattern) || pattern.is_empty() || pattern == "*"),
             Err(_) => prop_assert!(fast.is_err(), "{pattern:?} is valid for regex"),

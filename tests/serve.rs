@@ -1,5 +1,8 @@
 //! `serve`, black-box: one server answers a stream of requests exactly as `run` answers each
 //! payload alone, sees every settings edit, survives bad lines, and stops cleanly on a signal.
+//! Many requests at once: [`concurrency`].
+
+mod concurrency;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -9,9 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{
-    alive, group_members, read_pids, wait_for_line, wait_for_lines, write, Sandbox,
-};
+use crate::common::{alive, group_members, read_pids, wait_for_lines, write, Sandbox};
 
 /// How long one answer may take before the test fails as hung.
 const ANSWER_LIMIT: Duration = Duration::from_secs(30);
@@ -710,33 +711,41 @@ fn sigterm_during_a_handler_answers_interrupted_and_exits_143() {
     write(
         &world.project_settings(),
         json!({"hooks": {"Stop": [{"hooks": [
-            {"command": "echo $$ > pids; exec sleep 30", "timeout": 60},
+            {"command": "echo $$ >> pids; exec sleep 30", "timeout": 60},
             {"command": "touch later"},
         ]}]}})
         .to_string(),
     );
     let mut server = world.serve(&[]);
+    // Two requests in flight at once (contract §14): both handlers run side by side.
     server.send(br#"{"id":1,"event":"Stop"}"#);
     server.send(br#"{"id":2,"event":"Stop"}"#);
     let pids = world.project().join("pids");
-    wait_for_line(&pids, Duration::from_secs(20));
+    wait_for_lines(&pids, 2, Duration::from_secs(20));
     let sent = Instant::now();
     // SAFETY: kill(2) with plain integers.
     unsafe { libc::kill(server.pid(), libc::SIGTERM) };
-    let answer = server.answer();
-    assert_eq!(answer["id"], 1);
-    assert_eq!(answer["interrupted"], true, "{answer}");
-    assert_eq!(answer["handlers"][1]["outcome"], "skipped");
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let answer = server.answer();
+        assert_eq!(answer["interrupted"], true, "{answer}");
+        assert_ne!(answer["handlers"][0]["outcome"], "proceed", "{answer}");
+        assert_eq!(answer["handlers"][1]["outcome"], "skipped", "{answer}");
+        ids.push(answer["id"].as_i64().unwrap());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2]);
     let (status, rest) = server.finish();
     assert!(sent.elapsed() < Duration::from_secs(6));
     assert_eq!(status, 143);
     assert!(
         rest.is_empty(),
-        "no request is answered after the signal: {rest:?}"
+        "no request is answered twice, none after the signal: {rest:?}"
     );
-    let pid = read_pids(&pids)[0];
-    assert!(!alive(pid), "the handler survived");
-    assert!(group_members(pid).is_empty());
+    for pid in read_pids(&pids) {
+        assert!(!alive(pid), "the handler survived");
+        assert!(group_members(pid).is_empty());
+    }
     assert!(!world.project().join("later").exists());
 }
 

@@ -954,3 +954,68 @@ fn a_sealed_trust_admits_only_the_files_it_sealed() {
     world.settings(&project, &on("Stop", "sh .levelcode/hooks/hello.sh"));
     assert_changed(&world, &project);
 }
+
+#[test]
+fn serve_watch_names_each_file_the_answer_depends_on_with_its_stamp() {
+    let world = World::new();
+    world.script(&world.project(), ".levelcode/hooks/guard.sh", "exit 0");
+    world.settings(
+        &world.project(),
+        &on("PreToolUse", "sh .levelcode/hooks/guard.sh"),
+    );
+    let mut server = world.serve(&[], &world.root.join("serve.log"));
+    let asked = json!({"id": 1, "event": "PreToolUse", "tool_name": "write_file",
+                       "options": {"watch": true, "project_dir": world.project()}});
+    let out = server.ask(&asked);
+    let watch: Vec<(String, String)> = out["watch"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no watch: {out}"))
+        .iter()
+        .map(|entry| {
+            (
+                entry[0].as_str().unwrap().to_string(),
+                entry[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let stamp_of = |path: &Path| {
+        watch
+            .iter()
+            .find(|(p, _)| Path::new(p) == path)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_else(|| panic!("{} not in {watch:?}", path.display()))
+    };
+    // The three layers, present or not, the trust store and the script the hooks run.
+    assert_eq!(
+        stamp_of(&world.home().join(".config/levelcode/settings.json")),
+        "absent"
+    );
+    assert_eq!(stamp_of(&world.store()), "absent");
+    use std::os::unix::fs::MetadataExt as _;
+    let settings = world.project().join(".levelcode/settings.json");
+    let meta = std::fs::metadata(&settings).unwrap();
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    assert_eq!(
+        stamp_of(&settings),
+        format!(
+            "{}:{}:{}:{}:{}:{}",
+            meta.dev(),
+            meta.ino(),
+            meta.mode(),
+            meta.size(),
+            ns(meta.mtime(), meta.mtime_nsec()),
+            ns(meta.ctime(), meta.ctime_nsec())
+        )
+    );
+    let script = world.project().join(".levelcode/hooks/guard.sh");
+    assert!(stamp_of(&script).starts_with(&format!("{}:", meta.dev())));
+    // Without the option, no such member; with inline hooks, none either (no file is read).
+    let plain =
+        server.ask(&json!({"id": 2, "event": "Stop", "options": {"project_dir": world.project()}}));
+    assert!(plain.get("watch").is_none(), "{plain}");
+    let inline =
+        server.ask(&json!({"id": 3, "event": "Stop", "options": {"watch": true, "hooks": {}}}));
+    assert!(inline.get("watch").is_none(), "{inline}");
+}
+
+mod hostile;

@@ -8,6 +8,8 @@
 //! the report can show the floor without them.
 //!
 //! Both are measured in interleaved rounds, so a slow moment of the machine lands on both alike.
+//! Then bursts: `--burst` copies of the request written at once, as an agent's step fans out its
+//! tool calls, timed from the first byte written to the last answer read.
 //! Prints one JSON object: medians and 95th percentiles per event, in microseconds.
 //!
 //! Built by `benches/serve.sh` with plain `rustc`; only the standard library.
@@ -15,7 +17,7 @@
 //! ```text
 //! client --bin PATH --home DIR --project DIR --payload FILE --handlers N
 //!        [--handler 'sh -c true'] [--events 10000] [--floor-events 2000] [--rounds 10]
-//!        [--warmup 500]
+//!        [--warmup 500] [--burst 200] [--bursts 20]
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -46,6 +48,8 @@ struct Args {
     floor_events: usize,
     rounds: usize,
     warmup: usize,
+    burst: usize,
+    bursts: usize,
 }
 
 fn parse_args() -> Args {
@@ -60,6 +64,8 @@ fn parse_args() -> Args {
         floor_events: 2_000,
         rounds: 10,
         warmup: 500,
+        burst: 200,
+        bursts: 20,
     };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
@@ -82,6 +88,8 @@ fn parse_args() -> Args {
             "--floor-events" => args.floor_events = number(),
             "--rounds" => args.rounds = number().max(1),
             "--warmup" => args.warmup = number(),
+            "--burst" => args.burst = number(),
+            "--bursts" => args.bursts = number(),
             _ => fail(&format!("unknown flag {flag}")),
         }
     }
@@ -154,6 +162,29 @@ impl Server {
             fail("the server closed its stdout");
         }
         took
+    }
+
+    /// `count` copies of the request written at once (by a thread, so that answers and requests
+    /// flow at the same time, as they do for an agent), and every answer read; returns the time
+    /// from the first byte written to the last answer's newline.
+    fn burst(&mut self, count: usize) -> Duration {
+        let lines = self.request.repeat(count);
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            let stdin = &mut self.stdin;
+            scope.spawn(move || {
+                stdin.write_all(&lines).unwrap();
+                stdin.flush().unwrap();
+            });
+            for _ in 0..count {
+                self.answer.clear();
+                self.stdout.read_line(&mut self.answer).unwrap();
+                if !self.answer.ends_with('\n') {
+                    fail("the server closed its stdout");
+                }
+            }
+        });
+        start.elapsed()
     }
 
     /// Checks that the last answer ran exactly `handlers` handlers, all proceeding; the error
@@ -294,6 +325,16 @@ fn main() {
     if let Err(problem) = server.check(args.handlers) {
         fail(&problem);
     }
+    let mut bursts = Vec::with_capacity(args.bursts);
+    if args.burst > 0 {
+        server.burst(args.burst);
+        for _ in 0..args.bursts {
+            bursts.push(micros(server.burst(args.burst)));
+        }
+        if let Err(problem) = server.check(args.handlers) {
+            fail(&problem);
+        }
+    }
     server.stop();
     if let Some(echo) = echo {
         echo.stop();
@@ -316,6 +357,8 @@ fn main() {
         stats("serve", served),
         stats("floor", floor),
         stats("signal_resets", resets),
+        format!("\"burst_size\":{}", args.burst),
+        stats("burst", bursts),
     ];
     println!("{{{}}}", parts.join(","));
 }

@@ -37,6 +37,7 @@ def measure(args: argparse.Namespace, name: str, scenario: dict, handler: str | 
         "--handlers", str(scenario["expected_handlers"]),
         "--events", str(args.events), "--floor-events", str(args.floor_events),
         "--rounds", str(args.rounds), "--warmup", str(args.warmup),
+        "--burst", str(args.burst), "--bursts", str(args.bursts),
     ]
     if handler:
         command += ["--handler", handler]
@@ -58,6 +59,8 @@ def main() -> int:
     parser.add_argument("--floor-events", type=int, default=2_000)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--burst", type=int, default=200, help="requests written at once")
+    parser.add_argument("--bursts", type=int, default=20, help="bursts timed per scenario")
     parser.add_argument("--no-pin", action="store_true",
                         help="let the scheduler place the client, the server and the handlers")
     args = parser.parse_args()
@@ -82,6 +85,7 @@ def main() -> int:
 
     goals = []
     rows = []
+    burst_rows = []
     for name, title, _ in SCENARIOS:
         result = results.get(name)
         if not result:
@@ -109,6 +113,15 @@ def main() -> int:
             f"{floor['median_us']:.1f} | {floor['p95_us']:.1f} | {versus} | {lean} | "
             f"{IN_PROCESS_US[name]} | {goal}: {'met' if met else 'MISSED'} |"
         )
+        burst = result.get("burst")
+        if burst and burst["count"]:
+            size = result["burst_size"]
+            one_by_one = serve["median_us"] * size
+            burst_rows.append(
+                f"| {title} | {burst['median_us'] / 1000:.2f} | {burst['p95_us'] / 1000:.2f} | "
+                f"{burst['median_us'] / size:.1f} | {one_by_one / 1000:.2f} | "
+                f"{burst['median_us'] / one_by_one:.2f} |"
+            )
 
     lines = [
         "# `levelcode-hooks serve`: cost per event",
@@ -133,6 +146,19 @@ def main() -> int:
         "spawn resets only the few it catches. *Lean floor* is the floor less that loop, timed "
         "in the client: the strictest comparison this benchmark gives.",
     ]
+    if burst_rows:
+        lines += [
+            "",
+            f"Bursts: {args.burst} copies of the request written at once (one write, by a thread "
+            "of the client, while it reads the answers), timed from the first byte written to the "
+            f"last answer read; {args.bursts} bursts per scenario. *One by one*: the same number "
+            "of requests at the serve median above, each sent after the previous answer.",
+            "",
+            "| scenario | burst median ms | burst p95 ms | per request µs | one by one ms "
+            "| burst / one by one |",
+            "|---|---:|---:|---:|---:|---:|",
+            *burst_rows,
+        ]
     if failed:
         lines += ["", "Not measured:", *(f"- {f}" for f in failed)]
     report = "\n".join(lines) + "\n"

@@ -180,7 +180,7 @@ fn read_layer(reader: &mut layers::Reader, layer: &LayerPath) -> LayerView {
             view.state = LayerState::Unusable;
             view.warnings.push(warning);
         }
-        layers::Loaded::Contents(bytes) => {
+        layers::Loaded::Contents(bytes, _) => {
             let source = settings::Source {
                 layer: layer.kind,
                 file: layer.path.clone().into_boxed_path(),
@@ -314,6 +314,19 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                 if let Some(problem) = &matcher_problem {
                     warnings.retain(|w| w != problem);
                 }
+                let label = handler.label();
+                let crate::dispatch::settings::Action::Process(program) = &handler.action;
+                let hidden = match program {
+                    crate::dispatch::settings::Program::Shell(command) => {
+                        crate::commands::visible::needs_warning(command)
+                    }
+                    crate::dispatch::settings::Program::Argv(argv) => argv
+                        .iter()
+                        .any(|a| crate::commands::visible::needs_warning(a)),
+                };
+                if hidden || crate::commands::visible::needs_warning(&label) {
+                    warnings.push(crate::commands::visible::warning(&path));
+                }
                 out.push(Entry {
                     layer,
                     event: event.clone(),
@@ -321,7 +334,7 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                     matcher: matcher.clone(),
                     group: Some(group),
                     handler: Some(handler),
-                    label: handler.label(),
+                    label: crate::commands::visible::escape(&label).into_owned(),
                     invalid: matcher_problem.clone(),
                     warnings,
                 });

@@ -13,3 +13,4 @@ pub mod test;
 pub mod tools;
 pub mod trust;
 pub mod validate;
+pub mod visible;

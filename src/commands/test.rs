@@ -87,7 +87,13 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
     }
     let trace = Trace::new(args.dispatch.verbose || std::io::stderr().is_terminal());
     let report = dispatch::dispatch(&payload, &options, &trace, started);
-    output::print_report(&report, args.dispatch.output, &trace)
+    // The same JSON, with what a terminal would not show as itself written as escapes.
+    output::print_report_shown(
+        &report,
+        args.dispatch.output,
+        &trace,
+        crate::commands::visible::json,
+    )
 }
 
 /// The payload the flags describe: `event`, `tool_name`, `tool_input`, `tool_result` and `cwd`,

@@ -78,6 +78,9 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     if args.status {
         return status(&root, &assessment, &bytes, &warnings, args.json);
     }
+    if let Some(var) = trust::started_by_agent() {
+        anyhow::bail!("{}", trust::agent_refusal(var, &root));
+    }
     if assessment.state == State::NoHooks {
         crate::dispatch::output::write_stdout(&format!(
             "{}: no hooks to run, so nothing to trust\n",
@@ -177,7 +180,12 @@ fn status(
 pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(out, "Hooks in {}:", assessment.path.display());
+    let shown = |text: &str| crate::commands::visible::escape(text).into_owned();
+    let _ = writeln!(
+        out,
+        "Hooks in {}:",
+        shown(&assessment.path.display().to_string())
+    );
     for group in trust::all_groups(&assessment.path, bytes) {
         for handler in &group.handlers {
             let off = if group.enabled && handler.enabled {
@@ -188,12 +196,12 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
             let matcher = group
                 .matcher
                 .as_deref()
-                .map(|m| format!("  matcher {m:?}"))
+                .map(|m| format!("  matcher {:?}", shown(m)))
                 .unwrap_or_default();
             let name = handler
                 .name
                 .as_deref()
-                .map(|n| format!("  name {n:?}"))
+                .map(|n| format!("  name {:?}", shown(n)))
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
@@ -202,24 +210,52 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                 group.path(),
                 handler.index
             );
-            match &handler.action {
+            let hidden = match &handler.action {
                 Action::Process(Program::Shell(command)) => {
-                    let _ = writeln!(out, "      command: {command}");
+                    let _ = writeln!(out, "      command: {}", shown(command));
+                    crate::commands::visible::needs_warning(command)
                 }
                 Action::Process(Program::Argv(argv)) => {
-                    let _ = writeln!(out, "      argv: {}", json!(argv));
+                    let _ = writeln!(out, "      argv: {}", shown(&json!(argv).to_string()));
+                    argv.iter()
+                        .any(|a| crate::commands::visible::needs_warning(a))
                 }
+            };
+            if hidden {
+                let _ = writeln!(
+                    out,
+                    "      warning: {}",
+                    crate::commands::visible::warning("this handler")
+                );
             }
         }
     }
     if let Some(digest) = &assessment.digest {
-        if digest.scripts.is_empty() {
+        let (folder, named): (Vec<_>, Vec<_>) = digest.scripts.iter().partition(|s| s.in_folder);
+        if !folder.is_empty() {
+            let _ = writeln!(
+                out,
+                "Files in {}/ (every one is covered, named or not):",
+                trust::digest::HOOKS_FOLDER
+            );
+            for script in folder {
+                let _ = writeln!(out, "  {}  {}", shown(&script.path), script.hash);
+            }
+        }
+        if named.is_empty() {
             let _ = writeln!(out, "Files inside the project they name: none");
         } else {
             let _ = writeln!(out, "Files inside the project they name:");
-            for script in &digest.scripts {
-                let _ = writeln!(out, "  {}  {}", script.path, script.hash);
+            for script in named {
+                let _ = writeln!(out, "  {}  {}", shown(&script.path), script.hash);
             }
+        }
+        for place in &digest.fallback {
+            let _ = writeln!(
+                out,
+                "Could not split the command of {place} as a shell would: every word in it \
+                 that names a file in the project is covered instead."
+            );
         }
         let _ = writeln!(
             out,

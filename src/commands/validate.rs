@@ -22,7 +22,6 @@ use crate::dispatch::exit::Status;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher;
 use crate::dispatch::output::write_stdout;
-
 use crate::dispatch::protocol::Protocol;
 use crate::dispatch::settings::{Action, Program};
 use crate::dispatch::Options;
@@ -458,6 +457,22 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
                 Program::Shell(_) => "command",
                 Program::Argv(_) => "argv",
             };
+            let place = format!("{}.hooks[{}].{field}", group.path(), handler.index);
+            let shown = match program {
+                Program::Shell(command) => command.clone(),
+                Program::Argv(argv) => argv.join(" "),
+            };
+            if crate::commands::visible::needs_warning(&shown) {
+                found.add(
+                    Some(place.clone()),
+                    "invisible_characters",
+                    format!(
+                        "{}: {}",
+                        crate::commands::visible::warning("this handler"),
+                        crate::commands::visible::escape(&shown)
+                    ),
+                );
+            }
             for problem in command_check::check(program, &lookup) {
                 found.add(
                     Some(format!("{}.hooks[{}].{field}", group.path(), handler.index)),

@@ -63,6 +63,83 @@ pub fn append(data_dir: &Path, team: &str, payload: &[u8]) -> Result<(), String>
     log::append(&dir, &event).map_err(not_logged)
 }
 
+/// Appends one signed line for a tool call a caller describes itself, as levelcode's own
+/// `logToolCall(teamName, traceId, agentId, tool, args, result)` does: `call` is a JSON object
+/// with `trace_id` (a non-empty string), `agent_id` (a string, optional), `tool` (a string),
+/// `args` (any JSON, `null` when left out), `result` (`"success"` or `"failure"`) and
+/// `timestamp` (milliseconds since 1970, optional: now). Read with JavaScript's number and string
+/// semantics, so the line's legacy `signature` is what levelcode computes for the same call.
+pub fn append_call(data_dir: &Path, team: &str, call: &str) -> Result<(), String> {
+    if !is_valid_team(team) {
+        return Err(format!(
+            "team name {team:?} refused: a team name is 1 to 50 letters, digits, '_' or '-'; \
+             this tool call is not in the compliance log"
+        ));
+    }
+    let not_logged =
+        |reason: String| format!("compliance log: {reason} (this tool call is not in the log)");
+    let call = match js_json::parse(call) {
+        Ok(js_json::Value::Object(call)) => call,
+        _ => return Err(not_logged("the request is not a JSON object".to_string())),
+    };
+    let string = |name: &str| {
+        call.get(name)
+            .and_then(js_json::Value::as_js_string)
+            .map(<[u16]>::to_vec)
+    };
+    let Some(trace_id) = string("trace_id").filter(|id| !id.is_empty()) else {
+        return Err(not_logged(
+            "trace_id must be a non-empty string (the tool call's id)".to_string(),
+        ));
+    };
+    let agent_id = match call.get("agent_id") {
+        None | Some(js_json::Value::Null) => None,
+        Some(js_json::Value::String(id)) => Some(id.clone()),
+        Some(_) => return Err(not_logged("agent_id must be a string".to_string())),
+    };
+    let Some(tool) = string("tool") else {
+        return Err(not_logged(
+            "tool must be a string (the tool's name)".to_string(),
+        ));
+    };
+    let result = match string("result")
+        .map(|r| String::from_utf16_lossy(&r))
+        .as_deref()
+    {
+        Some(r @ ("success" | "failure")) => r.to_string(),
+        _ => {
+            return Err(not_logged(
+                "result must be \"success\" or \"failure\"".to_string(),
+            ))
+        }
+    };
+    let timestamp = match call.get("timestamp") {
+        None | Some(js_json::Value::Null) => crate::fs::now_ms() as f64,
+        Some(js_json::Value::Number(ms)) if ms.is_finite() && *ms >= 0.0 && ms.fract() == 0.0 => {
+            *ms
+        }
+        Some(_) => {
+            return Err(not_logged(
+                "timestamp must be whole milliseconds since 1970".to_string(),
+            ))
+        }
+    };
+    let mut payload = js_json::Object::new();
+    payload.set("tool", js_json::Value::String(tool));
+    payload.set(
+        "args",
+        call.get("args").cloned().unwrap_or(js_json::Value::Null),
+    );
+    payload.set("result", js_json::Value::string(&result));
+    let event = event::ToolCallEvent {
+        trace_id,
+        timestamp,
+        agent_id,
+        payload: js_json::Value::Object(payload),
+    };
+    log::append(&team_dir(data_dir, team), &event).map_err(not_logged)
+}
+
 /// `levelcode-hooks compliance …`: check or print a team's log.
 #[derive(Debug, clap::Subcommand)]
 pub enum ComplianceCommand {

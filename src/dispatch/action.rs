@@ -68,9 +68,18 @@ impl Action {
         }
     }
 
-    /// Runs the action once in `dir` with `input` on stdin, for at most `timeout`; never fails
-    /// (a failure is a [`Done`]). For the dispatcher's one thread only (`runner::run`).
-    pub fn perform(&self, dir: &Path, input: &[u8], timeout: Duration) -> Done {
+    /// Runs the action once in `dir` with `input` on stdin, for at most `timeout`, with `env`
+    /// added to the environment it inherits and `unset` taken out of it; never fails (a failure
+    /// is a [`Done`]). Changes nothing of the process's own state, so runs of different
+    /// requests may go on at once (`runner::run`).
+    pub fn perform(
+        &self,
+        dir: &Path,
+        input: &[u8],
+        timeout: Duration,
+        env: &[(&str, String)],
+        unset: &[&str],
+    ) -> Done {
         match self {
             Action::Process(program) => {
                 let finished = runner::run(&Invocation {
@@ -78,6 +87,8 @@ impl Action {
                     dir,
                     input,
                     timeout,
+                    env,
+                    unset,
                 });
                 process_done(program, finished)
             }

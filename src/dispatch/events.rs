@@ -407,6 +407,19 @@ mod tests {
             .filter(|name| !name.is_empty())
             .collect();
         assert_eq!(names, super::names(), "HOOK_EVENT_NAMES in types.ts");
+        let members = between("export const MATCHER_MEMBERS", "\n};");
+        for event in EVENTS {
+            let line = match event.matcher {
+                Subject::Member(field) => format!("\n  {}: \"{}\",", event.name, field.name()),
+                Subject::Nothing | Subject::Tool => format!("\n  {}:", event.name),
+            };
+            assert_eq!(
+                members.contains(&line),
+                matches!(event.matcher, Subject::Member(_)),
+                "MATCHER_MEMBERS in types.ts and {}'s matcher",
+                event.name
+            );
+        }
         let payload = between("export type HookPayload = {", "\n};");
         for event in EVENTS {
             for field in event.fields.iter().map(|f| f.name()) {

@@ -112,7 +112,9 @@ pub enum Loaded {
     Missing,
     /// The same file as an earlier layer: read once, at its first position.
     Repeated,
-    Contents(Vec<u8>),
+    /// The bytes read, and the metadata of the open file they were read from, taken once they
+    /// were read: what the trust seal compares, not the path looked at again.
+    Contents(Vec<u8>, std::fs::Metadata),
     /// A warning naming the file; the layer contributes nothing.
     Unusable(String),
 }
@@ -166,8 +168,13 @@ impl Reader {
             ));
         }
         let mut contents = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
-        match file.take(MAX_SETTINGS_BYTES + 1).read_to_end(&mut contents) {
-            Ok(_) => Loaded::Contents(contents),
+        let mut file = file.take(MAX_SETTINGS_BYTES + 1);
+        match file.read_to_end(&mut contents) {
+            Ok(_) => Loaded::Contents(
+                contents,
+                // A write while it was read moves the change time, and this shows it.
+                file.get_ref().metadata().unwrap_or(meta),
+            ),
             Err(e) => Loaded::Unusable(format!(
                 "{}: cannot read: {e}; layer skipped",
                 path.display()

@@ -1,10 +1,23 @@
 //! Which groups apply to a tool (contract §5).
 //!
 //! A matcher of plain names is an exact list, so `write_file` never matches `write_file_v2`;
-//! anything else is a regular expression searched unanchored. A pattern that the `regex` crate
-//! rejects only for what it lacks by design (look-ahead, look-behind, backreferences, as in
-//! JavaScript's `^(?!read_)`) is compiled by `fancy-regex`, a backtracking engine made for them;
-//! that engine is never built for a pattern `regex` accepts.
+//! anything else is a regular expression searched unanchored, with the `regex` crate's syntax
+//! and meaning. A matcher is compiled once per dispatch and tested against a name of a few
+//! dozen bytes, so the engine that runs it is chosen for its compile time, not its search
+//! speed: `regex` builds literal searchers, a lazy DFA and reverse automata for each pattern
+//! (tens to hundreds of microseconds; over half a millisecond for a Unicode `\w`), while
+//! `regex-lite` compiles one small NFA in one or two (docs/BENCHMARKS.md, "Matchers").
+//!
+//! `regex-lite` reads some patterns differently: its `\w`, `\d`, `\s` and `\b` know only
+//! ASCII, its case folding only ASCII letters, and it takes `(?-u)` where `regex` refuses what
+//! could match invalid UTF-8. On an ASCII name and a pattern [`lite_reads_as_regex`] accepts,
+//! the two agree; any other pattern, and any name that is not ASCII, go to `regex` (built on
+//! first need for a name that is not ASCII). A pattern that the `regex` crate rejects only for
+//! what it lacks by design (look-ahead, look-behind, backreferences, as in JavaScript's
+//! `^(?!read_)`) is compiled by `fancy-regex`, a backtracking engine made for them; neither of
+//! the larger engines is built for a pattern that a smaller one takes.
+
+use std::sync::OnceLock;
 
 use regex::Regex;
 
@@ -15,10 +28,105 @@ pub enum Matcher {
     Any,
     /// `a|b|c` of plain names: exactly these tools.
     Names(Vec<String>),
+    /// A regex that `regex-lite` runs as `regex` would, on ASCII names.
+    Lite(LitePattern),
     /// Anything else: a regex searched anywhere in the tool name.
     Pattern(Regex),
     /// A regex with look-around or backreferences, which only a backtracking engine runs.
     Backtracking(fancy_regex::Regex),
+}
+
+/// A regex compiled by `regex-lite`, with the `regex` crate's compilation of the same pattern
+/// kept for a name that is not ASCII.
+#[derive(Debug)]
+pub struct LitePattern {
+    lite: regex_lite::Regex,
+    /// Built the first time a name that is not ASCII is tested; `None` if `regex` refused it,
+    /// which [`LITE_SIZE_LIMIT`] rules out.
+    full: OnceLock<Option<Regex>>,
+}
+
+impl LitePattern {
+    /// Returns true if and only if the pattern matches somewhere in `tool`.
+    fn is_match(&self, tool: &str) -> bool {
+        if tool.is_ascii() {
+            return self.lite.is_match(tool);
+        }
+        self.full
+            .get_or_init(|| Regex::new(self.lite.as_str()).ok())
+            .as_ref()
+            .is_some_and(|re| re.is_match(tool))
+    }
+}
+
+/// The largest `regex-lite` automaton, in bytes, for which [`Matcher::compile`] takes its
+/// verdict that a pattern is valid. The `regex` crate refuses automata over 10 MiB of its own,
+/// and its Unicode `\w` costs it about 750 times what `regex-lite`'s ASCII one costs (it takes
+/// at most 209 of them in a row), so a pattern `regex-lite` builds in 4 KiB (at most 62 `\w`,
+/// or some 120 literal characters) is well within `regex`'s limit; a larger one goes to
+/// `regex`, which decides. A unit test holds the margin.
+pub const LITE_SIZE_LIMIT: usize = 4 * 1024;
+
+/// Patterns longer than this go to `regex`: `regex-lite` refuses nesting deeper than 50, the
+/// `regex` crate deeper than 250, and a pattern this short cannot nest deeper than that.
+const LITE_MAX_LEN: usize = 250;
+
+/// Returns true if and only if `regex-lite` and the `regex` crate read `pattern` alike on every
+/// ASCII name, judged from its text alone: it is at most [`LITE_MAX_LEN`] bytes long, no
+/// `(?...)` group names the `u` flag (`regex-lite` ignores it, so `(?-u:.)`, which `regex`
+/// refuses, would be valid) or the `x` flag, no flag group like `(?i)` is followed by a
+/// repetition operator, and, where a group names the `i` flag, the text is ASCII with no
+/// `\x`, `\u` or `\U` escape and no negated POSIX class, which could bring in the Kelvin sign
+/// or the long s, whose Unicode case folding reaches the ASCII `k` and `s`. The Perl classes,
+/// word boundaries and ASCII case folding of `regex-lite` agree with `regex`'s on ASCII text.
+/// The check is conservative: a flag named anywhere, even in a comment or a group name, counts.
+pub fn lite_reads_as_regex(pattern: &str) -> bool {
+    if pattern.len() > LITE_MAX_LEN {
+        return false;
+    }
+    let bytes = pattern.as_bytes();
+    let mut case_insensitive = false;
+    let mut at = 0;
+    while let Some(found) = memchr::memmem::find(&bytes[at..], b"(?") {
+        let flags_start = at + found + 2;
+        let flags = &bytes[flags_start..];
+        let flags = &flags[..flags
+            .iter()
+            .position(|b| matches!(b, b':' | b')'))
+            .unwrap_or(flags.len())];
+        // `regex-lite` repeats what came before a flag group, as in `a(?i)*`; `regex` says
+        // the repetition has nothing to repeat. In `x` mode, spaces and comments could come
+        // between the two.
+        let closes = bytes.get(flags_start + flags.len()) == Some(&b')');
+        let repeated = bytes
+            .get(flags_start + flags.len() + 1)
+            .is_some_and(|b| b"*+?{".contains(b));
+        if flags.contains(&b'u') || flags.contains(&b'x') || (closes && repeated) {
+            return false;
+        }
+        case_insensitive |= flags.contains(&b'i');
+        at = flags_start;
+    }
+    !case_insensitive || (pattern.is_ascii() && !has_code_point_escape(bytes))
+}
+
+/// Returns true if and only if `pattern` has a `\x`, `\u` or `\U` escape (a code point by
+/// number) or a negated POSIX class (`[:^alpha:]`).
+fn has_code_point_escape(pattern: &[u8]) -> bool {
+    let mut i = 0;
+    while i < pattern.len() {
+        match pattern[i] {
+            b'\\' => {
+                if matches!(pattern.get(i + 1), Some(b'x' | b'u' | b'U')) {
+                    return true;
+                }
+                i += 2;
+            }
+            b'[' if pattern[i + 1..].starts_with(b":^") => return true,
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// Returns true if and only if `matcher` is a list of exact names: only ASCII letters, digits,
@@ -30,7 +138,7 @@ pub fn is_name_list(matcher: &str) -> bool {
 }
 
 impl Matcher {
-    /// Compiles a group's matcher; the error is the regex's own message.
+    /// Compiles a group's matcher; the error is the `regex` crate's own message.
     pub fn compile(matcher: Option<&str>) -> Result<Matcher, String> {
         let Some(text) = matcher else {
             return Ok(Matcher::Any);
@@ -50,6 +158,19 @@ impl Matcher {
             }
             return Ok(Matcher::Names(names));
         }
+        if lite_reads_as_regex(text) {
+            // A pattern `regex-lite` refuses (a Unicode class, a set operation, look-around,
+            // an automaton over the limit) is `regex`'s to judge, below.
+            if let Ok(lite) = regex_lite::RegexBuilder::new(text)
+                .size_limit(LITE_SIZE_LIMIT)
+                .build()
+            {
+                return Ok(Matcher::Lite(LitePattern {
+                    lite,
+                    full: OnceLock::new(),
+                }));
+            }
+        }
         match Regex::new(text) {
             Ok(re) => Ok(Matcher::Pattern(re)),
             Err(e) if needs_backtracking(text) => fancy_regex::Regex::new(text)
@@ -64,6 +185,7 @@ impl Matcher {
         match self {
             Matcher::Any => true,
             Matcher::Names(names) => names.iter().any(|n| n == tool),
+            Matcher::Lite(pattern) => pattern.is_match(tool),
             Matcher::Pattern(re) => re.is_match(tool),
             // Tool names are short, so the backtracking limit is out of reach; were it reached,
             // the group would not apply, as with any other matcher that does not match.
@@ -97,26 +219,191 @@ pub fn ruled_out(pattern: &str, tool: &str) -> bool {
     anchors_rule_out(pattern, tool) && parses(pattern)
 }
 
-/// Returns true if and only if the literal text that `pattern` anchors at the start (`^write_`)
-/// or the end (`_file$`) rules out `tool`, judged without compiling anything: compiling one regex
-/// costs more than a whole dispatch that matches nothing, and most regex matchers are anchored
-/// literals. A pattern with a top-level alternation or flags is never ruled out. Whether the
-/// pattern is valid at all is [`parses`]' question.
+/// Returns true if and only if literal text that every match of `pattern` must contain rules
+/// out `tool`, judged without compiling anything: compiling one regex costs more than a whole
+/// dispatch that matches nothing, and most regex matchers name literal text. The text is what a
+/// pattern anchors at the start (`^write_`) or the end (`_file$`), or, in a pattern of the plain
+/// syntax [`plainly_valid`] vouches for, any run of literals outside groups and classes
+/// (`mcp__` and `__` in `mcp__.*__(delete|drop)`); a top-level alternation is ruled out when
+/// each of its branches is, and only in that plain syntax. A pattern with flags is never ruled
+/// out. Whether the pattern is valid at all is [`parses`]' question.
 pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
-    if pattern.is_empty() || pattern == "*" || is_name_list(pattern) {
+    if pattern.is_empty()
+        || pattern == "*"
+        || is_name_list(pattern)
+        || pattern.contains("(?")
+        || has_stacked_quantifiers(pattern)
+    {
         return false;
     }
-    if pattern.contains("(?") || has_top_level_alternation(pattern) {
-        return false;
+    if !has_top_level_alternation(pattern) {
+        return anchored_text_rules_out(pattern, tool)
+            || (plainly_valid(pattern) && literal_runs_rule_out(pattern, tool));
     }
-    let by_prefix = pattern
+    plainly_valid(pattern)
+        && top_level_branches(pattern)
+            .iter()
+            .all(|b| anchored_text_rules_out(b, tool) || literal_runs_rule_out(b, tool))
+}
+
+/// Returns true if and only if a quantifier of `pattern` is itself repeated, as in `a+??` (the
+/// lazy `a+?` made optional, which matches the empty text) or `a{2}*`. Such a pattern is never
+/// ruled out: the rules above read a `+` as "at least once", which a second quantifier undoes.
+/// A `?` right after a quantifier makes it lazy and is not counted; escapes and classes are
+/// passed over.
+fn has_stacked_quantifiers(pattern: &str) -> bool {
+    let bytes = pattern.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let after = match bytes[i] {
+            b'\\' => {
+                i += 2;
+                continue;
+            }
+            b'[' => {
+                i += 1 + class_end(&bytes[i + 1..]).unwrap_or(0);
+                continue;
+            }
+            b'?' | b'*' | b'+' => i + 1,
+            b'{' => match bytes[i..].iter().position(|b| *b == b'}') {
+                Some(p) => i + p + 1,
+                None => return true,
+            },
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let next = if bytes.get(after) == Some(&b'?') {
+            after + 1
+        } else {
+            after
+        };
+        if matches!(bytes.get(next), Some(b'?' | b'*' | b'+' | b'{')) {
+            return true;
+        }
+        i = next;
+    }
+    false
+}
+
+/// Returns true if and only if the literal text that `branch` anchors at its start or end is
+/// not where `tool` has it.
+fn anchored_text_rules_out(branch: &str, tool: &str) -> bool {
+    let by_prefix = branch
         .strip_prefix('^')
         .is_some_and(|rest| !tool.starts_with(literal_prefix(rest)));
-    let by_suffix = pattern
+    let by_suffix = branch
         .strip_suffix('$')
         .filter(|rest| !rest.ends_with('\\'))
         .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)));
     by_prefix || by_suffix
+}
+
+/// The length of a group's text after its `(`, through its `)`, in a plainly valid pattern.
+fn group_end(rest: &[u8]) -> usize {
+    let mut depth = 1;
+    let mut i = 0;
+    while i < rest.len() {
+        match rest[i] {
+            b'\\' => i += 1,
+            b'[' => i += class_end(&rest[i + 1..]).unwrap_or(0),
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    rest.len()
+}
+
+/// The branches of a plainly valid pattern's top-level alternation.
+fn top_level_branches(pattern: &str) -> Vec<&str> {
+    let bytes = pattern.as_bytes();
+    let mut branches = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'[' => i += 1 + class_end(&bytes[i + 1..]).unwrap_or(0),
+            b'(' => i += 1 + group_end(&bytes[i + 1..]),
+            b'|' => {
+                branches.push(&pattern[start..i]);
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    branches.push(&pattern[start..]);
+    branches
+}
+
+/// Returns true if and only if a run of literal characters that every match of `branch` holds
+/// is missing from `tool`. `branch` has no top-level `|` and keeps to [`plainly_valid`]'s
+/// syntax. A run ends at anything but a literal or an escaped metacharacter; a character that
+/// `?`, `*` or `{..}` repeats leaves its run, `+` keeps it (it is there at least once).
+fn literal_runs_rule_out(branch: &str, tool: &str) -> bool {
+    let bytes = branch.as_bytes();
+    let mut run = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let ends_run = match bytes[i] {
+            b'\\' => {
+                let escaped = bytes.get(i + 1).copied().unwrap_or(b'\\');
+                i += 2;
+                if b"dwsDWSbB".contains(&escaped) {
+                    true
+                } else {
+                    run.push(char::from(escaped));
+                    false
+                }
+            }
+            b'[' => {
+                i += 1 + class_end(&bytes[i + 1..]).unwrap_or(0);
+                true
+            }
+            b'(' => {
+                i += 1 + group_end(&bytes[i + 1..]);
+                true
+            }
+            b'?' | b'*' => {
+                run.pop();
+                i += 1;
+                true
+            }
+            b'{' => {
+                run.pop();
+                i += bytes[i..]
+                    .iter()
+                    .position(|b| *b == b'}')
+                    .map_or(bytes.len(), |p| p + 1);
+                true
+            }
+            b'+' | b'.' | b'^' | b'$' | b')' | b'|' => {
+                i += 1;
+                true
+            }
+            _ => {
+                let c = branch[i..].chars().next().unwrap_or_default();
+                run.push(c);
+                i += c.len_utf8();
+                false
+            }
+        };
+        if ends_run {
+            if !run.is_empty() && !tool.contains(run.as_str()) {
+                return true;
+            }
+            run.clear();
+        }
+    }
+    !run.is_empty() && !tool.contains(run.as_str())
 }
 
 /// Returns true if and only if `pattern` is valid regex syntax. Only the syntax tree is built,
@@ -130,7 +417,8 @@ pub fn parses(pattern: &str) -> bool {
 }
 
 /// Returns true when `pattern` keeps to a plain subset of the syntax that is valid whatever
-/// it contains: literals, `.`, escaped metacharacters, `\d \w \s` and their negations, simple
+/// it contains: literals, `.`, escaped metacharacters, `\d \w \s` and their negations, `\b`
+/// and `\B`, simple
 /// classes such as `[a-z0-9_]`, plain groups, `|` between non-empty branches, `^`, `$`, and
 /// quantifiers after something they can repeat. False means only "not plainly valid": the
 /// syntax parser then decides. Building the parser's syntax tree costs tens of thousands of
@@ -155,7 +443,7 @@ fn plainly_valid(pattern: &str) -> bool {
         i += 1;
         last = match b {
             b'\\' => match bytes.get(i) {
-                Some(c) if b"\\.+*?()|[]{}^$dwsDWS".contains(c) => {
+                Some(c) if b"\\.+*?()|[]{}^$dwsDWSbB".contains(c) => {
                     i += 1;
                     Last::Item
                 }
@@ -301,13 +589,19 @@ fn literal_prefix(rest: &str) -> &str {
     literal
 }
 
-/// The literal text a pattern ends with, less a first character that an escape makes special.
+/// The literal text a pattern ends with, less a first character that an escape makes special;
+/// nothing after an escaped letter or digit.
 fn literal_suffix(rest: &str) -> &str {
     match rest.rfind(META) {
         None => rest,
         Some(i) => {
             let literal = &rest[i + 1..];
             if rest.as_bytes()[i] == b'\\' {
+                // An escaped letter or digit opens a class or a code (`\pL`, `\x41`, `\u{..}`)
+                // whose end this does not read: nothing is known of the text then.
+                if literal.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                    return "";
+                }
                 let mut chars = literal.chars();
                 chars.next();
                 return chars.as_str();
@@ -318,186 +612,5 @@ fn literal_suffix(rest: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn m(matcher: Option<&str>, tool: &str) -> bool {
-        Matcher::compile(matcher).unwrap().matches(tool)
-    }
-
-    #[test]
-    fn missing_empty_and_star_match_everything() {
-        for matcher in [None, Some(""), Some("*")] {
-            assert!(m(matcher, "write_file"));
-            assert!(m(matcher, "anything"));
-        }
-    }
-
-    #[test]
-    fn names_are_exact() {
-        assert!(m(Some("write_file|str_replace"), "str_replace"));
-        assert!(m(Some(" write_file | str_replace "), "write_file"));
-        assert!(!m(Some("write_file"), "write_file_v2"));
-        assert!(!m(Some("write_file"), "my_write_file"));
-        assert!(!m(Some("Write_File"), "write_file"));
-        assert!(m(Some("run-terminal"), "run-terminal"));
-    }
-
-    #[test]
-    fn other_matchers_are_unanchored_regexes() {
-        assert!(m(Some("write.*"), "write_file_v2"));
-        assert!(m(Some("file$"), "write_file"));
-        assert!(m(Some("^read"), "read_files"));
-        assert!(!m(Some("^read"), "code_read"));
-        assert!(m(Some("mcp__.*"), "x_mcp__server"));
-        assert!(!m(Some("Write.*"), "write_file"));
-    }
-
-    /// Whatever `ruled_out` says, compiling the regex agrees whenever it rules a tool out.
-    #[test]
-    fn ruled_out_agrees_with_the_regex() {
-        let patterns = [
-            "^write_",
-            "^write_.*",
-            "_file$",
-            "^ab?c",
-            "^ab+",
-            "^a{2}b",
-            "x\\d$",
-            "a\\.b$",
-            "^mcp__github__.*",
-            "^(?i)WRITE",
-            "(?i)file$",
-            "^read|write$",
-            "^é.*",
-            "files?$",
-            "^\\w+_file$",
-            "^[rw]",
-            "code_search$",
-            "^$",
-            "^str_replace$",
-            "^foo(",
-            "^mcp__[a-z_]+__(delete|drop)_[a-z_]+$",
-            "(delete|drop)_table_5$",
-            "^[|]x",
-            "^a\\|b",
-            "^browser_(navigate|click|type)$",
-            "^(read|write)_file$",
-            "x(a|b)|^write",
-        ];
-        let tools = [
-            "write_file",
-            "read_files",
-            "str_replace",
-            "mcp__github__x",
-            "abc",
-            "aab",
-            "ac",
-            "x1",
-            "xd",
-            "a.b",
-            "WRITE_FILE",
-            "é_x",
-            "code_search",
-            "",
-            "file",
-        ];
-        for pattern in patterns {
-            for tool in tools {
-                if ruled_out(pattern, tool) {
-                    let re = Regex::new(pattern).unwrap();
-                    assert!(
-                        !re.is_match(tool),
-                        "{pattern:?} ruled out {tool:?} but matches"
-                    );
-                }
-            }
-        }
-        assert!(ruled_out("^write_", "read_files"));
-        assert!(ruled_out("_file$", "read_files"));
-        assert!(ruled_out("^mcp__github__.*", "write_file"));
-        assert!(
-            !ruled_out("^foo(", "write_file"),
-            "an invalid regex is left to be warned about"
-        );
-        assert!(!ruled_out("^(?i)WRITE", "write_file"));
-        assert!(ruled_out("^browser_(navigate|click|type)$", "write_file"));
-        assert!(ruled_out("(delete|drop)_table_5$", "write_file"));
-        assert!(
-            !ruled_out("^read_x|write_file", "write_file"),
-            "top-level alternation"
-        );
-    }
-
-    #[test]
-    fn plain_patterns_are_valid_without_the_parser() {
-        for pattern in [
-            "^mcp__server17__(read|write)_[a-z]+$",
-            "(delete|drop)_table_19$",
-            "^write_",
-            "files?$",
-            "^\\w+_file$",
-            "a\\.b$",
-            "^a{2}b",
-            "^a{2,}b{1,3}?",
-            "[^a-z0-9_]x",
-            "^[rw]",
-            "x\\d$",
-            "^$",
-            "é.*",
-            "((a|b)c)+",
-        ] {
-            assert!(plainly_valid(pattern), "{pattern:?}");
-        }
-        for pattern in [
-            "^foo(",
-            "*a",
-            "a**",
-            "a{2,1}",
-            "(?i)a",
-            "a|",
-            "(|a)",
-            "[]a]",
-            "[a-]",
-            "[z-a]",
-            "[[:alpha:]]",
-            "\\q",
-            "a{",
-            "a{1",
-            "a{x}",
-            ")",
-            "a]",
-            "^*",
-            "[a",
-            "\\",
-        ] {
-            assert!(!plainly_valid(pattern), "{pattern:?}");
-        }
-    }
-
-    #[test]
-    fn look_around_and_backreferences_are_backtracking_regexes() {
-        let not_read = Matcher::compile(Some("^(?!read_)")).unwrap();
-        assert!(matches!(not_read, Matcher::Backtracking(_)));
-        assert!(not_read.matches("write_file"));
-        assert!(!not_read.matches("read_files"));
-        assert!(m(Some("(?<=mcp__)github"), "mcp__github__x"));
-        assert!(!m(Some("(?<=mcp__)github"), "github"));
-        assert!(m(Some("^(\\w)\\1"), "aab"));
-        assert!(!m(Some("^(\\w)\\1"), "abc"));
-        assert!(matches!(
-            Matcher::compile(Some("^write_")).unwrap(),
-            Matcher::Pattern(_)
-        ));
-        // Invalid for both engines: the `regex` crate's message.
-        let error = Matcher::compile(Some("(?!a")).unwrap_err();
-        assert!(error.contains("look-around"), "{error}");
-        assert!(!needs_backtracking("(unclosed"));
-    }
-
-    #[test]
-    fn invalid_regex_is_an_error() {
-        assert!(Matcher::compile(Some("(unclosed")).is_err());
-        assert!(Matcher::compile(Some("*foo")).is_err());
-    }
-}
+#[path = "matcher_tests.rs"]
+mod tests;

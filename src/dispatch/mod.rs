@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use crate::compliance;
 use crate::environment;
-use crate::runner;
 use crate::signals;
 use crate::trust::Gate;
 use action::{Action, Done, Ending, Stop};
@@ -109,7 +108,9 @@ pub fn load_groups_from(
                 continue;
             }
             layers::Loaded::Unusable(warning) => warnings.push(warning),
-            layers::Loaded::Contents(bytes) if !gate.admit(layer, &bytes, warnings) => {
+            layers::Loaded::Contents(bytes, read)
+                if !gate.admit(layer, &bytes, &read, warnings) =>
+            {
                 trace.line(format_args!(
                     "{} layer: {} (not trusted: skipped)",
                     layer.kind.name(),
@@ -117,7 +118,7 @@ pub fn load_groups_from(
                 ));
                 continue;
             }
-            layers::Loaded::Contents(bytes) => {
+            layers::Loaded::Contents(bytes, _) => {
                 let source = settings::Source {
                     layer: layer.kind,
                     file: layer.path.clone().into_boxed_path(),
@@ -202,7 +203,6 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         let groups = groups(&paths, &mut report.warnings, &mut gate);
         report.project_trust = gate.held_back();
         run_chain(payload, &root, &groups, &mut report, trace);
-        runner::restore_dir();
     }
     record_compliance(payload, options, &mut report.warnings);
     exec_log::append(&mut report);
@@ -225,7 +225,6 @@ pub fn run_chain(
         payload,
         root,
         inputs: Inputs::new(payload, root),
-        exported: None,
         already_run: Vec::new(),
         dir: None,
         end: None,
@@ -270,8 +269,6 @@ struct Chain<'a> {
     payload: &'a Payload,
     root: &'a Path,
     inputs: Inputs<'a>,
-    /// The environment last exported for a handler.
-    exported: Option<Vec<(&'static str, String)>>,
     /// A list, not a set: a chain runs few handlers, and a hash set's random seed costs a
     /// system call per dispatch.
     already_run: Vec<&'a Action>,
@@ -358,13 +355,15 @@ impl<'a> Chain<'a> {
         entry.message = run.note.clone();
         let rules = handler.protocol.rules();
         let run_file = rules.run_file(self.payload.kind, &mut report.warnings);
-        self.export_env(run_file.as_ref());
+        let (env, unset) = handler_env(self.payload, self.root, run_file.as_ref());
         let input: &[u8] = match &run.input {
             Some(bytes) => bytes,
             None => self.inputs.native(),
         };
         let dir = self.dir.as_deref().unwrap_or(self.root);
-        let done = handler.action.perform(dir, input, handler.timeout);
+        let done = handler
+            .action
+            .perform(dir, input, handler.timeout, &env, &unset);
         if let Some(file) = &run_file {
             match (file.collect)(&file.path) {
                 Ok(Some(text)) => report.add_session_env(&text),
@@ -380,17 +379,6 @@ impl<'a> Chain<'a> {
         fill_entry(entry, done, &judgement);
         if let Some(end) = apply(judgement, entry, report, &mut self.inputs) {
             self.end = Some(end);
-        }
-    }
-
-    /// Exports the variables of the next run, unless they are those of the last.
-    fn export_env(&mut self, run_file: Option<&RunFile>) {
-        let (env, remove) = handler_env(self.payload, self.root, run_file);
-        if self.exported.as_ref() != Some(&env) {
-            // SAFETY: dispatches run on the process's one thread (`run` and `serve` start no
-            // other), so nothing reads the environment while it changes.
-            unsafe { runner::export_env(&env, &remove) };
-            self.exported = Some(env);
         }
     }
 
@@ -547,14 +535,15 @@ fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
 
 /// The variables a handler gets, and those it must not inherit: the project root, also by each
 /// protocol's own name for it; the file a protocol gives this run, and none a protocol gave an
-/// earlier run; the tool's name only on tool events.
+/// earlier run; the tool's name only on tool events. They reach that one run only (its own
+/// environment list, `runner::Invocation`), so no value of one run or request reaches another.
 fn handler_env(
     payload: &Payload,
     root: &Path,
     run_file: Option<&RunFile>,
 ) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
     let root_text = root.to_string_lossy();
-    let mut env = Vec::with_capacity(7);
+    let mut env = Vec::with_capacity(8);
     env.push(("LEVELCODE_PROJECT_DIR", root_text.to_string()));
     env.push(("LEVELCODE_HOOK_EVENT", payload.event.clone()));
     for protocol in Protocol::all() {
@@ -566,6 +555,10 @@ fn handler_env(
         "LEVELCODE_HOOKS_DEPTH",
         (environment::depth() + 1).to_string(),
     ));
+    // A handler is code the agent's work runs, never a person at a terminal: a `trust` it
+    // starts records nothing (docs/trust.md), even under a client that left the variable out of
+    // this dispatcher's own environment.
+    env.push((crate::trust::AGENT_ENV[0], "1".to_string()));
     let mut remove = Vec::new();
     match &payload.tool_name {
         Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),

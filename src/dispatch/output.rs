@@ -274,6 +274,17 @@ pub fn error_json(message: &str) -> String {
 /// left to run, or after the last handler. The caller still asked the dispatcher to stop, so
 /// such a signal counts as an interruption too (`"interrupted":true`, exit 128+N).
 pub fn print_report(report: &Report, mode: OutputMode, trace: &Trace) -> anyhow::Result<ExitCode> {
+    print_report_shown(report, mode, trace, |line| std::borrow::Cow::Borrowed(line))
+}
+
+/// [`print_report`] with the line passed through `shown` first: the same JSON written another
+/// way, for a person's terminal (`levelcode-hooks test` escapes invisible characters).
+pub fn print_report_shown(
+    report: &Report,
+    mode: OutputMode,
+    trace: &Trace,
+    shown: impl for<'a> Fn(&'a str) -> std::borrow::Cow<'a, str>,
+) -> anyhow::Result<ExitCode> {
     let interrupted = report.interrupted.or_else(signals::received);
     let status = match interrupted {
         Some(sig) => Status::Signal(sig),
@@ -283,7 +294,7 @@ pub fn print_report(report: &Report, mode: OutputMode, trace: &Trace) -> anyhow:
     if let (Status::Block | Status::Ask, Some(reason)) = (status, report.decision_reason()) {
         eprintln!("{reason}");
     }
-    write_line(&report.render(mode, interrupted))?;
+    write_line(&shown(&report.render(mode, interrupted)))?;
     Ok(status.into())
 }
 
@@ -312,6 +323,8 @@ pub fn write_line(line: &str) -> anyhow::Result<()> {
 pub struct Trace {
     enabled: bool,
     painter: Painter,
+    /// For [`Trace::held`]: the text written so far, not yet on stderr.
+    held: Option<std::cell::RefCell<String>>,
 }
 
 /// Lines of a block reason or of stderr shown under a handler.
@@ -323,6 +336,26 @@ impl Trace {
         Trace {
             enabled,
             painter: Painter::new(color),
+            held: None,
+        }
+    }
+
+    /// A trace that keeps its text until [`Trace::release`], so that the traces of requests
+    /// dispatched at the same time (`serve`) reach stderr each in one piece.
+    pub fn held(enabled: bool) -> Trace {
+        Trace {
+            held: enabled.then(Default::default),
+            ..Trace::new(enabled)
+        }
+    }
+
+    /// Writes what a [`Trace::held`] kept to stderr, at once.
+    pub fn release(&self) {
+        if let Some(held) = &self.held {
+            let text = std::mem::take(&mut *held.borrow_mut());
+            if !text.is_empty() {
+                let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            }
         }
     }
 
@@ -330,9 +363,19 @@ impl Trace {
         self.enabled
     }
 
+    /// Writes `text` to stderr, or keeps it for later.
+    fn emit(&self, text: fmt::Arguments<'_>) {
+        match &self.held {
+            Some(held) => {
+                let _ = fmt::Write::write_fmt(&mut *held.borrow_mut(), text);
+            }
+            None => eprint!("{text}"),
+        }
+    }
+
     pub fn line(&self, args: fmt::Arguments<'_>) {
         if self.enabled {
-            eprintln!("levelcode-hooks: {args}");
+            self.emit(format_args!("levelcode-hooks: {args}\n"));
         }
     }
 
@@ -340,7 +383,7 @@ impl Trace {
     /// a block, the message, and the first lines of stderr when the handler failed.
     pub fn handler(&self, entry: &HandlerReport) {
         if self.enabled {
-            eprint!("{}", self.handler_text(entry));
+            self.emit(format_args!("{}", self.handler_text(entry)));
         }
     }
 
@@ -417,7 +460,7 @@ impl Trace {
     /// decision.
     pub fn summary(&self, report: &Report) {
         if self.enabled {
-            eprint!("{}", self.summary_text(report));
+            self.emit(format_args!("{}", self.summary_text(report)));
         }
     }
 
@@ -605,6 +648,7 @@ mod tests {
         let trace = Trace {
             enabled: true,
             painter: Painter::new(false),
+            held: None,
         };
         let text = trace.handler_text(entry);
         let line = text
@@ -662,6 +706,7 @@ mod tests {
         let trace = Trace {
             enabled: true,
             painter: Painter::new(false),
+            held: None,
         };
         let text = trace.handler_text(&entry(Outcome::Error, Some(3), "", "boom\nsecond\n"));
         let lines: Vec<&str> = text.lines().collect();
@@ -678,8 +723,25 @@ mod tests {
         let colored = Trace {
             enabled: true,
             painter: Painter::new(true),
+            held: None,
         };
         let text = colored.handler_text(&entry(Outcome::Block, Some(2), "", "no"));
         assert!(text.contains("\x1b[1m\x1b[31mBLOCK"), "{text}");
+    }
+
+    #[test]
+    fn a_held_trace_keeps_its_text_until_released() {
+        let trace = Trace::held(true);
+        trace.line(format_args!("request {}", 3));
+        trace.handler(&entry(Outcome::Proceed, Some(0), "", ""));
+        let held = trace.held.as_ref().unwrap().borrow().clone();
+        assert!(held.starts_with("levelcode-hooks: request 3\n"), "{held}");
+        assert_eq!(held.lines().count(), 2, "{held}");
+        trace.release();
+        assert!(trace.held.as_ref().unwrap().borrow().is_empty());
+        assert!(
+            Trace::held(false).held.is_none(),
+            "nothing is kept when tracing is off"
+        );
     }
 }

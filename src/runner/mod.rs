@@ -44,6 +44,11 @@ pub struct Invocation<'a> {
     /// The bytes written to the handler's stdin, which is then closed.
     pub input: &'a [u8],
     pub timeout: Duration,
+    /// Variables the handler gets on top of the dispatcher's environment, replacing any it
+    /// inherited of the same name.
+    pub env: &'a [(&'a str, String)],
+    /// Inherited variables the handler must not get.
+    pub unset: &'a [&'a str],
 }
 
 /// How the handler's process ended.
@@ -100,58 +105,9 @@ impl Finished {
     }
 }
 
-/// Sets the variables handlers receive (and removes those they must not inherit) in the
-/// dispatcher's own environment, once per dispatch, so that every spawn passes the environment
-/// on as it is. Giving them to each `Command` instead makes std copy the whole environment into a
-/// map and back for every handler, which profiles showed to be most of the dispatcher's own cost
-/// per handler. A variable already set to the same value by the previous call is left alone:
-/// `serve` exports the same few values for request after request, and each `setenv` searches
-/// the whole environment.
-///
-/// # Safety
-///
-/// No other thread may read or write the process environment while this runs (std's
-/// `set_var` contract): the dispatcher runs every dispatch on its one thread.
-pub(crate) unsafe fn export_env(set: &[(&str, String)], remove: &[&str]) {
-    /// What the last call set; `None` before the first call.
-    static EXPORTED: std::sync::Mutex<Option<Vec<(String, String)>>> = std::sync::Mutex::new(None);
-    let mut exported = EXPORTED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let before = exported.take();
-    let had = |key: &str, value: Option<&str>| {
-        before.as_ref().is_some_and(|before| {
-            before
-                .iter()
-                .any(|(k, v)| k == key && value.is_none_or(|value| v == value))
-        })
-    };
-    for (key, value) in set {
-        if !had(key, Some(value)) {
-            std::env::set_var(key, value);
-        }
-    }
-    for key in remove {
-        // Inherited, or set by the previous call: otherwise it is gone already.
-        if before.is_none() || had(key, None) {
-            std::env::remove_var(key);
-        }
-    }
-    *exported = Some(
-        set.iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-    );
-}
-
-/// Moves the process back to the directory it started in, after a chain of handlers.
-pub(crate) fn restore_dir() {
-    os::restore_dir();
-}
-
-/// Runs one handler to its end; never fails (a failure to start is an [`Ending`]). It may change
-/// the process's current directory to the handler's ([`restore_dir`] undoes it), so it is for the
-/// dispatcher's one thread only.
+/// Runs one handler to its end; never fails (a failure to start is an [`Ending`]). It changes
+/// nothing of the process's own state (environment, current directory), so handlers of
+/// different requests may run at once from different threads.
 pub(crate) fn run(invocation: &Invocation<'_>) -> Finished {
     os::run(invocation)
 }
@@ -204,8 +160,10 @@ fn command(invocation: &Invocation<'_>) -> Command {
             command
         }
     };
-    if !os::enter_dir(invocation.dir) {
-        command.current_dir(invocation.dir);
+    command.current_dir(invocation.dir);
+    command.envs(invocation.env.iter().map(|(key, value)| (key, value)));
+    for key in invocation.unset {
+        command.env_remove(key);
     }
     command
         .stdin(Stdio::piped())

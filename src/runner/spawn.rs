@@ -75,12 +75,19 @@ const FAILED_EXEC: c_int = 3;
 const CHILD_STACK: usize = 16 * 1024;
 
 /// Starts `argv` (whose first element is the program: a path, or a name looked up in `PATH`)
-/// in `dir`, leading a process group of its own, with three pipes as its standard streams.
+/// in `dir`, leading a process group of its own, with three pipes as its standard streams, and
+/// the dispatcher's environment with `env` added (replacing variables of the same names) and
+/// `unset` left out. Nothing of the process's own state changes, so threads may spawn at once.
 ///
 /// A kernel or sandbox that refuses this kind of `clone` refuses it for good: the refusal is
 /// remembered ([`CLONE_REFUSED`]), and every later call answers [`Failure::Unavailable`] at once,
 /// so the caller's fallback is taken without a failed system call per handler.
-pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure> {
+pub fn spawn<S: AsRef<OsStr>>(
+    argv: &[S],
+    dir: &Path,
+    env: &[(&str, String)],
+    unset: &[&str],
+) -> Result<Spawned, Failure> {
     if CLONE_REFUSED.load(Ordering::Relaxed) {
         return Err(Failure::Unavailable);
     }
@@ -98,21 +105,18 @@ pub fn spawn<S: AsRef<OsStr>>(argv: &[S], dir: &Path) -> Result<Spawned, Failure
     argv_ptrs.push(std::ptr::null());
     let mut program_ptrs: Vec<*const c_char> = candidates.iter().map(|p| p.as_ptr()).collect();
     program_ptrs.push(std::ptr::null());
+    let own_env = own_entries(env).map_err(Failure::Program)?;
+    let envp = environment(env, unset, &own_env);
 
     // The child's ends first in each pair: stdin's read end, stdout's and stderr's write ends.
     let (stdin_child, stdin) = pipe().map_err(Failure::Program)?;
     let (stdout, stdout_child) = pipe().map_err(Failure::Program)?;
     let (stderr, stderr_child) = pipe().map_err(Failure::Program)?;
 
-    extern "C" {
-        static environ: *const *const c_char;
-    }
     let mut plan = Plan {
         programs: program_ptrs.as_ptr(),
         argv: argv_ptrs.as_ptr(),
-        // SAFETY: read once, on the thread that also changes the environment (export_env), before
-        // the child starts; the child only passes it on to execve.
-        envp: unsafe { environ },
+        envp: envp.as_ptr(),
         dir: dir.as_ptr(),
         fds: [
             stdin_child.as_raw_fd(),
@@ -235,12 +239,94 @@ fn candidates(program: &CString) -> io::Result<Vec<CString>> {
 }
 
 fn c_string(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a NUL byte in the program, its arguments or the directory",
-        )
-    })
+    CString::new(bytes).map_err(|_| nul_error())
+}
+
+fn nul_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a NUL byte in the program, its arguments, the directory or a variable's value",
+    )
+}
+
+/// `env` as the C library writes an environment: `KEY=value` and a NUL byte for each, one after
+/// another in one buffer (one allocation, however many variables).
+fn own_entries(env: &[(&str, String)]) -> io::Result<Vec<u8>> {
+    let size = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let mut own = Vec::with_capacity(size);
+    for (key, value) in env {
+        if key.as_bytes().contains(&0) || value.as_bytes().contains(&0) {
+            return Err(nul_error());
+        }
+        own.extend_from_slice(key.as_bytes());
+        own.push(b'=');
+        own.extend_from_slice(value.as_bytes());
+        own.push(0);
+    }
+    Ok(own)
+}
+
+/// The child's environment, for `execve`: every variable of the process's own environment but
+/// those `env` replaces and those in `unset`, then `own` ([`own_entries`] of `env`). The
+/// pointers point into the process's environment and into `own`, which must outlive the list.
+fn environment(env: &[(&str, String)], unset: &[&str], own: &[u8]) -> Vec<*const c_char> {
+    extern "C" {
+        static environ: *const *const c_char;
+    }
+    /// Returns true if and only if the entry `KEY=value` at `entry` has the name `key`. Reads
+    /// no further than the first byte that differs, so never past the entry's NUL, which no
+    /// name contains.
+    ///
+    /// # Safety
+    ///
+    /// `entry` points to a NUL-terminated string.
+    unsafe fn named(entry: *const c_char, key: &[u8]) -> bool {
+        for (i, byte) in key.iter().enumerate() {
+            if *entry.add(i).cast::<u8>() != *byte {
+                return false;
+            }
+        }
+        *entry.add(key.len()).cast::<u8>() == b'='
+    }
+    let names = || {
+        env.iter()
+            .map(|(key, _)| key.as_bytes())
+            .chain(unset.iter().map(|key| key.as_bytes()))
+    };
+    // Most variables start with a letter no name here starts with, and are passed by one look.
+    let mut first = [false; 256];
+    for name in names() {
+        if let Some(&byte) = name.first() {
+            first[usize::from(byte)] = true;
+        }
+    }
+    let mut list = Vec::with_capacity(64 + env.len());
+    // SAFETY: `environ` is the C library's list of NUL-terminated `KEY=value` strings, ending
+    // with a null pointer. Nothing in the dispatcher changes the environment once it runs (no
+    // `std::env::set_var`: each handler's own variables travel in its own list, built here), so
+    // the list and its strings stay as they are while threads read them, and until `execve` has
+    // copied them.
+    unsafe {
+        let mut at = environ;
+        if !at.is_null() {
+            while !(*at).is_null() {
+                let entry = *at;
+                let replaced = first[usize::from(*entry.cast::<u8>())]
+                    && names().any(|name| named(entry, name));
+                if !replaced {
+                    list.push(entry);
+                }
+                at = at.add(1);
+            }
+        }
+    }
+    let mut start = 0;
+    for end in memchr::memchr_iter(0, own) {
+        list.push(own[start..].as_ptr().cast());
+        start = end + 1;
+    }
+    list.push(std::ptr::null());
+    list
 }
 
 /// A pipe, close-on-exec, both ends numbered 3 or above, so the child's moves to 0, 1 and 2
@@ -424,17 +510,17 @@ mod tests {
             return;
         }
         let dir = std::env::temp_dir();
-        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]).is_ok());
         // A passing shortage is not a refusal.
         let shortage = clone_failed(io::Error::from_raw_os_error(libc::EAGAIN));
         assert!(matches!(shortage, Failure::Program(_)), "{shortage:?}");
-        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir).is_ok());
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]).is_ok());
         // A sandbox's EPERM is, and from then on this way is not tried again.
         let refusal = clone_failed(io::Error::from_raw_os_error(libc::EPERM));
         assert!(matches!(refusal, Failure::Unavailable), "{refusal:?}");
         for _ in 0..3 {
             assert!(matches!(
-                spawn(&["/bin/sh", "-c", "exit 0"], &dir),
+                spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]),
                 Err(Failure::Unavailable)
             ));
         }
@@ -443,14 +529,26 @@ mod tests {
     #[test]
     fn a_failed_exec_or_chdir_says_which_and_why() {
         let dir = std::env::temp_dir();
-        let missing = spawn(&["/nonexistent/levelcode-hooks-test"], &dir);
+        let missing = spawn(&["/nonexistent/levelcode-hooks-test"], &dir, &[], &[]);
         match missing {
             Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
+            other => panic!("{:?}", other.map(|s| s.pid)),
+        }
+        let nul = spawn(
+            &["/bin/sh", "-c", "true"],
+            &dir,
+            &[("LEVELCODE_TOOL_NAME", "a\0b".to_string())],
+            &[],
+        );
+        match nul {
+            Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::InvalidInput),
             other => panic!("{:?}", other.map(|s| s.pid)),
         }
         let no_dir = spawn(
             &["/bin/sh", "-c", "true"],
             Path::new("/nonexistent/levelcode-hooks"),
+            &[],
+            &[],
         );
         match no_dir {
             Err(Failure::Dir(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
@@ -459,11 +557,21 @@ mod tests {
     }
 
     #[test]
-    fn a_started_child_gets_its_pipes_and_directory() {
+    fn a_started_child_gets_its_pipes_directory_and_environment() {
         let dir = std::env::temp_dir().canonicalize().unwrap();
-        let script = "pwd; cat; echo; cut -d' ' -f1,5 /proc/$$/stat; echo err >&2";
-        let started =
-            spawn(&["/bin/sh", "-c", script], &dir).unwrap_or_else(|_| panic!("spawn failed"));
+        let script = "pwd; cat; echo; cut -d' ' -f1,5 /proc/$$/stat; echo err >&2; \
+                      echo \"$LEVELCODE_HOOK_EVENT ${HOME-no home} $(env | grep -c '^PATH=')\"";
+        let before = std::env::var_os("LEVELCODE_HOOK_EVENT");
+        let started = spawn(
+            &["/bin/sh", "-c", script],
+            &dir,
+            &[
+                ("LEVELCODE_HOOK_EVENT", "Stop".to_string()),
+                ("PATH", std::env::var("PATH").unwrap()),
+            ],
+            &["HOME"],
+        )
+        .unwrap_or_else(|_| panic!("spawn failed"));
         let mut stdin = std::fs::File::from(started.stdin);
         std::io::Write::write_all(&mut stdin, b"payload").unwrap();
         drop(stdin);
@@ -484,6 +592,10 @@ mod tests {
         let ids: Vec<&str> = lines[2].split(' ').collect();
         assert_eq!(ids, [started.pid.to_string(), started.pid.to_string()]);
         assert_eq!(err, "err\n");
+        // Its own variable; an inherited one left out; an inherited one replaced, not repeated;
+        // and the process's own environment as it was.
+        assert_eq!(lines[3], "Stop no home 1");
+        assert_eq!(std::env::var_os("LEVELCODE_HOOK_EVENT"), before);
         assert!(
             started.pidfd.is_some(),
             "a kernel from 5.2 gives a pidfd from clone"

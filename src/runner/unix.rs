@@ -31,42 +31,6 @@ const PIPE_BUF: usize = 4096;
 /// [`RECHECK`] (docs/RELIABILITY.md has the measured cost of one).
 const MAX_SCAN_INTERVAL: Duration = Duration::from_millis(100);
 
-thread_local! {
-    /// Where `enter_dir` moved the process, if anywhere.
-    static ENTERED: std::cell::RefCell<Option<std::path::PathBuf>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Makes `dir` the process's current directory, so handlers inherit it; returns false when that
-/// failed and the command must set it itself.
-///
-/// Why not `Command::current_dir`: std then needs `posix_spawn_file_actions_addchdir_np`, which
-/// it finds through a weak symbol that a statically linked binary lacks, and falls back to
-/// fork+exec, which costs far more per handler than one chdir per dispatch.
-pub fn enter_dir(dir: &std::path::Path) -> bool {
-    ENTERED.with(|entered| {
-        let mut entered = entered.borrow_mut();
-        if entered.as_deref() == Some(dir) {
-            return true;
-        }
-        // Fix the start directory before leaving it.
-        let _ = crate::environment::start_dir();
-        if std::env::set_current_dir(dir).is_err() {
-            return false;
-        }
-        *entered = Some(dir.to_path_buf());
-        true
-    })
-}
-
-/// Undoes `enter_dir`, so later relative paths resolve as the caller meant.
-pub fn restore_dir() {
-    ENTERED.with(|entered| {
-        if entered.borrow_mut().take().is_some() {
-            let _ = std::env::set_current_dir(crate::environment::start_dir());
-        }
-    })
-}
-
 pub fn run(invocation: &Invocation<'_>) -> Finished {
     let start = Instant::now();
     let process = match start_process(invocation) {
@@ -92,7 +56,8 @@ fn start_process(invocation: &Invocation<'_>) -> Result<Process, String> {
     #[cfg(target_os = "linux")]
     {
         use super::spawn::{spawn, Failure};
-        match spawn(&super::command_line(invocation), invocation.dir) {
+        let line = super::command_line(invocation);
+        match spawn(&line, invocation.dir, invocation.env, invocation.unset) {
             Ok(s) => {
                 return Ok(Process {
                     pid: s.pid,
@@ -588,20 +553,20 @@ mod tests {
         input: &[u8],
     ) -> Finished {
         let program = Program::Shell(script.into());
-        // The directory the tests run in: std's way enters it with a chdir of the whole test
-        // process, which then changes nothing for the tests beside this one.
-        let dir = std::env::current_dir().unwrap();
+        // Not the test's own directory, so that entering it shows.
+        let dir = std::env::temp_dir().canonicalize().unwrap();
         let invocation = Invocation {
             program: &program,
             dir: &dir,
             input,
             timeout: Duration::from_secs(20),
+            env: &[("LEVELCODE_HOOK_EVENT", "Stop".to_string())],
+            unset: &["HOME"],
         };
         let began = Instant::now();
         let process = start(&invocation).expect("the handler starts");
         let mut session = Session::new(process, input);
         session.drive(began + invocation.timeout);
-        restore_dir();
         session.finish(began)
     }
 
@@ -614,12 +579,13 @@ mod tests {
             dir: &dir,
             input: b"",
             timeout,
+            env: &[],
+            unset: &[],
         };
         let began = Instant::now();
         let process = start_process(&invocation).expect("the handler starts");
         let mut session = Session::new(process, b"");
         session.drive(began + timeout);
-        restore_dir();
         let scans = session.scans;
         (session.finish(began), scans)
     }
@@ -635,6 +601,8 @@ mod tests {
             dir: &dir,
             input: b"",
             timeout: Duration::from_secs(20),
+            env: &[],
+            unset: &[],
         };
         let began = Instant::now();
         let process = start_process(&invocation).expect("the handler starts");
@@ -646,7 +614,6 @@ mod tests {
         );
         let mut session = Session::new(process, b"");
         session.drive(began + invocation.timeout);
-        restore_dir();
         let finished = session.finish(began);
         assert!(
             matches!(finished.ending, Ending::Lost),
@@ -684,6 +651,20 @@ mod tests {
             // Past the pipe's size: written as the handler reads, not at once.
             let large = run_with(start, "wc -c", &big);
             assert_eq!(large.stdout.text().trim(), "204800");
+            // Its own directory and variables; the process's own are left as they were.
+            let here = std::env::current_dir().unwrap();
+            let placed = run_with(
+                start,
+                "pwd; echo \"$LEVELCODE_HOOK_EVENT ${HOME-none}\"",
+                b"",
+            );
+            let dir = std::env::temp_dir().canonicalize().unwrap();
+            assert_eq!(
+                placed.stdout.text(),
+                format!("{}\nStop none\n", dir.display())
+            );
+            assert_eq!(std::env::current_dir().unwrap(), here);
+            assert!(std::env::var_os("LEVELCODE_HOOK_EVENT").is_none());
             let killed = run_with(start, "kill -TERM $$", b"");
             assert!(
                 matches!(killed.ending, Ending::Signaled(15)),

@@ -21,13 +21,6 @@ use crate::runner::capture::Capture;
 
 const SLICE: Duration = Duration::from_millis(20);
 
-/// Windows has no fork fallback to avoid: the command sets its own directory.
-pub fn enter_dir(_dir: &std::path::Path) -> bool {
-    false
-}
-
-pub fn restore_dir() {}
-
 pub fn run(invocation: &Invocation<'_>) -> Finished {
     let start = Instant::now();
     let mut child = match command(invocation).spawn() {

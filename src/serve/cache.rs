@@ -7,13 +7,19 @@
 //! read. So while a layer's times are recent (within [`RECENT`] of the check), its contents are
 //! also compared with what was read; once they are older, any later write must move them.
 //!
+//! A layer's stamp is taken of the open file that was read (not of the path looked at again), so
+//! a path that a writer flips between two files cannot have one file read and the other one
+//! stamped: the next look at the path differs from what was read.
+//!
 //! Whether the project layer is trusted (contract §13) is kept with the groups, and depends on
-//! more files than the layers: the trust store and every path the project's handlers name.
-//! Those are stamped the same way, so the scripts are hashed again only when one of them
-//! changed; while any of them is recent, every request checks afresh.
+//! more files than the layers: the trust store and every path the project's handlers name, and
+//! the canonical project root (a root symlink moved to another checkout, whose settings file may
+//! even be a symlink to the trusted one's, is another project). Those are stamped the same way,
+//! so the scripts are hashed again only when one of them changed; while any of them is recent,
+//! every request checks afresh.
 
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::dispatch;
@@ -37,7 +43,7 @@ struct Entry {
     /// While the stamps are recent: what reading each layer gave, to compare with. Dropped once
     /// they are not, as it is never needed again.
     recent: Option<Vec<Seen>>,
-    groups: Rc<[Group]>,
+    groups: Arc<[Group]>,
     /// The warnings reading gave, repeated in every answer that uses these groups.
     warnings: Vec<String>,
     /// The project layer's trust, when it had hooks.
@@ -46,6 +52,8 @@ struct Entry {
     watched: Vec<(std::path::PathBuf, Stamp)>,
     /// Whether a watched file was changing while the trust was assessed: check again next time.
     watched_recent: bool,
+    /// The canonical project root the trust was assessed at, when there was trust to assess.
+    root: Option<std::path::PathBuf>,
 }
 
 /// The cache; the most recently used entry first.
@@ -64,7 +72,35 @@ impl Cache {
         warnings: &mut Vec<String>,
         trace: &Trace,
         gate: &mut Gate,
-    ) -> Rc<[Group]> {
+        watch: Option<&mut Vec<(std::path::PathBuf, String)>>,
+    ) -> Arc<[Group]> {
+        let groups = self.groups_of(paths, event, warnings, trace, gate);
+        if let (Some(out), Some(entry)) = (watch, self.entries.first()) {
+            out.extend(
+                entry
+                    .paths
+                    .iter()
+                    .zip(&entry.stamps)
+                    .map(|(layer, stamp)| (layer.path.clone(), stamp.text())),
+            );
+            out.extend(
+                entry
+                    .watched
+                    .iter()
+                    .map(|(path, stamp)| (path.clone(), stamp.text())),
+            );
+        }
+        groups
+    }
+
+    fn groups_of(
+        &mut self,
+        paths: &[LayerPath],
+        event: &str,
+        warnings: &mut Vec<String>,
+        trace: &Trace,
+        gate: &mut Gate,
+    ) -> Arc<[Group]> {
         let checked_at = SystemTime::now();
         let stamps: Vec<Stamp> = paths.iter().map(|layer| Stamp::of(&layer.path)).collect();
         let found = self
@@ -74,6 +110,7 @@ impl Cache {
         if let Some(i) = found {
             let mut entry = self.entries.remove(i);
             if entry.stamps == stamps
+                && entry.root_unchanged(gate)
                 && entry.watched_unchanged()
                 && entry.still_current(checked_at)
             {
@@ -83,7 +120,7 @@ impl Cache {
                 ));
                 warnings.extend(entry.warnings.iter().cloned());
                 gate.assessment.clone_from(&entry.assessment);
-                let groups = Rc::clone(&entry.groups);
+                let groups = Arc::clone(&entry.groups);
                 self.entries.insert(0, entry);
                 return groups;
             }
@@ -94,6 +131,7 @@ impl Cache {
         let mut reader = layers::Reader::default();
         let mut seen = Vec::with_capacity(if recent { paths.len() } else { 0 });
         let mut read_warnings = Vec::new();
+        let mut read_stamps: Vec<Option<Stamp>> = Vec::with_capacity(paths.len());
         let groups = dispatch::load_groups_from(
             paths,
             Events::Only(event),
@@ -102,6 +140,10 @@ impl Cache {
             gate,
             |layer| {
                 let loaded = reader.read(&layer.path);
+                read_stamps.push(match &loaded {
+                    Loaded::Contents(_, meta) => Some(Stamp::Present(Meta::of(meta))),
+                    _ => None,
+                });
                 if recent {
                     seen.push(Seen::of(&loaded));
                 }
@@ -109,7 +151,21 @@ impl Cache {
             },
         );
         warnings.extend(read_warnings.iter().cloned());
-        let groups: Rc<[Group]> = groups.into();
+        // What was read, where a file was; a later look at the path must find the same.
+        let stamps: Vec<Stamp> = stamps
+            .into_iter()
+            .zip(
+                read_stamps
+                    .into_iter()
+                    .chain(std::iter::repeat_with(|| None)),
+            )
+            .map(|(looked, read)| read.unwrap_or(looked))
+            .collect();
+        let root = gate
+            .assessment
+            .as_ref()
+            .and_then(|_| gate.root().canonicalize().ok());
+        let groups: Arc<[Group]> = groups.into();
         let watched: Vec<_> = gate
             .assessment
             .iter()
@@ -124,11 +180,12 @@ impl Cache {
                 paths: paths.to_vec(),
                 stamps,
                 recent: recent.then_some(seen),
-                groups: Rc::clone(&groups),
+                groups: Arc::clone(&groups),
                 warnings: read_warnings,
                 assessment: gate.assessment.clone(),
                 watched,
                 watched_recent,
+                root,
             },
         );
         self.entries.truncate(CAPACITY);
@@ -137,6 +194,14 @@ impl Cache {
 }
 
 impl Entry {
+    /// Returns true if and only if the project root still resolves to the root the trust was
+    /// assessed at (always, when there was no trust to assess).
+    fn root_unchanged(&self, gate: &Gate) -> bool {
+        self.root
+            .as_ref()
+            .is_none_or(|root| gate.root().canonicalize().is_ok_and(|now| now == *root))
+    }
+
     /// Returns true if and only if the files the trust depends on are as they were, and were
     /// not changing when it was assessed.
     fn watched_unchanged(&self) -> bool {
@@ -187,7 +252,7 @@ impl Seen {
         match loaded {
             Loaded::Missing => Seen::Missing,
             Loaded::Repeated => Seen::Repeated,
-            Loaded::Contents(bytes) => Seen::Contents(bytes.clone()),
+            Loaded::Contents(bytes, _) => Seen::Contents(bytes.clone()),
             Loaded::Unusable(warning) => Seen::Unusable(warning.clone()),
         }
     }
@@ -231,6 +296,16 @@ impl Stamp {
         }
     }
 
+    /// The stamp as a client compares it with its own `stat` (docs/serve.md, `options.watch`):
+    /// `dev:ino:mode:size:mtime_ns:ctime_ns`, `absent`, or `unreachable`.
+    fn text(&self) -> String {
+        match self {
+            Stamp::Absent => "absent".into(),
+            Stamp::Unreachable(_) => "unreachable".into(),
+            Stamp::Present(meta) => meta.text(),
+        }
+    }
+
     /// Returns true if and only if the file's times are too close to `now` (or after it) for a
     /// write within the same clock tick to be ruled out.
     fn is_recent(&self, now: SystemTime) -> bool {
@@ -258,6 +333,19 @@ impl Meta {
         }
     }
 
+    fn text(&self) -> String {
+        let ns = |(secs, nanos): (i64, i64)| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        format!(
+            "{}:{}:{}:{}:{}:{}",
+            self.dev,
+            self.ino,
+            self.mode,
+            self.size,
+            ns(self.mtime),
+            ns(self.ctime)
+        )
+    }
+
     fn times(&self) -> [SystemTime; 2] {
         [self.mtime, self.ctime].map(|(secs, nanos)| {
             let since = |s: i64| {
@@ -283,6 +371,13 @@ impl Meta {
         }
     }
 
+    fn text(&self) -> String {
+        format!(
+            "{}:{}:{:?}:{:?}",
+            self.is_file, self.size, self.modified, self.created
+        )
+    }
+
     fn times(&self) -> Vec<SystemTime> {
         self.modified.into_iter().chain(self.created).collect()
     }
@@ -302,7 +397,7 @@ mod tests {
 
     fn handlers(cache: &mut Cache, paths: &[LayerPath]) -> usize {
         let mut warnings = Vec::new();
-        let groups = cache.groups(
+        let groups = cache.groups_of(
             paths,
             "Stop",
             &mut warnings,
@@ -317,7 +412,7 @@ mod tests {
 
     fn first_label(cache: &mut Cache, paths: &[LayerPath]) -> String {
         let mut warnings = Vec::new();
-        let groups = cache.groups(
+        let groups = cache.groups_of(
             paths,
             "Stop",
             &mut warnings,

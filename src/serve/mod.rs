@@ -1,19 +1,24 @@
 //! `levelcode-hooks serve`: one dispatcher for many events. Each line on stdin is one request (a
-//! payload, plus an optional `id` and `options`); each gets exactly one line on stdout, in order:
-//! what `run` prints for that payload, with the request's `id`.
+//! payload, plus an optional `id` and `options`); each gets exactly one line on stdout, as soon
+//! as it is answered: what `run` prints for that payload, with the request's `id`.
 //!
 //! A request goes through the same dispatch as `run`; only the settings differ in where they come
 //! from: [`cache`] keeps them between requests and reads them again whenever a layer changed.
 //! [`lines`] cuts stdin into requests without ever keeping more than the payload limit of one,
-//! and [`request`] separates a line's `id` and `options` from the payload handlers receive.
+//! [`request`] separates a line's `id` and `options` from the payload handlers receive, and
+//! [`workers`] answers requests side by side, each on a thread of its own (contract §14), so
+//! that a slow handler holds up only its own request.
 
 mod cache;
 mod lines;
 mod ops;
 mod request;
+mod workers;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -22,13 +27,17 @@ use serde_json::value::RawValue;
 
 use crate::dispatch::exit::Status;
 use crate::dispatch::output::{self, Trace};
-use crate::dispatch::payload::MAX_BYTES;
-use crate::dispatch::{self, Options};
+use crate::dispatch::payload::{Payload, MAX_BYTES};
+use crate::dispatch::settings::Group;
+use crate::dispatch::{self, Options, OutputMode};
+use crate::environment;
 use crate::signals;
+use crate::trust::{Assessment, Gate};
 
 use cache::Cache;
 use lines::{Lines, Next};
 use request::{Rejection, Request};
+use workers::{Job, Workers};
 
 /// Options of `serve`: the defaults of every request, which a request's `options` override.
 #[derive(Debug, Clone, Default, Args)]
@@ -37,59 +46,252 @@ pub struct ServeArgs {
     pub dispatch: crate::dispatch::DispatchArgs,
 }
 
-/// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N, after answering
-/// the request in progress).
+/// What every request's thread shares.
+struct Shared<'a> {
+    args: &'a ServeArgs,
+    cache: Mutex<Cache>,
+    answers: Answers,
+}
+
+/// A request read, on its way to its answer.
+struct Pending {
+    /// Its position in the input, from 1, for the trace.
+    number: u64,
+    /// When its line was read: `duration_ms` counts from there.
+    read_at: Instant,
+    /// Its trace, written in one piece once it is answered.
+    trace: Trace,
+    work: Work,
+}
+
+/// What is left to do for a request handed to a thread of its own.
+enum Work {
+    /// Everything: an op (`trust_status`, `trust`), which may hash scripts.
+    Line(Vec<u8>),
+    /// Its handlers and what follows them.
+    Ready(Box<Ready>),
+}
+
+/// A request parsed and its settings found: what remains is the chain of handlers, the logs
+/// and the answer.
+struct Ready {
+    id: Option<Box<RawValue>>,
+    output: OutputMode,
+    payload: Payload,
+    options: Options,
+    groups: Arc<[Group]>,
+    /// The settings' warnings, which the answer repeats.
+    warnings: Vec<String>,
+    assessment: Option<Assessment>,
+    /// The files the answer depends on, with their stamps, when the request asked for them
+    /// (`options.watch`).
+    watch: Option<Vec<(std::path::PathBuf, String)>>,
+}
+
+/// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N). Either way, every
+/// request read is answered first: at the end of stdin each runs to its end (its handlers'
+/// timeouts bound that); after a signal, the handlers running are stopped and their requests
+/// answered with `"interrupted":true`.
+///
+/// The thread that reads the requests parses each and finds its settings; a request that runs
+/// no handler (most of them) it also answers, in a few microseconds; one that runs handlers
+/// goes on on a thread of its own ([`workers`]), so the next line is read at once.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
-    let trace = Trace::new(args.dispatch.verbose);
-    let mut cache = Cache::default();
+    // Read once, before any request.
+    crate::trust::started_by_agent();
+    let shared = Shared {
+        args,
+        cache: Mutex::new(Cache::default()),
+        answers: Answers::default(),
+    };
+    let workers = Workers::new();
+    let answer_pending = |pending: Pending| {
+        let Pending {
+            number,
+            read_at,
+            trace,
+            work,
+        } = pending;
+        let answer = match work {
+            Work::Line(line) => guarded(
+                number,
+                || request::readable_id(&line),
+                || answer_line(&line, read_at, &shared, &trace),
+                |error| error,
+            ),
+            Work::Ready(ready) => {
+                let id = ready.id.clone();
+                guarded(
+                    number,
+                    || id,
+                    || finish(ready, read_at, &trace),
+                    |error| error,
+                )
+            }
+        };
+        trace.release();
+        shared.answers.write(&answer);
+    };
+    let ended = std::thread::scope(|scope| {
+        let ended = read_requests(
+            &shared,
+            |job| workers.submit(scope, job, &answer_pending),
+            || workers.wait_for_room(),
+        );
+        workers.finish();
+        ended
+    })?;
+    // A signal during the last answers ends the server as one while reading would.
+    Ok(match ended.or_else(signals::received) {
+        Some(sig) => Status::Signal(sig).into(),
+        None => Status::Proceed.into(),
+    })
+}
+
+/// Reads request lines, answers those that run no handler, and hands the others to `submit`,
+/// waiting with `room` before each read while the bound of requests in flight is reached.
+/// Returns at the end of stdin, or with the signal that stopped the reading.
+fn read_requests(
+    shared: &Shared<'_>,
+    mut submit: impl FnMut(Job<Pending>),
+    room: impl Fn() -> Option<i32>,
+) -> anyhow::Result<Option<i32>> {
+    let verbose = shared.args.dispatch.verbose;
     let mut lines = Lines::new(std::io::stdin().lock(), Some(0));
-    let mut stdout = std::io::stdout().lock();
     let mut count = 0u64;
     loop {
-        let answer = match lines.next().context("cannot read requests from stdin")? {
+        if let Some(sig) = room() {
+            return Ok(Some(sig));
+        }
+        match lines.next().context("cannot read requests from stdin")? {
             Next::Line(line) => {
                 count += 1;
+                let read_at = Instant::now();
+                let trace = Trace::held(verbose);
                 trace.line(format_args!("request {count}"));
-                answer(line, args, &mut cache, &trace)
+                let answered = guarded(
+                    count,
+                    || request::readable_id(line),
+                    || {
+                        if ops::may_be_op(line) {
+                            return Err(Work::Line(line.to_vec()));
+                        }
+                        let mut ready = match prepare(line, shared, &trace) {
+                            Err(answer) => return Ok(answer),
+                            Ok(ready) => ready,
+                        };
+                        match chain(&ready, &trace) {
+                            Chain::Runs => return Err(Work::Ready(Box::new(ready))),
+                            Chain::Says => {}
+                            // Nothing for the chain to look at again.
+                            Chain::Nothing => ready.groups = Arc::new([]),
+                        }
+                        Ok(finish(Box::new(ready), read_at, &trace))
+                    },
+                    Ok,
+                );
+                match answered {
+                    Ok(answer) => {
+                        trace.release();
+                        shared.answers.write(&answer);
+                    }
+                    Err(work) => submit(Job {
+                        bytes: line.len(),
+                        work: Pending {
+                            number: count,
+                            read_at,
+                            trace,
+                            work,
+                        },
+                    }),
+                }
             }
             Next::TooLong(start) => {
                 count += 1;
-                trace.line(format_args!("request {count}: over the size limit"));
+                Trace::new(verbose).line(format_args!("request {count}: over the size limit"));
                 let message = format!(
                     "request: longer than the limit of {} MiB; the line was skipped",
                     MAX_BYTES >> 20
                 );
-                with_id(output::error_json(&message), request::readable_id(start))
+                let answer = with_id(output::error_json(&message), request::readable_id(start));
+                shared.answers.write(&answer);
             }
-            Next::End => return Ok(Status::Proceed.into()),
-            Next::Interrupted(sig) => return Ok(Status::Signal(sig).into()),
-        };
-        stdout
-            .write_all(answer.as_bytes())
-            .and_then(|()| stdout.flush())
-            .context("cannot write to stdout")?;
-        if let Some(sig) = signals::received() {
-            return Ok(Status::Signal(sig).into());
+            Next::End => return Ok(None),
+            Next::Interrupted(sig) => return Ok(Some(sig)),
         }
     }
 }
 
-/// The answer to one request line, newline included.
-fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> String {
-    let started = Instant::now();
-    if let Some((answer, id)) = ops::answer(line, args) {
+/// The answers' way out: one whole line at a time, whichever thread writes it.
+#[derive(Default)]
+struct Answers {
+    /// Set once a write failed (the reader closed stdout): later answers are dropped, and the
+    /// requests are still served to their end, since their handlers' work may matter more than
+    /// their answers (a `Stop` sent just before the client exits).
+    gone: AtomicBool,
+}
+
+impl Answers {
+    fn write(&self, line: &str) {
+        if self.gone.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        if stdout
+            .write_all(line.as_bytes())
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            self.gone.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `step`, and should it panic (it must not), `answered` with an error answer instead of a lost
+/// one, with the request's `id` as `id` gives it.
+fn guarded<T>(
+    number: u64,
+    id: impl FnOnce() -> Option<Box<RawValue>>,
+    step: impl FnOnce() -> T,
+    answered: impl FnOnce(String) -> T,
+) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).unwrap_or_else(|_| {
+        answered(with_id(
+            output::error_json(&format!(
+                "internal error while answering request {number}; see stderr"
+            )),
+            id(),
+        ))
+    })
+}
+
+/// The whole answer to a line, on the thread given the request: an op, or an event whose line
+/// mentions `"op"` ([`ops::may_be_op`]).
+fn answer_line(line: &[u8], started: Instant, shared: &Shared<'_>, trace: &Trace) -> String {
+    if let Some((answer, id)) = ops::answer(line, shared.args) {
         return with_id(answer, id);
     }
+    match prepare(line, shared, trace) {
+        Err(answer) => answer,
+        Ok(ready) => finish(Box::new(ready), started, trace),
+    }
+}
+
+/// A request's first steps: its line parsed, its options applied, and its settings found (from
+/// the cache, read again when a layer changed), or the error it is answered with.
+fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, String> {
+    let args = shared.args;
     let request = match request::parse(line) {
         Ok(request) => request,
-        Err(Rejection { message, id }) => return with_id(output::error_json(&message), id),
+        Err(Rejection { message, id }) => return Err(with_id(output::error_json(&message), id)),
     };
     let Request {
         id,
         options: asked,
         payload,
     } = request;
+    let mut watch = Vec::new();
     let options = Options {
         project_dir: asked
             .project_dir
@@ -100,31 +302,117 @@ fn answer(line: &[u8], args: &ServeArgs, cache: &mut Cache, trace: &Trace) -> St
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
     };
-    let report = match &asked.hooks {
-        Some(hooks) => {
-            dispatch::dispatch_with(&payload, &options, trace, started, |_, warnings, _| {
-                let groups = inline_groups(hooks, &payload.event, warnings);
-                trace.line(format_args!(
-                    "inline layer: options.hooks, instead of every layer ({} group(s) for {})",
-                    groups.len(),
-                    payload.event
-                ));
-                groups
-            })
-        }
-        None => dispatch::dispatch_with(
-            &payload,
-            &options,
-            trace,
-            started,
-            |paths, warnings, gate| cache.groups(paths, &payload.event, warnings, trace, gate),
-        ),
-    };
-    trace.summary(&report);
-    with_id(
-        report.to_json(asked.output.unwrap_or(args.dispatch.output)),
+    let mut warnings = Vec::new();
+    let mut assessment = None;
+    let groups: Arc<[Group]> =
+        if environment::hooks_disabled() || environment::depth() >= environment::MAX_DEPTH {
+            // The dispatch says why no handler runs, and reads no settings.
+            Arc::new([])
+        } else if let Some(hooks) = &asked.hooks {
+            let groups = inline_groups(hooks, &payload.event, &mut warnings);
+            trace.line(format_args!(
+                "inline layer: options.hooks, instead of every layer ({} group(s) for {})",
+                groups.len(),
+                payload.event
+            ));
+            groups.into()
+        } else {
+            let root = dispatch::project_root(&payload, &options);
+            // The dispatch finds these paths again, with their warnings, for the answer.
+            let paths = dispatch::layer_paths(&root, &options, &mut Vec::new());
+            let mut gate = Gate::new(&root);
+            // Held while the layers are checked (and read, when they changed), never while
+            // handlers run: requests for the same settings then read them once.
+            let out = asked.watch.unwrap_or(false).then_some(&mut watch);
+            let groups = shared
+                .cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .groups(&paths, &payload.event, &mut warnings, trace, &mut gate, out);
+            assessment = gate.assessment;
+            groups
+        };
+    Ok(Ready {
         id,
-    )
+        output: asked.output.unwrap_or(args.dispatch.output),
+        payload,
+        options,
+        groups,
+        warnings,
+        assessment,
+        watch: (asked.watch.unwrap_or(false) && asked.hooks.is_none()).then_some(watch),
+    })
+}
+
+/// What the chain of handlers of a request will do, as its groups tell before it runs.
+enum Chain {
+    /// A group that is enabled and applies to the event has an enabled handler.
+    Runs,
+    /// No handler runs, but the chain has something to say: a matcher that is not a valid
+    /// regular expression (a warning), or the `-v` trace of each group.
+    Says,
+    /// No handler runs and nothing is said: the chain may as well have no groups.
+    Nothing,
+}
+
+fn chain(ready: &Ready, trace: &Trace) -> Chain {
+    let kind = ready.payload.kind;
+    let tool = ready.payload.subject();
+    let mut says = trace.enabled();
+    for group in ready.groups.iter().filter(|g| g.enabled) {
+        match group.applies(kind, tool) {
+            Ok(true) if group.handlers.iter().any(|h| h.enabled) => return Chain::Runs,
+            Ok(_) => {}
+            Err(_) => says = true,
+        }
+    }
+    if says {
+        Chain::Says
+    } else {
+        Chain::Nothing
+    }
+}
+
+/// The rest of a request: the dispatch with the settings [`prepare`] found, and the answer,
+/// newline included.
+fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
+    let Ready {
+        id,
+        output,
+        payload,
+        options,
+        groups,
+        warnings,
+        assessment,
+        watch,
+    } = *ready;
+    let report = dispatch::dispatch_with(&payload, &options, trace, started, |_, found, gate| {
+        found.extend(warnings);
+        gate.assessment = assessment;
+        groups
+    });
+    trace.summary(&report);
+    let mut json = report.to_json(output);
+    if let Some(watch) = &watch {
+        add_watch(&mut json, watch);
+    }
+    with_id(json, id)
+}
+
+/// Adds `"watch"`: each file the answer depends on, with its stamp as it was read (docs/serve.md).
+fn add_watch(object: &mut String, watch: &[(std::path::PathBuf, String)]) {
+    let entries: Vec<serde_json::Value> = watch
+        .iter()
+        .map(|(path, stamp)| serde_json::json!([path.to_string_lossy(), stamp]))
+        .collect();
+    debug_assert!(object.ends_with('}'));
+    object.pop();
+    if !object.ends_with('{') {
+        object.push(',');
+    }
+    object.push_str("\"watch\":");
+    object.push_str(&serde_json::Value::Array(entries).to_string());
+    object.push('}');
 }
 
 /// The groups of a request's `options.hooks`, read as a settings file's `hooks` is, with the

@@ -29,15 +29,25 @@ struct OpLine {
     #[serde(default)]
     cwd: Option<Value>,
     #[serde(default)]
+    team: Option<Value>,
+    #[serde(default)]
     event: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     hook_event_name: Option<serde::de::IgnoredAny>,
 }
 
+/// Returns false if `line` is certainly not an op (nothing in it reads `"op"`); true when it may
+/// be, which [`answer`] decides.
+pub fn may_be_op(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"\"op\"").is_some()
+}
+
 /// The answer to `line` (without its `id`) and the `id`, when the line is an op; `None` for an
 /// event, which is dispatched as usual.
 pub fn answer(line: &[u8], args: &ServeArgs) -> Option<(String, Option<Box<RawValue>>)> {
-    memchr::memmem::find(line, b"\"op\"")?;
+    if !may_be_op(line) {
+        return None;
+    }
     let parsed: OpLine = serde_json::from_slice(line).ok()?;
     if parsed.event.is_some() || parsed.hook_event_name.is_some() {
         return None;
@@ -49,12 +59,37 @@ pub fn answer(line: &[u8], args: &ServeArgs) -> Option<(String, Option<Box<RawVa
             Ok(value) => value.to_string(),
             Err(message) => output::error_json(&message),
         },
+        Some("compliance") => match compliance(&parsed, line) {
+            Ok(value) => value.to_string(),
+            Err(message) => output::error_json(&message),
+        },
         Some(other) => output::error_json(&format!(
-            "request: unknown op {other:?}; the ops are \"trust_status\" and \"trust\", and an event needs \"event\""
+            "request: unknown op {other:?}; the ops are \"trust_status\", \"trust\" and \"compliance\", and an event needs \"event\""
         )),
         None => output::error_json("request: op must be a string such as \"trust_status\""),
     };
     Some((answer, id))
+}
+
+/// `{"op":"compliance","team":…,"trace_id":…,"agent_id":…,"tool":…,"args":…,"result":…}`: one
+/// signed line in the team's compliance log for a tool call the client describes (contract §9).
+fn compliance(line: &OpLine, bytes: &[u8]) -> Result<Value, String> {
+    let team = match &line.team {
+        Some(Value::String(team)) => team,
+        _ => return Err("request: compliance needs \"team\", the team's name (a string)".into()),
+    };
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| "request: the line is not UTF-8".to_string())?;
+    let Some(data_dir) = crate::dispatch::layers::data_dir() else {
+        return Err("no data directory (neither LEVELCODE_DIR nor HOME is set); nothing written to the compliance log".into());
+    };
+    crate::compliance::append_call(&data_dir, team, text)?;
+    let log = data_dir
+        .join("swarm")
+        .join(team)
+        .join("compliance")
+        .join("events.jsonl");
+    Ok(json!({ "compliance": { "log": log.to_string_lossy() } }))
 }
 
 fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
@@ -68,6 +103,9 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
         return Ok(
             json!({ "project_trust": command::status_json(&root, &assessment, &bytes, &warnings) }),
         );
+    }
+    if let Some(var) = trust::started_by_agent() {
+        return Err(trust::agent_refusal(var, &root));
     }
     let wanted = match &line.digest {
         Some(Value::String(d)) if trust::digest::is_digest(d) => d.clone(),

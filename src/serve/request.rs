@@ -43,6 +43,8 @@ pub struct RequestOptions {
     /// Hooks used instead of every layer (contract §14).
     #[serde(default, deserialize_with = "inline_hooks")]
     pub hooks: Option<Value>,
+    /// Add the files the answer depends on, with their stamps, as `watch` (docs/serve.md).
+    pub watch: Option<bool>,
 }
 
 fn inline_hooks<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Error> {

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use sha2::{Digest as _, Sha256};
 
+use super::words::Words;
 use crate::dispatch::settings::{Action, Group, Program};
 
 /// A named file larger than this is identified, not hashed.
@@ -30,6 +31,15 @@ pub const MAX_NAMED_PATHS: usize = 4096;
 
 const VERSION: &[u8] = b"levelcode-hooks trust v1";
 
+/// The project's hooks folder, relative to the root: every regular file under it is covered.
+pub const HOOKS_FOLDER: &str = ".levelcode/hooks";
+/// Files (and folders) the hooks folder may hold; more makes the hooks untrustable.
+pub const MAX_FOLDER_FILES: usize = 1000;
+/// What the hooks folder's files may add up to; more makes the hooks untrustable.
+pub const MAX_FOLDER_BYTES: u64 = 16 << 20;
+/// How deep the hooks folder is walked.
+const MAX_FOLDER_DEPTH: usize = 16;
+
 /// The digest of one project layer, and what went into it.
 #[derive(Clone, Debug)]
 pub struct Digest {
@@ -39,14 +49,18 @@ pub struct Digest {
     pub content: String,
     /// The canonical project root.
     pub root: PathBuf,
-    /// The named files inside the project, sorted by path.
+    /// The covered files inside the project, sorted by path: the hooks folder's and the named.
     pub scripts: Vec<Script>,
-    /// Every path inside the project that a handler names, whether or not a file is there: a
-    /// file appearing at one of them changes the digest. `serve` watches them.
+    /// Every path inside the project that a handler names, whether or not a file is there (a
+    /// file appearing at one of them changes the digest), and the hooks folder's folders and
+    /// files. The seal and `serve` watch them.
     pub watched: Vec<PathBuf>,
+    /// The handlers (`hooks.Stop[0].hooks[1]`) whose command could not be split as a shell
+    /// would: every token of theirs that names a file in the project is covered instead.
+    pub fallback: Vec<String>,
 }
 
-/// One named file inside the project.
+/// One covered file inside the project.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Script {
     /// Relative to the canonical root, `/`-separated.
@@ -54,34 +68,43 @@ pub struct Script {
     /// `sha256:<hex>` of the contents, or `identity:<size>:<dev>:<ino>:<ctime>` for a file past
     /// the size bounds.
     pub hash: String,
+    /// Whether it is covered as a file of the hooks folder (else because a handler names it).
+    pub in_folder: bool,
 }
 
 /// Computes the digest of the project layer whose file holds `bytes` and whose handlers (of
 /// every event) are `groups`, for the project at `root`. An error says why the hooks cannot be
-/// trusted at all (the root cannot be resolved, too many named paths).
+/// trusted at all (the root cannot be resolved, too many named paths, too large a hooks
+/// folder).
 pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, String> {
     let root = root
         .canonicalize()
         .map_err(|e| format!("cannot resolve the project root {}: {e}", root.display()))?;
     let hooks = canonical_hooks(bytes)?;
+    let folder = hooks_folder(&root)?;
 
     // Each distinct word once: resolving a path costs more than comparing a string.
-    let mut words: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut words = Words::default();
+    let mut fallback = Vec::new();
     for group in groups {
         for handler in &group.handlers {
+            let mut own = Words {
+                words: std::mem::take(&mut words.words),
+                fallback: false,
+            };
             match &handler.action {
-                Action::Process(Program::Shell(command)) => {
-                    add_words(command_words(command), 0, &mut words)
-                }
-                Action::Process(Program::Argv(argv)) => {
-                    add_words(argv.iter().cloned(), 0, &mut words)
-                }
+                Action::Process(Program::Shell(command)) => own.add_command(command),
+                Action::Process(Program::Argv(argv)) => own.add_argv(argv),
             }
+            if own.fallback {
+                fallback.push(format!("{}.hooks[{}]", group.path(), handler.index));
+            }
+            words.words = own.words;
         }
     }
     // A tree, not a list: a settings file of many megabytes can repeat a word millions of times.
     let mut candidates: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
-    for word in &words {
+    for word in &words.words {
         if let Some(path) = candidate(&root, word) {
             if candidates.len() == MAX_NAMED_PATHS && !candidates.contains(&path) {
                 return Err(format!(
@@ -97,7 +120,13 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
 
     let mut scripts: Vec<Script> = Vec::new();
     let mut hashed = 0u64;
-    for path in &candidates {
+    // The folder's files first: they are bounded, so each is hashed by its contents.
+    for (path, in_folder) in folder
+        .files
+        .iter()
+        .map(|p| (p, true))
+        .chain(candidates.iter().map(|p| (p, false)))
+    {
         let Some((relative, hash)) = examine(&root, path, &mut hashed) else {
             continue;
         };
@@ -105,6 +134,7 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
             scripts.push(Script {
                 path: relative,
                 hash,
+                in_folder,
             });
         }
     }
@@ -125,13 +155,104 @@ pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, St
     field(&mut digest, content.as_bytes());
     let digest = format!("sha256:{}", hex(&digest.finalize()));
 
+    let mut watched = folder.dirs;
+    watched.extend(folder.files);
+    watched.extend(candidates);
     Ok(Digest {
         digest,
         content,
         root,
         scripts,
-        watched: candidates,
+        watched,
+        fallback,
     })
+}
+
+/// The hooks folder's files, and its folders (whose entries change when a file appears in
+/// them); the folder itself when it is not there.
+#[derive(Default)]
+struct Folder {
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+/// Every regular file under the hooks folder (symlinks to files included, to be resolved as any
+/// named path is; symlinks to folders are not walked), within the bounds.
+fn hooks_folder(root: &Path) -> Result<Folder, String> {
+    let top = root.join(HOOKS_FOLDER);
+    let mut folder = Folder::default();
+    folder.dirs.push(top.clone());
+    // A folder that is itself a link out of the project holds no file of the project.
+    match top.canonicalize() {
+        Ok(real) if real.starts_with(root) && real.is_dir() => {}
+        _ => return Ok(folder),
+    }
+    let too_many = || {
+        format!(
+            "the folder {} holds more than {MAX_FOLDER_FILES} files and folders; the hooks \
+             folder is covered whole, and one that large cannot be reviewed, so the hooks \
+             cannot be trusted: move what the hooks do not run out of {HOOKS_FOLDER}/",
+            top.display()
+        )
+    };
+    let mut total = 0u64;
+    let mut stack = vec![(top.clone(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            format!(
+                "cannot read the folder {}: {e}; the hooks folder is covered whole, so the \
+                 hooks cannot be trusted until it can be read",
+                dir.display()
+            )
+        })?;
+        for entry in entries {
+            let entry =
+                entry.map_err(|e| format!("cannot read the folder {}: {e}", dir.display()))?;
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if folder.files.len() + folder.dirs.len() >= MAX_FOLDER_FILES {
+                return Err(too_many());
+            }
+            if kind.is_dir() {
+                if depth + 1 >= MAX_FOLDER_DEPTH {
+                    return Err(format!(
+                        "the folder {} is nested more than {MAX_FOLDER_DEPTH} folders deep; \
+                         such a hooks folder cannot be reviewed, so the hooks cannot be trusted",
+                        top.display()
+                    ));
+                }
+                folder.dirs.push(path.clone());
+                stack.push((path, depth + 1));
+                continue;
+            }
+            // A symlink counts by what it leads to; a FIFO or a device is never opened.
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            total += meta.len();
+            if total > MAX_FOLDER_BYTES {
+                return Err(format!(
+                    "the files in {} add up to more than {} MiB (past it at {}, {} bytes); \
+                     the hooks folder is covered whole, and one that large cannot be reviewed, \
+                     so the hooks cannot be trusted: move what the hooks do not run out of \
+                     {HOOKS_FOLDER}/",
+                    top.display(),
+                    MAX_FOLDER_BYTES >> 20,
+                    path.display(),
+                    meta.len()
+                ));
+            }
+            folder.files.push(path);
+        }
+    }
+    folder.files.sort();
+    folder.dirs.sort();
+    Ok(folder)
 }
 
 /// Returns true if and only if `text` is `sha256:` and 64 lowercase hex digits.
@@ -171,94 +292,41 @@ fn path_bytes(path: &Path) -> Vec<u8> {
     path.to_string_lossy().into_owned().into_bytes()
 }
 
-/// The words of a `command` as a shell would split them, with the project-directory variables
-/// at a word's start replaced by `.`, operators such as `;` and `&&` split off, and the targets
-/// of output redirections (`> log`) left out: a file a hook writes to is not a file it runs,
-/// and hashing it would make the hooks change with every run.
-pub fn command_words(command: &str) -> Vec<String> {
-    let split = shell_words::split(command)
-        .unwrap_or_else(|_| command.split_whitespace().map(str::to_string).collect());
-    let mut words = Vec::new();
-    let mut skip_next = false;
-    for word in split {
-        for piece in word.split([';', '&', '|', '(', ')']) {
-            if piece.is_empty() {
-                continue;
-            }
-            let piece =
-                piece.trim_start_matches(|c: char| c.is_ascii_digit() && piece.contains('>'));
-            if skip_next {
-                skip_next = false;
-                if !piece.starts_with('>') && !piece.starts_with('<') {
-                    continue;
-                }
-            }
-            if let Some(target) = piece.strip_prefix('>') {
-                let target = target.trim_start_matches(['>', '|']);
-                if target.is_empty() {
-                    skip_next = true;
-                }
-                continue;
-            }
-            let piece = piece.trim_start_matches('<');
-            if piece.is_empty() {
-                continue;
-            }
-            words.push(expand_project_dir(piece));
-        }
-    }
-    words
-}
-
-/// How deep commands inside commands (`sh -c '…'`) are split.
-const NESTING: usize = 3;
-
-/// Adds `words`, and the words of each one that reads as a command of its own: a word with white
-/// space in it, as in `sh -c 'sh .levelcode/hooks/x.sh'` or `["bash", "-lc", "./x.sh --fast"]`,
-/// is split again, so the script such a hook runs is hashed too.
-fn add_words(
-    words: impl IntoIterator<Item = String>,
-    depth: usize,
-    out: &mut std::collections::BTreeSet<String>,
-) {
-    for word in words {
-        if depth < NESTING && word.contains(char::is_whitespace) && !out.contains(&word) {
-            add_words(command_words(&word), depth + 1, out);
-        }
-        out.insert(word);
-    }
-}
-
-/// `$LEVELCODE_PROJECT_DIR/x`, `${CLAUDE_PROJECT_DIR}/x` and the like, as handlers see them:
-/// the project root.
-fn expand_project_dir(word: &str) -> String {
-    for var in ["LEVELCODE_PROJECT_DIR", "CLAUDE_PROJECT_DIR"] {
-        for form in [format!("${var}"), format!("${{{var}}}")] {
-            if let Some(rest) = word.strip_prefix(form.as_str()) {
-                if rest.is_empty() || rest.starts_with('/') {
-                    return format!(".{rest}");
-                }
-            }
-        }
-    }
-    word.to_string()
-}
-
 /// The path `word` names as a handler running in `root` would open it: a relative word joined
-/// to the root as written, an absolute one only when it is written under the root. `..` is
-/// left for the file system to resolve, as it does for the handler: after a symlink, `..`
-/// leads to the link's target's parent, so resolving it by text could hash one file while the
-/// handler runs another. Whether the file is inside the root is decided once every link is
-/// resolved ([`examine`]).
+/// to the root as written; an absolute one when it leads under the root, written so or through
+/// symlinks (a root reached through a symlinked `/home`, `/proc/self/cwd`, which is the root for
+/// a handler). `..` is left for the file system to resolve, as it does for the handler: after
+/// a symlink, `..` leads to the link's target's parent, so resolving it by text could hash one
+/// file while the handler runs another. Whether the file is inside the root is decided once
+/// every link is resolved ([`examine`]).
 fn candidate(root: &Path, word: &str) -> Option<PathBuf> {
-    if word.is_empty() || word.contains('\0') || (word.starts_with('-') && !word.contains('/')) {
+    if word.is_empty() || word.contains('\0') {
         return None;
     }
     let path = Path::new(word);
-    if path.is_absolute() {
-        return (path.starts_with(root) && path != root).then(|| path.to_path_buf());
+    if !path.is_absolute() {
+        return Some(root.join(path));
     }
-    Some(root.join(path))
+    for cwd in ["/proc/self/cwd", "/proc/thread-self/cwd"] {
+        if let Ok(rest) = path.strip_prefix(cwd) {
+            return (!rest.as_os_str().is_empty()).then(|| root.join(rest));
+        }
+    }
+    if path.starts_with(root) {
+        return (path != root).then(|| path.to_path_buf());
+    }
+    // Through symlinks: the nearest folder that exists, resolved, and the rest as written.
+    let mut base = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = base.canonicalize() {
+            let mut full = real;
+            full.extend(rest.iter().rev());
+            return (full.starts_with(root) && full != root).then_some(full);
+        }
+        rest.push(base.file_name()?);
+        base = base.parent()?;
+    }
 }
 
 /// The relative path and hash of the regular file at `path`, when it is one and, all symlinks
@@ -531,6 +599,10 @@ mod tests {
         );
         assert_eq!(canonical_hooks(br#"{"a":1}"#).unwrap(), b"");
         assert_eq!(
+            canonical_hooks(br#"{"hooks":{"on":true,"off":false,"none":null}}"#).unwrap(),
+            br#"{"none":null,"off":false,"on":true}"#
+        );
+        assert_eq!(
             canonical_hooks(br#"{"hooks":{"s":"\u00e9\"\n"}}"#).unwrap(),
             "{\"s\":\"é\\\"\\n\"}".as_bytes()
         );
@@ -577,7 +649,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let before = digest(dir.path(), GUARD);
         assert!(before.scripts.is_empty());
-        assert_eq!(before.watched.len(), 2, "{:?}", before.watched);
+        assert_eq!(
+            before.watched.len(),
+            3,
+            "the folder, sh and the script: {:?}",
+            before.watched
+        );
         std::fs::create_dir_all(dir.path().join(".levelcode/hooks")).unwrap();
         std::fs::write(dir.path().join(".levelcode/hooks/guard.sh"), "").unwrap();
         assert_ne!(digest(dir.path(), GUARD).digest, before.digest);
@@ -659,24 +736,6 @@ mod tests {
             r#"{"hooks":{"Stop":[{"hooks":[{"command":"sh pipe"}]}]}}"#,
         );
         assert!(d.scripts.is_empty());
-    }
-
-    #[test]
-    fn words_are_split_as_a_shell_would() {
-        assert_eq!(
-            command_words("bun '.levelcode/hooks/a b.ts' && ./c.sh;echo >> log.txt 2>err"),
-            ["bun", ".levelcode/hooks/a b.ts", "./c.sh", "echo"]
-        );
-        assert_eq!(
-            command_words("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/x.sh < in.txt >out"),
-            ["./.claude/hooks/x.sh", "in.txt"]
-        );
-        assert_eq!(
-            command_words("${LEVELCODE_PROJECT_DIR}/g.sh $HOME/x"),
-            ["./g.sh", "$HOME/x"]
-        );
-        // Unbalanced quotes: split on white space instead.
-        assert_eq!(command_words("sh 'a.sh"), ["sh", "'a.sh"]);
     }
 
     #[test]

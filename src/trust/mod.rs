@@ -11,6 +11,7 @@ pub mod digest;
 pub mod seal;
 pub mod status;
 pub mod store;
+pub mod words;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -24,6 +25,29 @@ pub use digest::Digest;
 
 /// The variable that trusts the project layer for one run: `1`, or one digest.
 pub const ENV: &str = crate::environment::TRUST_PROJECT_HOOKS;
+
+/// The variables by which a process tells that it was started from inside an agent's tool
+/// calls (or by a hook): `LEVELCODE_AGENT`, which levelcode sets in its own environment for the
+/// commands it runs to inherit, and `CLAUDECODE`, which Claude Code sets in its shells. A
+/// `trust` started with either on records nothing: only a person can trust a project's hooks.
+pub const AGENT_ENV: [&str; 2] = crate::environment::AGENT;
+
+/// The agent variable that was on when this process started, if any (the process's own
+/// environment; handlers get `LEVELCODE_AGENT` in theirs only).
+pub fn started_by_agent() -> Option<&'static str> {
+    crate::environment::started_by_agent()
+}
+
+/// Why trust is not recorded from inside the agent's tool calls, when `var` is on.
+pub fn agent_refusal(var: &str, root: &Path) -> String {
+    format!(
+        "{var} is set, so this was started from inside the agent's tool calls or a hook, and only \
+         a person can trust a project's hooks: nothing was recorded. Review and trust them in \
+         your own terminal with: levelcode-hooks trust --project-dir {}",
+        shell_words::quote(&root.to_string_lossy())
+    )
+}
+
 /// The user- or data-layer setting that trusts every project.
 pub const TRUST_ALL: &str = "trustAllProjectHooks";
 
@@ -237,8 +261,20 @@ impl Assessment {
 /// data layer trusts every project. `full` computes the digest even when an opt-in trusts the
 /// project (for `trust --status`); a dispatch does not need it then.
 pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessment {
-    if !full && !trust_all {
-        if let Some(sealed) = sealed(root) {
+    assess_read(root, bytes, None, trust_all, full)
+}
+
+/// [`assess`] of `bytes` read from an open file whose metadata, taken once they were read, is
+/// `read`: a seal that holds for that file admits the project without the digest.
+pub fn assess_read(
+    root: &Path,
+    bytes: &[u8],
+    read: Option<&std::fs::Metadata>,
+    trust_all: bool,
+    full: bool,
+) -> Assessment {
+    if let (false, false, Some(read)) = (full, trust_all, read) {
+        if let Some(sealed) = sealed(root, read) {
             return sealed;
         }
     }
@@ -354,7 +390,7 @@ pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessm
 /// A project trusted through the store whose seal still holds: admitted without parsing every
 /// event or hashing a script (see [`seal`]). `None` whenever anything else could decide: an
 /// opt-in, a problem to warn about, a denial, no seal, or a seal that no longer holds.
-fn sealed(root: &Path) -> Option<Assessment> {
+fn sealed(root: &Path, read: &std::fs::Metadata) -> Option<Assessment> {
     if *opt_in() != OptIn::None {
         return None;
     }
@@ -371,7 +407,7 @@ fn sealed(root: &Path) -> Option<Assessment> {
         return None;
     };
     let path = settings_file(root);
-    if !seal.holds(&path) {
+    if !seal.holds(read) {
         return None;
     }
     let mut watched = vec![store_path];
@@ -421,7 +457,13 @@ impl Gate {
 
     /// Returns true if and only if the layer's contents may be used; a layer held back gets
     /// its warning in `warnings`.
-    pub fn admit(&mut self, layer: &LayerPath, bytes: &[u8], warnings: &mut Vec<String>) -> bool {
+    pub fn admit(
+        &mut self,
+        layer: &LayerPath,
+        bytes: &[u8],
+        read: &std::fs::Metadata,
+        warnings: &mut Vec<String>,
+    ) -> bool {
         match layer.kind {
             LayerKind::User | LayerKind::Data => {
                 match trust_all_in(bytes) {
@@ -432,7 +474,7 @@ impl Gate {
                 true
             }
             LayerKind::Project => {
-                let assessment = assess(&self.root, bytes, self.trust_all, false);
+                let assessment = assess_read(&self.root, bytes, Some(read), self.trust_all, false);
                 let admitted = assessment.state.admits();
                 warnings.extend(assessment.warnings.iter().cloned());
                 if !admitted {
@@ -445,6 +487,11 @@ impl Gate {
             }
             _ => true,
         }
+    }
+
+    /// The project root the layers were read for, as given.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// The `project_trust` of the dispatch: set when the project layer was held back.

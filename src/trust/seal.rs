@@ -16,6 +16,10 @@ use std::time::{Duration, SystemTime};
 
 /// How long ago every sealed file must have last changed.
 pub const SETTLED: Duration = Duration::from_secs(2);
+/// What a seal's paths and identities may add up to: a project whose seal would be larger is
+/// trusted without one (each dispatch then computes the digest), so that one project cannot
+/// fill the store.
+pub const MAX_BYTES: usize = 1 << 20;
 
 /// What a seal records.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,10 +32,11 @@ pub struct Seal {
 
 impl Seal {
     /// The seal of `settings` and `named` as they are now, unless a file changed within
-    /// [`SETTLED`] or a path is not UTF-8.
+    /// [`SETTLED`], a path is not UTF-8, or the seal would be over [`MAX_BYTES`].
     pub fn take(settings: &Path, named: &[PathBuf], handlers: usize) -> Option<Seal> {
         let now = SystemTime::now();
         let mut files: Vec<(String, String)> = Vec::with_capacity(named.len() + 1);
+        let mut size = 0usize;
         for path in std::iter::once(settings).chain(named.iter().map(PathBuf::as_path)) {
             // A path with nothing there is sealed by its nearest folder that exists: nothing
             // can appear below it without changing that folder's entries, and so its times.
@@ -48,23 +53,33 @@ impl Seal {
             }
             let at = at.to_str()?;
             if !files.iter().any(|(sealed, _)| sealed == at) {
+                // Each pair as the store writes it, quotes and escapes included, at most.
+                size += 2 * (at.len() + identity.len()) + 8;
+                if size > MAX_BYTES {
+                    return None;
+                }
                 files.push((at.to_string(), identity));
             }
         }
         Some(Seal { handlers, files })
     }
 
-    /// Returns true if and only if every sealed path has the identity it had, and `settings`
-    /// (the file a dispatch read, by whatever path it reached it) is the sealed settings file.
-    pub fn holds(&self, settings: &Path) -> bool {
+    /// Returns true if and only if every sealed path has the identity it had, and `read` (the
+    /// identity of the open file a dispatch read the settings from, taken once it was read, by
+    /// whatever path it reached it) is the sealed settings file's: a settings path that a
+    /// writer flips between two files cannot have one file read and the other one sealed.
+    pub fn holds(&self, read: &std::fs::Metadata) -> bool {
         let Some((_, sealed_settings)) = self.files.first() else {
             return false;
         };
-        identity(settings).0 == *sealed_settings
+        is_identity(sealed_settings, read)
             && self
                 .files
                 .iter()
-                .all(|(path, sealed)| identity(Path::new(path)).0 == *sealed)
+                .all(|(path, sealed)| match std::fs::metadata(path) {
+                    Ok(meta) => is_identity(sealed, &meta),
+                    Err(_) => sealed == "absent",
+                })
     }
 
     /// The sealed paths.
@@ -73,11 +88,49 @@ impl Seal {
     }
 }
 
+/// Returns true if and only if `sealed` is the identity of a file whose metadata is `meta`:
+/// the same as comparing with [`identity_of`], without formatting one (a dispatch compares
+/// every sealed path, and reading numbers costs less than writing them).
+#[cfg(unix)]
+fn is_identity(sealed: &str, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut parts = sealed.split(':');
+    let mut part = || parts.next();
+    let (Some(mode), Some(size), Some(dev), Some(ino), Some(mtime), Some(ctime), None) =
+        (part(), part(), part(), part(), part(), part(), part())
+    else {
+        return false;
+    };
+    u32::from_str_radix(mode, 8) == Ok(meta.mode())
+        && size.parse() == Ok(meta.size())
+        && dev.parse() == Ok(meta.dev())
+        && ino.parse() == Ok(meta.ino())
+        && is_time(mtime, meta.mtime(), meta.mtime_nsec())
+        && is_time(ctime, meta.ctime(), meta.ctime_nsec())
+}
+
+/// Returns true if and only if `text` is `<seconds>.<nanoseconds>` of this time.
+#[cfg(unix)]
+fn is_time(text: &str, secs: i64, nanos: i64) -> bool {
+    text.split_once('.')
+        .is_some_and(|(s, n)| s.parse() == Ok(secs) && n.parse() == Ok(nanos))
+}
+
+#[cfg(not(unix))]
+fn is_identity(sealed: &str, meta: &std::fs::Metadata) -> bool {
+    identity_of(meta).0 == sealed
+}
+
 /// A path's identity, and when it last changed (none when nothing is there).
 fn identity(path: &Path) -> (String, Option<SystemTime>) {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return ("absent".to_string(), None);
-    };
+    match std::fs::metadata(path) {
+        Ok(meta) => identity_of(&meta),
+        Err(_) => ("absent".to_string(), None),
+    }
+}
+
+/// The identity of a file whose metadata is `meta`, and when it last changed.
+fn identity_of(meta: &std::fs::Metadata) -> (String, Option<SystemTime>) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt as _;
@@ -139,22 +192,82 @@ mod tests {
         let folder = dir.path().to_str().unwrap();
         assert_eq!(seal.files.len(), 3, "{:?}", seal.files);
         assert_eq!(seal.files[2].0, folder);
-        assert!(seal.holds(&settings));
+        let meta = |path: &Path| std::fs::metadata(path).unwrap();
+        assert!(seal.holds(&meta(&settings)));
         assert!(
-            !seal.holds(&script),
-            "another file is not the sealed settings file"
+            !seal.holds(&meta(&script)),
+            "another file read is not the sealed settings file"
         );
 
         // The same size and content, written again: the change time moves.
         std::fs::write(&script, "exit 0").unwrap();
-        assert!(!seal.holds(&settings), "a rewrite breaks the seal");
+        assert!(!seal.holds(&meta(&settings)), "a rewrite breaks the seal");
         settle();
         let seal = Seal::take(&settings, &[script.clone(), missing.clone()], 1).unwrap();
-        assert!(seal.holds(&settings));
+        assert!(seal.holds(&meta(&settings)));
         std::fs::write(&missing, "new").unwrap();
         assert!(
-            !seal.holds(&settings),
+            !seal.holds(&meta(&settings)),
             "a file appearing at a named path breaks the seal"
         );
+    }
+
+    #[test]
+    fn an_identity_is_read_back_as_it_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let meta = std::fs::metadata(&file).unwrap();
+        let (written, _) = identity_of(&meta);
+        assert!(is_identity(&written, &meta), "{written}");
+        assert!(!is_identity("absent", &meta));
+        assert!(!is_identity(&format!("{written}:1"), &meta));
+        let dir_meta = std::fs::metadata(dir.path()).unwrap();
+        assert!(!is_identity(&written, &dir_meta));
+    }
+
+    /// A same-size edit whose modification time is put back, as `cp -p` and `tar` do: only the
+    /// change time shows it.
+    #[test]
+    fn an_edit_with_its_modification_time_put_back_breaks_the_seal() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = dir.path().join("settings.json");
+        let script = dir.path().join("guard.sh");
+        std::fs::write(&settings, "{}").unwrap();
+        std::fs::write(&script, "exit 0").unwrap();
+        settle();
+        let seal = Seal::take(&settings, std::slice::from_ref(&script), 1).unwrap();
+        let modified = std::fs::metadata(&script).unwrap().modified().unwrap();
+        std::fs::write(&script, "exit 2").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&script)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(
+            std::fs::metadata(&script).unwrap().modified().unwrap(),
+            modified
+        );
+        assert!(!seal.holds(&std::fs::metadata(&settings).unwrap()));
+    }
+
+    #[test]
+    fn a_seal_too_large_for_the_store_is_not_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = dir.path().join("settings.json");
+        std::fs::write(&settings, "{}").unwrap();
+        settle();
+        let long = "x".repeat(200);
+        let named: Vec<PathBuf> = (0..4000)
+            .map(|i| {
+                let file = dir.path().join(format!("{i}-{long}"));
+                std::fs::write(&file, "").unwrap();
+                file
+            })
+            .collect();
+        settle();
+        assert!(Seal::take(&settings, &named[..10], 1).is_some());
+        assert_eq!(Seal::take(&settings, &named, 1), None);
     }
 }

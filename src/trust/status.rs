@@ -16,7 +16,7 @@ use crate::dispatch::settings::{Action, Program};
 /// The project layer's bytes (empty when there is none), and a warning when it is unusable.
 pub fn read_project_layer(root: &Path) -> (Vec<u8>, Option<String>) {
     match layers::Reader::default().read(&super::settings_file(root)) {
-        Loaded::Contents(bytes) => (bytes, None),
+        Loaded::Contents(bytes, _) => (bytes, None),
         Loaded::Unusable(warning) => (Vec::new(), Some(warning)),
         Loaded::Missing | Loaded::Repeated => (Vec::new(), None),
     }
@@ -28,7 +28,7 @@ pub fn trust_all_from_layers() -> (bool, Vec<String>) {
     let mut on = false;
     let mut reader = layers::Reader::default();
     for layer in layers::standard(Path::new("."), false, &mut Vec::new()) {
-        if let Loaded::Contents(bytes) = reader.read(&layer.path) {
+        if let Loaded::Contents(bytes, _) = reader.read(&layer.path) {
             match super::trust_all_in(&bytes) {
                 Ok(Some(value)) => on |= value,
                 Ok(None) => {}
@@ -78,7 +78,8 @@ pub fn status_json(
         "path": assessment.path.display().to_string(),
         "handlers": assessment.handlers,
         "hooks": hooks,
-        "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash})).collect()),
+        "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash, "in_hooks_folder": s.in_folder})).collect()),
+        "fallback": digest.map_or_else(Vec::new, |d| d.fallback.clone()),
         "trusted_at": assessment.trusted_at,
         "untrustable": assessment.untrustable,
         "warnings": warnings,

@@ -279,18 +279,26 @@ fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated
         }
     };
     change(&mut store);
-    crate::fs::write_atomically(
-        path,
-        store.to_text().as_bytes(),
-        0o600,
-        crate::fs::Writers::LockHeld,
-    )
-    .map_err(|e| {
-        format!(
-            "cannot write {}: {e}; check that its folder is writable",
-            path.display()
-        )
-    })?;
+    let text = store.to_text();
+    // Past its bound the store could not be read again, and every project in it would be
+    // untrusted: the change is refused instead, and the store stays as it was.
+    if text.len() as u64 > MAX_BYTES {
+        return Err(format!(
+            "{}: with this change the trust store would be over {} MiB ({} bytes), past what it \
+             can read back; nothing was recorded and every entry it holds is kept. Forget \
+             projects you no longer use with `levelcode-hooks trust --revoke --project-dir DIR`",
+            path.display(),
+            MAX_BYTES >> 20,
+            text.len()
+        ));
+    }
+    crate::fs::write_atomically(path, text.as_bytes(), 0o600, crate::fs::Writers::LockHeld)
+        .map_err(|e| {
+            format!(
+                "cannot write {}: {e}; check that its folder is writable",
+                path.display()
+            )
+        })?;
     Ok(updated)
 }
 

@@ -22,8 +22,10 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 16] = [
+pub const CLEARED: [&str; 18] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
+    "LEVELCODE_AGENT",
+    "CLAUDECODE",
     "LEVELCODE_DIR",
     "LEVELCODE_HOOKS",
     "LEVELCODE_HOOKS_NO_PROJECT",

@@ -5,28 +5,22 @@
  * script the project's hooks name, or any folder on the way to one of them (created, removed,
  * renamed, its permissions changed), and whenever the watches overflow or cannot be read.
  *
- * Before an answer is given from memory, the watches are read without blocking (inotify, see
- * inotify.ts); a change made before the call is therefore always seen. Answers are stored only
- * for a project whose watches were all in place before the request went out, and only when no
- * watch fired while it was out. Where anything is uncertain (a settings file that is a symlink
- * or has other hard links, a command whose words cannot be told apart without a shell, a folder
- * that exists but cannot be watched) nothing is stored for that project.
+ * What to watch comes with the first answer: `serve` adds, for `options.watch`, each file the
+ * answer depends on (the layers, the trust store, the paths the trust digest covers) with the
+ * stamp it read (docs/serve.md). Before an answer is given from memory, the watches are read
+ * without blocking (inotify, see inotify.ts); a change made before the call is therefore always
+ * seen. An answer is stored only once the way to each of its files is watched, no watch fired
+ * while it was out, and each file still has the stamp the server read. Where anything is
+ * uncertain (a file with other hard links, a folder that exists but cannot be watched, times too
+ * recent to tell a same-size rewrite) nothing is stored.
  */
-import { lstatSync, statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, sep } from "node:path";
+import { lstatSync, readlinkSync, statSync } from "node:fs";
+import { dirname, isAbsolute, join, sep } from "node:path";
 
 import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, Inotify } from "./inotify.js";
 import type { HookDispatchOutcome } from "./types.js";
 
-type Json = Record<string, unknown>;
-
-/** `list --json` for a project, or an error message. */
-export type Lister = (projectDir: string) => Promise<Json | string>;
-
 export type CacheStats = { hits: number; misses: number; stored: number; invalidations: number };
-
-/** A project whose watches are being set up (`ready` false) or are in place (`ready` true). */
-type Context = { ready: boolean };
 
 const ALARMS = IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED;
 
@@ -46,47 +40,38 @@ export function isNoMatch(outcome: HookDispatchOutcome): boolean {
   );
 }
 
-/**
- * The files whose change could change a no-match answer for this project: the three layers, the
- * trust store, and every file inside the project that a project handler's words name. Null when
- * a command's words cannot be found without a shell.
- */
-export function watchedFiles(listing: Json): string[] | null {
-  const layers = Array.isArray(listing.layers) ? (listing.layers as Json[]) : [];
-  const root = typeof listing.project_root === "string" ? listing.project_root : null;
-  const data = layers.find((layer) => layer.layer === "data");
-  if (!root || !data || typeof data.file !== "string" || layers.length < 3) return null;
-  const files = layers.map((layer) => String(layer.file));
-  files.push(join(dirname(data.file), "trusted-hooks.json"));
+/** How recent a file's times may be before a write within the same clock tick is possible. */
+const RECENT_NS = 2_000_000_000n;
+/** Symlinks followed on one path at most, as the kernel does (ELOOP). */
+const MAX_LINKS = 40;
 
-  for (const handler of Array.isArray(listing.handlers) ? (listing.handlers as Json[]) : []) {
-    if (handler.layer !== "project") continue;
-    const words: string[] = [];
-    if (Array.isArray(handler.argv)) words.push(...handler.argv.map(String));
-    if (typeof handler.command === "string") {
-      // Split where a shell would end a word: white space and the operators `; & | ( ) < >`. A
-      // redirection's target is watched too, which costs at most a needless invalidation.
-      for (let word of handler.command.split(/[\s;&|()<>]+/)) {
-        if (/^'[^']*'$/.test(word) || /^"[^"$`\\]*"$/.test(word)) word = word.slice(1, -1);
-        if (/['"\\`$]/.test(word)) return null;
-        if (word) words.push(word);
-      }
-    }
-    for (const word of words) {
-      const path = isAbsolute(word) ? word : join(root, word);
-      if (path.startsWith(root + sep)) files.push(path);
-    }
+/**
+ * A file's stamp as `serve` writes it in `watch` (docs/serve.md): `dev:ino:mode:size:mtime_ns:
+ * ctime_ns` of `stat` (symlinks followed), `absent`, or `unreachable`; and whether its times are
+ * too recent to rule out a same-size write in the same clock tick.
+ */
+function stampOf(path: string, nowNs: bigint): { text: string; recent: boolean } {
+  try {
+    const s = statSync(path, { bigint: true });
+    const recent = nowNs - s.mtimeNs < RECENT_NS || nowNs - s.ctimeNs < RECENT_NS;
+    return { text: `${s.dev}:${s.ino}:${s.mode}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, recent };
+  } catch (error) {
+    return { text: (error as { code?: string }).code === "ENOENT" || (error as { code?: string }).code === "ENOTDIR" ? "absent" : "unreachable", recent: false };
   }
-  return files;
 }
 
 export class NoMatchCache {
   private readonly answers = new Map<string, HookDispatchOutcome>();
-  private readonly contexts = new Map<string, Context>();
   private inotify: Inotify | null = null;
   /** For each watch, the names in its folder that matter (null: every name). */
   private readonly interests = new Map<number, Set<string> | null>();
   private readonly watched = new Map<string, number>();
+  /** Paths whose whole way is watched already. */
+  private readonly covered = new Set<string>();
+  /** Keys whose last answer could not be remembered: their twins are not held back. */
+  private readonly unremembered = new Set<string>();
+  /** Stamps found to be the files' own since their ways were watched. */
+  private readonly verified = new Map<string, string>();
   private generation = 0;
   readonly stats: CacheStats = { hits: 0, misses: 0, stored: 0, invalidations: 0 };
 
@@ -113,26 +98,47 @@ export class NoMatchCache {
     return { ...hit, results: [], warnings: [] };
   }
 
-  /**
-   * Called before a request goes out: a ticket when its answer may be stored afterwards (the
-   * project's watches are in place), else null, and the watches of a project seen for the first
-   * time start being set up. `list` is only called for that.
-   */
-  ticket(context: string, projectDir: string | null, list: Lister): number | null {
-    this.check();
-    if (projectDir === null) return this.generation; // inline hooks: no file can change them
-    const known = this.contexts.get(context);
-    if (known) return known.ready ? this.generation : null;
-    const fresh: Context = { ready: false };
-    this.contexts.set(context, fresh);
-    void this.prepare(fresh, context, projectDir, list);
-    return null;
+  /** Whether an answer for `key` was seen that could not be remembered (handlers ran, say). */
+  matched(key: string): boolean {
+    return this.unremembered.has(key);
   }
 
-  /** Stores a no-match answer, unless a watch fired since the ticket was given. */
-  store(key: string, ticket: number, outcome: HookDispatchOutcome): void {
+  /** Notes that an answer for `key` could not be remembered. */
+  noteMatched(key: string): void {
+    this.unremembered.add(key);
+  }
+
+  /** Called before a request goes out: what `store` needs to know nothing changed meanwhile. */
+  ticket(): number {
     this.check();
-    if (ticket !== this.generation || !isNoMatch(outcome)) return;
+    return this.generation;
+  }
+
+  /**
+   * Stores a no-match answer, given the files it depends on with their stamps as the server
+   * read them (`watch`). Each file's whole way is watched first; then, when no watch fired since
+   * the ticket and every file's stamp is still the server's, nothing can have changed between
+   * the server's reading and the watches. Nothing is stored when a way cannot be watched, a
+   * stamp differs, or a file's times are too recent to tell.
+   */
+  store(key: string, ticket: number, outcome: HookDispatchOutcome, watch: Array<[string, string]>): void {
+    this.check();
+    if (ticket !== this.generation) return;
+    if (!isNoMatch(outcome)) {
+      this.unremembered.add(key);
+      return;
+    }
+    for (const [path] of watch) if (!this.watchWay(path)) return;
+    this.check();
+    if (ticket !== this.generation) return;
+    const now = BigInt(Date.now()) * 1_000_000n;
+    for (const [path, stamp] of watch) {
+      // Checked once since the watches were set: any change since would have dropped everything.
+      if (this.verified.get(path) === stamp) continue;
+      const current = stampOf(path, now);
+      if (current.recent || current.text !== stamp) return;
+      this.verified.set(path, stamp);
+    }
     this.answers.set(key, { ...outcome, durationMs: 0 });
     this.stats.stored++;
   }
@@ -140,9 +146,11 @@ export class NoMatchCache {
   /** Forgets every answer and every watch. */
   invalidate(): void {
     this.answers.clear();
-    this.contexts.clear();
     this.interests.clear();
     this.watched.clear();
+    this.covered.clear();
+    this.verified.clear();
+    this.unremembered.clear();
     this.inotify?.close();
     this.inotify = null;
     this.generation++;
@@ -166,49 +174,59 @@ export class NoMatchCache {
     }
   }
 
-  private async prepare(context: Context, key: string, projectDir: string, list: Lister): Promise<void> {
-    const generation = this.generation;
-    const first = await list(projectDir);
-    if (generation !== this.generation || typeof first === "string") return;
-    const files = watchedFiles(first);
-    if (files === null || !this.watchAll(files)) return;
-    // A change between the listing and the watches would be missed: list again, now watched.
-    const second = await list(projectDir);
-    this.check();
-    if (generation !== this.generation || typeof second === "string") return;
-    const again = watchedFiles(second);
-    if (again === null || again.join("\0") !== files.join("\0")) {
-      this.contexts.delete(key);
-      return;
-    }
-    context.ready = true;
-  }
-
-  /** Watches each file's folder and every folder above it; false when one cannot be watched. */
-  private watchAll(files: string[]): boolean {
+  /**
+   * Watches every folder on the way to `file`, from the root down, following each symlink met on
+   * the way (in a folder or as the file itself) and watching the way to its target too, so that a
+   * change of any folder, link or file on the way is seen. False when a folder that is there
+   * cannot be watched, the file has other hard links (a change through another name would not
+   * show), or the links do not end.
+   */
+  private watchWay(file: string): boolean {
+    if (this.covered.has(file)) return true;
     this.inotify ??= Inotify.open();
     if (this.inotify === null) return false;
-    for (const file of files) {
+    let pending = file.split(sep).filter((part) => part !== "");
+    let at: string = sep;
+    let links = 0;
+    while (pending.length > 0) {
+      const name = pending.shift()!;
+      if (name === ".") continue;
+      if (name === "..") {
+        at = dirname(at);
+        continue;
+      }
+      if (!this.interest(at, name)) return false;
+      const next = join(at, name);
+      let stat;
       try {
-        const stat = lstatSync(file);
-        // A change through another name of the file would not show in this folder.
-        if (stat.isSymbolicLink() || (stat.isFile() && stat.nlink > 1)) return false;
+        stat = lstatSync(next);
       } catch {
-        // not there (yet): its folder's watch sees it appear
+        return true; // not there (yet): the folder's watch sees it appear
       }
-      let child = file;
-      let dir = dirname(file);
-      for (;;) {
-        if (!this.interest(dir, basename(child))) return false;
-        if (dirname(dir) === dir) break;
-        child = dir;
-        dir = dirname(dir);
+      if (stat.isSymbolicLink()) {
+        if (++links > MAX_LINKS) return false;
+        let target: string;
+        try {
+          target = readlinkSync(next);
+        } catch {
+          return false;
+        }
+        pending = [...target.split(sep).filter((part) => part !== ""), ...pending];
+        if (isAbsolute(target)) at = sep;
+        continue;
       }
+      if (pending.length === 0 && stat.isFile() && stat.nlink > 1) return false;
+      // A folder stands for what is in it (a seal's nearest folder of a path not there yet).
+      if (pending.length === 0 && stat.isDirectory() && !this.interest(next, null)) return false;
+      if (pending.length > 0 && !stat.isDirectory()) return true; // the way ends in a file: nothing further to watch
+      at = next;
     }
+    this.covered.add(file);
     return true;
   }
 
-  private interest(dir: string, name: string): boolean {
+  /** Watches `dir` for `name` (null: for every name in it). */
+  private interest(dir: string, name: string | null): boolean {
     let wd = this.watched.get(dir);
     if (wd === undefined) {
       wd = this.inotify!.watch(dir);
@@ -225,7 +243,8 @@ export class NoMatchCache {
       this.watched.set(dir, wd);
     }
     const names = this.interests.get(wd);
-    if (names === undefined) this.interests.set(wd, new Set([name]));
+    if (name === null) this.interests.set(wd, null);
+    else if (names === undefined) this.interests.set(wd, new Set([name]));
     else names?.add(name);
     return true;
   }

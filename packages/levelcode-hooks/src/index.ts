@@ -6,6 +6,9 @@
 export { createHookRunner } from "./runner.js";
 export type { HookRunner, HookRunnerOptions, TrustStatus } from "./runner.js";
 export { parseHookDecision } from "./decision.js";
+export { logToolCall, legacySignature } from "./compliance.js";
+export type { ComplianceEvent } from "./compliance.js";
+export { serverCounts } from "./pool.js";
 export { loadHooks, getHookConfigPaths } from "./loader.js";
 export type { LoadedHooks } from "./loader.js";
 export { findBinary, platformPackages, BinaryNotFoundError, BINARY_ENV } from "./binary.js";

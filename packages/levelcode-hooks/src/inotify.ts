@@ -36,7 +36,15 @@ type Libc = {
 
 let libc: Libc | null | undefined;
 
-/** The C library's inotify calls, or null where there are none (not Linux, not Bun). */
+type Ffi = {
+  FFIType: Record<"i32" | "u32" | "ptr" | "u64" | "i64", number>;
+  dlopen: (name: string, symbols: object) => { symbols: unknown };
+};
+
+/**
+ * The C library's inotify calls, or null where there are none (not Linux, not Bun). Loaded
+ * synchronously where Bun's `import.meta.require` is there, so the first call can use them.
+ */
 async function load(): Promise<Libc | null> {
   if (libc !== undefined) return libc;
   libc = null;
@@ -44,10 +52,8 @@ async function load(): Promise<Libc | null> {
   try {
     // Named through a variable, so that Node and the type checker of the Node build never load it.
     const module = "bun:ffi";
-    const ffi = (await import(module)) as {
-      FFIType: Record<"i32" | "u32" | "ptr" | "u64" | "i64", number>;
-      dlopen: (name: string, symbols: object) => { symbols: unknown };
-    };
+    const require = (import.meta as { require?: (id: string) => unknown }).require;
+    const ffi = (typeof require === "function" ? require(module) : await import(module)) as Ffi;
     const { i32, u32, ptr, u64, i64 } = ffi.FFIType;
     const symbols = {
       inotify_init1: { args: [i32], returns: i32 },
@@ -70,7 +76,15 @@ async function load(): Promise<Libc | null> {
 }
 
 /** Starts loading the C library's calls; `Inotify.open` is null until then, and where none exist. */
-export const inotifyReady: Promise<Libc | null> = load();
+let settled = false;
+export const inotifyReady: Promise<Libc | null> = load().finally(() => {
+  settled = true;
+});
+
+/** Whether loading has ended (`Inotify.open` works from then on, where it can). */
+export function inotifyLoaded(): boolean {
+  return settled || libc !== undefined && libc !== null;
+}
 
 export class Inotify {
   private readonly buffer = new Uint8Array(64 * 1024);

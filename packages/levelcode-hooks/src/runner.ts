@@ -1,8 +1,10 @@
 /**
- * `createHookRunner`: levelcode's hook runner, answered by the dispatcher. Events go to a pool of
- * long-lived `levelcode-hooks serve` processes, started when first needed and reused after; a
- * call finds an idle server or starts one, so concurrent calls never wait on each other's
- * handlers. When `serve` cannot start, each event is one `levelcode-hooks run`.
+ * `createHookRunner`: levelcode's hook runner, answered by the dispatcher. Events go to the
+ * process's pool of long-lived `levelcode-hooks serve` processes (pool.ts), shared by every
+ * runner; the first is started when the first runner is created. Each request is written to a
+ * server before `runEvent` returns its promise, so an event fired without `await` just before
+ * the host exits still runs its handlers. When `serve` cannot start, each event is one
+ * `levelcode-hooks run`.
  *
  * Nothing here rejects: a missing binary, a server that dies, hangs or answers garbage, all
  * resolve fail-open (proceed) with a warning, as any handler fault does.
@@ -15,9 +17,11 @@ import { isAbsolute, join } from "node:path";
 import { failOpen, outcomeFromAnswer } from "./answer.js";
 import { findBinary } from "./binary.js";
 import { NoMatchCache, type CacheStats } from "./cache.js";
-import { inotifyReady } from "./inotify.js";
+import { inotifyLoaded } from "./inotify.js";
 import { listArgs, listAsync } from "./loader.js";
-import { Server, type Reply } from "./server.js";
+import { newId, poolFor, type Pool } from "./pool.js";
+import { hostEnvironment, keyId, noticesFor } from "./process.js";
+import type { Reply, Server } from "./server.js";
 import { MATCHER_MEMBERS } from "./types.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
@@ -37,10 +41,12 @@ export type HookRunnerOptions = {
   env?: Record<string, string | undefined> | undefined;
   /** The binary to run, instead of looking for one. */
   binary?: string | undefined;
-  /** Idle servers kept for reuse (default 16). */
+  /** Accepted for compatibility and not used: idle servers end by themselves (`idleMs`). */
   maxIdleServers?: number | undefined;
-  /** Servers at most, busy or idle (default 64); a call beyond waits for one to be free. */
+  /** `serve` processes at most in this process's pool, for this binary and environment (default 4). */
   maxServers?: number | undefined;
+  /** A server with no request out for this long ends by itself (default 30 000 ms). */
+  idleMs?: number | undefined;
   /** Added to the handlers' own time limits before a server is declared hung (default 2000 ms). */
   hangMarginMs?: number | undefined;
   /**
@@ -62,20 +68,6 @@ export type TrustStatus = ProjectTrust & {
   [key: string]: unknown;
 };
 
-/** The dispatcher's environment variables that change what it answers. */
-const ENV_KEYS = [
-  "HOME",
-  "LEVELCODE_DIR",
-  "LEVELCODE_HOOKS",
-  "LEVELCODE_HOOKS_NO_PROJECT",
-  "LEVELCODE_HOOKS_DEPTH",
-  "LEVELCODE_HOOKS_LOG",
-  "LEVELCODE_TEAM",
-  "LEVELCODE_TRUST_PROJECT_HOOKS",
-  "NEXT_PUBLIC_CB_ENVIRONMENT",
-  "LEVELCODE_HOOKS_BINARY",
-  "PATH",
-] as const;
 
 /** A request unanswered this long gets its time limit worked out from what it runs. */
 const SLOW_MS = 1000;
@@ -92,11 +84,6 @@ function clampTimeout(value: unknown): number {
 type Unrefable = { unref?: () => void };
 
 export function createHookRunner(options: HookRunnerOptions = {}) {
-  const maxIdle = options.maxIdleServers ?? 16;
-  const maxServers = Math.max(1, options.maxServers ?? 64);
-  /** Calls waiting for a server because `maxServers` are out. */
-  const waiting: Array<() => void> = [];
-  const wakeOne = () => waiting.shift()?.();
   const margin = options.hangMarginMs ?? 2000;
   let inlineJson = options.hooks ? JSON.stringify(options.hooks) : null;
   let settingsDir: string | null = null;
@@ -105,31 +92,27 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   let binaryError: string | null = null;
   let serveFailure: string | null = null;
   let reportedServeFailure = false;
+  let closed = false;
   const seenWarnings = new Set<string>();
-  let nextId = 1;
   /** undefined: not decided yet; null: off or unavailable. */
   let cache: NoMatchCache | null | undefined = options.noMatchCache === false ? null : undefined;
 
-  const idle: Server[] = [];
-  const all = new Set<Server>();
   let envKey = "";
+  let envId = 0;
   let env: Record<string, string> = {};
+  let pool: Pool | null = null;
+  /** The pools this runner has used, released by `close()`. */
+  const held = new Set<Pool>();
 
   function environment(): void {
-    // Only the variables that change an answer are compared on each call; copying the whole
-    // environment would cost more than the rest of a dispatch.
-    const extra = options.env;
-    let key = "";
-    for (const name of ENV_KEYS) key += `${(extra && name in extra ? extra[name] : process.env[name]) ?? "\u0001"}\u0000`;
-    if (key === envKey) return;
-    // The servers' environment is fixed when they start: those of an older one are retired.
-    envKey = key;
-    env = {};
-    const merged: Record<string, string | undefined> = { ...process.env, ...extra };
-    for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
-    for (const server of idle.splice(0)) server.kill("retired: the environment changed");
+    const host = hostEnvironment(options.env);
+    if (host.key === envKey) return;
+    envKey = host.key;
+    envId = keyId(envKey);
+    env = host.env;
     binary = null;
     binaryError = null;
+    pool = null;
   }
 
   function findOnce(): string | null {
@@ -142,47 +125,24 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return binary;
   }
 
+  function poolOf(bin: string): Pool {
+    if (pool && pool.binary === bin) return pool;
+    pool = poolFor(bin, envKey, env);
+    if (!held.has(pool)) {
+      held.add(pool);
+      holdPool(pool);
+    }
+    pool.configure({ maxServers: options.maxServers, idleMs: options.idleMs, startTimeoutMs: options.startTimeoutMs });
+    return pool;
+  }
+
   /** The inline configuration as a settings file, for binaries and modes without `options.hooks`. */
   function inlineSettingsFile(): string {
     if (settingsFile) return settingsFile;
     settingsDir ??= mkdtempSync(join(tmpdir(), "levelcode-hooks-inline-"));
-    settingsFile = join(settingsDir, `settings-${nextId}.json`);
+    settingsFile = join(settingsDir, `settings-${newId()}.json`);
     writeFileSync(settingsFile, `{"hooks":${inlineJson}}`, { mode: 0o600 });
     return settingsFile;
-  }
-
-  async function acquire(bin: string): Promise<Server | string> {
-    for (;;) {
-      while (idle.length > 0) {
-        const server = idle.pop()!;
-        if (server.alive) return server;
-      }
-      if (all.size < maxServers) break;
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    }
-    let server: Server;
-    try {
-      server = new Server(bin, env, (dead) => {
-        all.delete(dead);
-        const at = idle.indexOf(dead);
-        if (at >= 0) idle.splice(at, 1);
-        wakeOne();
-      }, options.startTimeoutMs);
-    } catch (error) {
-      return `could not start ${bin} serve: ${error instanceof Error ? error.message : String(error)}`;
-    }
-    all.add(server);
-    if (await server.ready) return server;
-    return server.startFailure || `${bin} serve did not start`;
-  }
-
-  function release(server: Server, key: string): void {
-    if (!server.alive) return;
-    if (key !== envKey || idle.length >= maxIdle) server.kill("no longer needed");
-    else {
-      idle.push(server);
-      wakeOne();
-    }
   }
 
   /** The longest the handlers of this event may take, in ms; `null` when it cannot be known. */
@@ -204,16 +164,29 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return total * reads;
   }
 
-  /** Calls `onHung` once the request has run past its handlers' time limits plus the margin. */
-  function watchdog(bin: string, event: string, payload: HookPayload, onHung: (ms: number) => void): () => void {
-    const started = Date.now();
+  /**
+   * Calls `onHung` once the request has run past its handlers' time limits plus the margin.
+   * `waiting()` says whether it may still be queued behind an older request (a server that answers
+   * in order): then the clock starts again instead.
+   */
+  function watchdog(bin: string, event: string, payload: HookPayload, waiting: () => boolean, onHung: (ms: number) => void): () => void {
+    let started = Date.now();
     let done = false;
-    let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(async () => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = (limit: number) => {
+      timer = setTimeout(() => {
+        if (done) return;
+        if (waiting()) {
+          started = Date.now();
+          arm(limit);
+        } else onHung(limit);
+      }, Math.max(0, started + limit - Date.now()));
+      (timer as Unrefable).unref?.();
+    };
+    timer = setTimeout(async () => {
       const bound = await handlersBoundMs(bin, event, payload);
       if (done) return;
-      const limit = (bound ?? (MAX_TIMEOUT_S * 1000 + PER_HANDLER_GRACE_MS) * 16) + margin;
-      timer = setTimeout(() => onHung(limit), Math.max(0, started + limit - Date.now()));
-      (timer as Unrefable).unref?.();
+      arm((bound ?? (MAX_TIMEOUT_S * 1000 + PER_HANDLER_GRACE_MS) * 16) + margin);
     }, Math.min(SLOW_MS, margin));
     (timer as Unrefable).unref?.();
     return () => {
@@ -229,12 +202,13 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return JSON.stringify({ ...rest, event });
   }
 
-  function requestLine(json: string, id: number, inline: boolean): string {
+  function requestLine(json: string, id: number, server: Server, watch: boolean): string {
     let options = "";
     if (inlineJson !== null) {
-      options = inline ? `,"options":{"hooks":${inlineJson}}` : `,"options":{"settings":${JSON.stringify([inlineSettingsFile()])}}`;
-    }
-    return `{"id":${id}${options}${json.length > 2 ? "," : ""}${json.slice(1)}\n`;
+      options = server.inline ? `"hooks":${inlineJson}` : `"settings":${JSON.stringify([inlineSettingsFile()])}`;
+    } else if (watch && server.watch) options = `"watch":true`;
+    const member = options ? `,"options":{${options}}` : "";
+    return `{"id":${id}${member}${json.length > 2 ? "," : ""}${json.slice(1)}\n`;
   }
 
   /** One `levelcode-hooks run` for the event: the fallback when `serve` cannot start. */
@@ -251,7 +225,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         resolve(reply);
       };
       const child = nodeSpawn(bin, args, { stdio: ["pipe", "pipe", "ignore"], env, windowsHide: true });
-      const stop = watchdog(bin, event, payload, (ms) => {
+      const stop = watchdog(bin, event, payload, () => false, (ms) => {
         child.kill("SIGTERM");
         finish({ kind: "fault", warning: `levelcode-hooks run gave no answer within ${ms} ms; it was stopped`, neverStarted: false });
       });
@@ -277,64 +251,116 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     });
   }
 
-  async function dispatch(event: string, payload: HookPayload): Promise<HookDispatchOutcome> {
+  /** Decides, once the C library's inotify calls are loaded, whether the no-match cache is on. */
+  function cacheNow(): NoMatchCache | null {
+    if (cache === undefined && inotifyLoaded()) cache = NoMatchCache.available() ? new NoMatchCache() : null;
+    return cache ?? null;
+  }
+
+  /**
+   * Everything up to the request's write happens before this returns: the promise it gives is
+   * that of an event already on its way.
+   */
+  function dispatch(event: string, payload: HookPayload): Promise<HookDispatchOutcome> {
     environment();
     const bin = findOnce();
-    if (!bin) return failOpen(`levelcode-hooks: no hook ran: ${binaryError}`);
+    if (!bin) return Promise.resolve(finish(event, { kind: "fault", warning: binaryError ?? "", neverStarted: false }));
 
-    const json = payloadJson(event, payload);
-
-    if (cache === undefined) cache = (await inotifyReady) && NoMatchCache.available() ? new NoMatchCache() : null;
-    let ticket: number | null = null;
-    let key = "";
+    const memory = cacheNow();
     const cwd = payload.cwd;
     // A dispatch that writes a log leaves a trace that an answer from memory would not.
-    if (cache && typeof cwd === "string" && isAbsolute(cwd) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM)) {
-      const context = `${envKey}\u0002${cwd}`;
+    if (memory && typeof cwd === "string" && isAbsolute(cwd) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM)) {
       // What the matcher is tested against: a no-match holds for that value only.
       const member = MATCHER_MEMBERS[event as HookEventName];
       const subject = typeof payload.tool_name === "string" ? payload.tool_name : member && typeof payload[member] === "string" ? `${member}=${payload[member]}` : "\u0003";
-      key = `${context}\u0002${event}\u0002${subject}`;
-      const hit = cache.lookup(key);
-      if (hit) return hit;
-      const listEnv = env;
-      ticket = cache.ticket(context, inlineJson === null ? cwd : null, (dir) => listAsync(bin, listArgs(dir), listEnv));
+      const key = `${envId}\u0002${cwd}\u0002${event}\u0002${subject}`;
+      const hit = memory.lookup(key);
+      if (hit) return Promise.resolve(hit);
+      // A tool call of a step whose twin is on its way: the twin's answer, once it is remembered,
+      // answers this one too (both were asked before the server read the settings). An answer
+      // that ran handlers is not remembered: then this call is sent on its own. Tool events only:
+      // levelcode awaits them, while Stop may be the host's last act.
+      const twin = (event === "PreToolUse" || event === "PostToolUse") && !memory.matched(key) ? inflight.get(key) : undefined;
+      if (twin) return twin.then(() => memory.lookup(key) ?? send(bin, event, payload, memory, key));
+      const sent = send(bin, event, payload, memory, key);
+      if (event === "PreToolUse" || event === "PostToolUse") {
+        inflight.set(key, sent);
+        void sent.then(() => {
+          if (inflight.get(key) === sent) inflight.delete(key);
+        });
+      }
+      return sent;
     }
-    const remember = (outcome: HookDispatchOutcome): HookDispatchOutcome => {
-      if (ticket !== null) cache?.store(key, ticket, outcome);
+    return send(bin, event, payload, null, "");
+  }
+
+  /** Requests not answered yet, by cache key: what a twin of one waits for. */
+  const inflight = new Map<string, Promise<HookDispatchOutcome>>();
+
+  /** Writes the request to a server before returning (see `dispatch`). */
+  function send(bin: string, event: string, payload: HookPayload, memory: NoMatchCache | null, key: string): Promise<HookDispatchOutcome> {
+    const ticket = memory ? memory.ticket() : null;
+    const remember = (reply: Reply, outcome: HookDispatchOutcome): HookDispatchOutcome => {
+      if (ticket !== null && reply.kind === "answer") {
+        const watch = inlineJson !== null ? [] : watchList(reply.answer.watch);
+        if (watch) memory?.store(key, ticket, outcome, watch);
+        else memory?.noteMatched(key);
+      }
       return outcome;
     };
 
-    let reply: Reply;
-    let fallbackNote: string | null = null;
+    const json = payloadJson(event, payload);
     if (serveFailure === null) {
-      const key = envKey;
-      const server = await acquire(bin);
-      if (typeof server === "string") {
-        serveFailure = server;
-      } else {
-        const id = nextId++;
-        const stop = watchdog(bin, event, payload, (ms) => server.kill(`levelcode-hooks serve gave no answer within ${ms} ms; it was stopped and will be replaced`));
-        reply = await server.send(requestLine(json, id, server.inline), id);
+      const chosen = poolOf(bin);
+      const server = chosen.pick();
+      const id = newId();
+      const line = requestLine(json, id, server, ticket !== null);
+      const stop = watchdog(bin, event, payload, () => !server.concurrent && !server.isOldest(id), (ms) =>
+        server.kill(`levelcode-hooks serve gave no answer within ${ms} ms; it was stopped and will be replaced`),
+      );
+      const answered = chosen.send(server, line, id).then(async (reply) => {
         stop();
-        release(server, key);
-        if (reply.kind === "fault" && reply.neverStarted) serveFailure = reply.warning;
-        else return remember(finish(reply));
-      }
+        if (reply.kind === "answer" && server.refused(reply.answer)) {
+          // A binary older than an option the line used: nothing ran; once more without it.
+          const again = newId();
+          reply = await chosen.send(server, requestLine(json, again, server, ticket !== null), again);
+        }
+        if (reply.kind === "fault" && reply.neverStarted) {
+          serveFailure = reply.warning;
+          return fallback(bin, event, payload, json, remember);
+        }
+        return remember(reply, finish(event, reply));
+      });
+      return answered.catch((error: unknown) => failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`));
     }
+    return fallback(bin, event, payload, json, remember).catch((error: unknown) =>
+      failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  }
+
+  async function fallback(
+    bin: string,
+    event: string,
+    payload: HookPayload,
+    json: string,
+    remember: (reply: Reply, outcome: HookDispatchOutcome) => HookDispatchOutcome,
+  ): Promise<HookDispatchOutcome> {
+    let fallbackNote: string | null = null;
     if (!reportedServeFailure) {
       reportedServeFailure = true;
       fallbackNote = `levelcode-hooks: serve could not start (${serveFailure}); one run per event from now on`;
     }
-    reply = await runOnce(bin, event, payload, json);
-    const outcome = remember(finish(reply));
-    if (fallbackNote) outcome.warnings.unshift(fallbackNote);
-    return outcome;
+    const reply = await runOnce(bin, event, payload, json);
+    if (fallbackNote) {
+      const outcome = finish(event, reply, [fallbackNote]);
+      return remember(reply, outcome);
+    }
+    return remember(reply, finish(event, reply));
   }
 
-  function finish(reply: Reply): HookDispatchOutcome {
-    if (reply.kind === "fault") return failOpen(`levelcode-hooks: no hook ran: ${reply.warning}`);
-    const outcome = outcomeFromAnswer(reply.answer);
+  function finish(event: string, reply: Reply, extra: string[] = []): HookDispatchOutcome {
+    const outcome = reply.kind === "fault" ? failOpen(`levelcode-hooks: no hook ran: ${reply.warning}`) : outcomeFromAnswer(reply.answer);
+    if (extra.length > 0) outcome.warnings.unshift(...extra);
     if (options.onConfigWarning) {
       for (const warning of outcome.warnings) {
         if (seenWarnings.has(warning)) continue;
@@ -342,15 +368,24 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         options.onConfigWarning(warning);
       }
     }
+    if (event === "SessionStart") {
+      // levelcode shows SessionStart's additionalContext to the person (docs/levelcode.md): what
+      // did not run, and why, is said there, once per process.
+      const notices = noticesFor(outcome.warnings);
+      if (notices.length > 0) {
+        outcome.notices = notices;
+        outcome.additionalContext = [outcome.additionalContext, ...notices].filter((text) => text !== "").join("\n");
+      }
+    }
     return outcome;
   }
 
   /** Dispatches one event. Never rejects: any fault resolves "proceed" with a warning. */
-  async function runEvent(event: HookEventName | string, payload: HookPayload): Promise<HookDispatchOutcome> {
+  function runEvent(event: HookEventName | string, payload: HookPayload): Promise<HookDispatchOutcome> {
     try {
-      return await dispatch(event, payload);
+      return dispatch(event, payload);
     } catch (error) {
-      return failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`);
+      return Promise.resolve(failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`));
     }
   }
 
@@ -367,18 +402,24 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     binaryError = null;
     serveFailure = null;
     reportedServeFailure = false;
+    pool = null;
     seenWarnings.clear();
     cache?.invalidate();
   }
 
-  /** Ends every server of this runner. A later `runEvent` starts a new one. */
+  /**
+   * Lets this runner go: its memory and its inline settings file. The servers belong to the
+   * process's pool and end by themselves once idle; a pool no open runner uses is ended now.
+   */
   function close(): void {
-    for (const server of [...all]) server.kill("the runner was closed");
-    idle.length = 0;
+    if (closed) return;
+    closed = true;
     cache?.invalidate();
     if (settingsDir) rmSync(settingsDir, { recursive: true, force: true });
     settingsDir = null;
     settingsFile = null;
+    for (const used of held) releasePool(used);
+    held.clear();
   }
 
   /** The trust state in an answer: at its top level, or under `project_trust` or `trust`. */
@@ -392,12 +433,10 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     environment();
     const bin = findOnce();
     if (!bin) throw new Error(`levelcode-hooks: ${binaryError}`);
-    const server = await acquire(bin);
-    if (typeof server === "string") throw new Error(`levelcode-hooks: ${server}`);
-    const key = envKey;
-    const id = nextId++;
-    const reply = await server.send(`{"id":${id},"op":${JSON.stringify(op)}${extra},"options":{"project_dir":${JSON.stringify(projectDir)}}}\n`, id);
-    release(server, key);
+    const chosen = poolOf(bin);
+    const server = chosen.pick();
+    const id = newId();
+    const reply = await chosen.send(server, `{"id":${id},"op":${JSON.stringify(op)}${extra},"options":{"project_dir":${JSON.stringify(projectDir)}}}\n`, id);
     if (reply.kind === "fault") throw new Error(`levelcode-hooks: ${reply.warning}`);
     if (typeof reply.answer.error === "string") throw new Error(`levelcode-hooks: ${reply.answer.error}`);
     return reply.answer;
@@ -418,7 +457,44 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return cache ? { ...cache.stats } : { hits: 0, misses: 0, stored: 0, invalidations: 0 };
   }
 
+  // Start early: the first tool call should not pay for starting a server. Nothing started here
+  // keeps the host alive.
+  try {
+    environment();
+    const bin = findOnce();
+    if (bin) {
+      poolOf(bin).warm();
+    }
+  } catch {
+    // the first runEvent reports it
+  }
+
   return { runEvent, invalidate, close, trustStatus, trust, cacheStats };
+}
+
+/** Runners open on each pool; a pool none uses any more is ended. */
+const holders = new Map<Pool, number>();
+function holdPool(pool: Pool): void {
+  holders.set(pool, (holders.get(pool) ?? 0) + 1);
+}
+function releasePool(pool: Pool): void {
+  const left = (holders.get(pool) ?? 1) - 1;
+  if (left > 0) holders.set(pool, left);
+  else {
+    holders.delete(pool);
+    pool.endAll();
+  }
+}
+
+/** The `watch` member of an answer (docs/serve.md): each file with its stamp; null when absent. */
+function watchList(value: unknown): Array<[string, string]> | null {
+  if (!Array.isArray(value)) return null;
+  const list: Array<[string, string]> = [];
+  for (const entry of value) {
+    if (!Array.isArray(entry) || typeof entry[0] !== "string" || typeof entry[1] !== "string") return null;
+    list.push([entry[0], entry[1]]);
+  }
+  return list;
 }
 
 export type HookRunner = ReturnType<typeof createHookRunner>;

@@ -1,10 +1,16 @@
 /**
- * One `levelcode-hooks serve` process (docs/serve.md): requests go in as lines on its stdin, one
- * at a time, and each answer comes back as one line on its stdout. A server that dies, answers
- * garbage or is declared hung by its caller is killed; the request it held resolves with a fault
- * instead of an answer, never with a rejection.
+ * One `levelcode-hooks serve` process (docs/serve.md): request lines go in on its stdin, each
+ * written before `send` returns, and each answer comes back as one line on its stdout, matched to
+ * its request by `id`, in whatever order the server answers. A server that dies, answers garbage
+ * or is declared hung is killed; the requests it held resolve with a fault, never a rejection.
+ *
+ * Nothing is written before the first request, and a binary older than an option a request
+ * uses says so in its answer, which `refused` reads. The host never waits for a server it is not
+ * waiting an answer from: the process, its pipes
+ * and its timers are unref'd while no request is out. Nothing kills a server when the host
+ * exits: its stdin then closes, and it finishes what it was given and exits by itself.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { startChild, type Child } from "./child.js";
 
 type Json = Record<string, unknown>;
 
@@ -14,99 +20,89 @@ export type Reply =
   | {
       kind: "fault";
       warning: string;
-      /** The server never answered its first line: `serve` cannot start with this binary. */
+      /** The server never answered anything: `serve` cannot start with this binary. */
       neverStarted: boolean;
     };
 
-/**
- * The first line every server is sent. It dispatches nothing (no event), and the error it gets
- * says whether this binary takes an inline `hooks` object in `options` (contract §14).
- */
-const PROBE_ID = "levelcode-hooks-client-probe";
-const PROBE_LINE = `{"id":"${PROBE_ID}","options":{"hooks":{}}}\n`;
-const INLINE_UNSUPPORTED = "unknown field `hooks`";
-
-/** Every server alive in this process, so that all of them end when the process does. */
-const live = new Set<Server>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once("exit", () => {
-    for (const server of live) server.kill("the host process exited");
-  });
-}
+/** The error of a binary older than an option this client sends. */
+const UNKNOWN_HOOKS = "unknown field `hooks`";
+const UNKNOWN_WATCH = "unknown field `watch`";
 
 type Unrefable = { ref?: () => void; unref?: () => void };
 
+/**
+ * Turns of the event loop seen since this module loaded (counted only while someone asks). An
+ * answer can only be read on a later turn than its request was written, so a server that has not
+ * answered within the turn its request was sent in is not slow: the host has not read yet.
+ */
+let turn = 0;
+let turnScheduled = false;
+export function currentTurn(): number {
+  if (!turnScheduled) {
+    turnScheduled = true;
+    setImmediate(() => {
+      turn++;
+      turnScheduled = false;
+    });
+  }
+  return turn;
+}
+
 export class Server {
-  private readonly proc: ChildProcess;
+  private readonly proc: Child;
   private buffered = "";
-  private stderrTail = "";
-  private pending: { id: string | number; resolve: (reply: Reply) => void } | null = null;
-  private answeredProbe = false;
+  /** Requests written and not answered yet, the oldest first. */
+  private readonly pending = new Map<string, (reply: Reply) => void>();
+  private answeredAny = false;
   private dead = false;
-  /** Resolves once the server has answered its probe (true) or died first (false). */
-  readonly ready: Promise<boolean>;
-  /** The binary takes `options.hooks` (known once `ready` resolves true). */
-  inline = false;
+  private idleTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * The binary takes `options.hooks`, and `options.watch`. Taken to be so until an answer says
+   * otherwise (the binary ships with this client); a request refused for it is sent again.
+   */
+  inline = true;
+  watch = true;
+  /** The server answered a request before an older one: it serves requests side by side. */
+  concurrent = false;
+  /** When the server last answered, or last went from idle to busy (ms, `Date.now()`). */
+  lastProgress = Date.now();
+  /** The turn of the event loop of `lastProgress`. */
+  progressTurn = currentTurn();
+  private startTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly spawnedAt = Date.now();
 
   constructor(
     binary: string,
     env: Record<string, string>,
     private readonly onDeath: (server: Server) => void,
-    startTimeoutMs = 10_000,
+    private readonly idleMs: number,
+    private readonly startTimeoutMs = 10_000,
   ) {
-    installExitHook();
-    live.add(this);
-    let settle: (ok: boolean) => void = () => {};
-    this.ready = new Promise<boolean>((resolve) => {
-      settle = resolve;
-    });
-    this.pending = {
-      id: PROBE_ID,
-      resolve: (reply) => {
-        if (reply.kind === "answer") {
-          this.answeredProbe = true;
-          const error = typeof reply.answer.error === "string" ? reply.answer.error : "";
-          this.inline = !error.includes(INLINE_UNSUPPORTED);
-          this.idle();
-          settle(true);
-        } else {
-          this.startFailure = reply.warning;
-          settle(false);
-        }
-      },
-    };
-
-    this.proc = spawn(binary, ["serve"], { stdio: ["pipe", "pipe", "pipe"], env, windowsHide: true });
-    this.proc.on("error", (error) => this.kill(`could not run ${binary} serve: ${error.message}`));
-    // `close`, not `exit`: an answer written just before the end is read first.
-    this.proc.on("close", (code, signal) => {
-      const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
-      const tail = this.stderrTail.trim();
-      this.kill(`levelcode-hooks serve ${how}${tail ? `: ${tail}` : ""}`);
-    });
-    // A write after the server died fails with EPIPE; the exit above reports it.
-    this.proc.stdin?.on("error", () => {});
-    this.proc.stdout?.setEncoding("utf8");
-    this.proc.stdout?.on("data", (chunk: string) => this.onData(chunk));
-    this.proc.stderr?.setEncoding("utf8");
-    this.proc.stderr?.on("data", (chunk: string) => {
-      this.stderrTail = (this.stderrTail + chunk).slice(-2000);
-    });
-    this.busy();
-    this.proc.stdin?.write(PROBE_LINE);
-    const start = setTimeout(() => {
-      if (!this.answeredProbe) this.kill(`levelcode-hooks serve did not answer its first line within ${startTimeoutMs} ms`);
-    }, startTimeoutMs);
-    (start as Unrefable).unref?.();
-    void this.ready.then(() => clearTimeout(start));
+    // Nothing is written until there is a request: a server whose host exits without one reads
+    // the end of its input and exits, having written nothing.
+    this.proc = startChild(binary, env, { data: (chunk) => this.onData(chunk), close: (how) => this.kill(how) });
+    this.armIdle();
   }
 
-  /** Why the server could not start, once `ready` resolved false. */
-  startFailure = "";
+  /** Whether the server has answered anything yet. */
+  get started(): boolean {
+    return this.answeredAny;
+  }
+
+  /** Learns from a refusal which options the binary lacks; true when the request should go again. */
+  refused(answer: Json): boolean {
+    const error = typeof answer.error === "string" ? answer.error : "";
+    if (this.inline && error.includes(UNKNOWN_HOOKS)) {
+      this.inline = false;
+      this.watch = false;
+      return true;
+    }
+    if (this.watch && error.includes(UNKNOWN_WATCH)) {
+      this.watch = false;
+      return true;
+    }
+    return false;
+  }
 
   get alive(): boolean {
     return !this.dead;
@@ -116,57 +112,90 @@ export class Server {
     return this.proc.pid;
   }
 
-  /** Sends one request line (ending in a newline) and resolves with its answer or a fault. */
+  /** Requests out. */
+  get outstanding(): number {
+    return this.pending.size;
+  }
+
+  /** Whether `id` is the oldest request still out. */
+  isOldest(id: number): boolean {
+    return this.pending.keys().next().value === String(id);
+  }
+
+  /**
+   * Writes one request line (ending in a newline) before returning, and resolves with its answer
+   * or a fault. `id` is the line's `id`, a number unique in this process.
+   */
   send(line: string, id: number): Promise<Reply> {
     if (this.dead) {
       return Promise.resolve({ kind: "fault", warning: "levelcode-hooks serve had already ended", neverStarted: false });
     }
-    this.busy();
     return new Promise<Reply>((resolve) => {
-      this.pending = { id, resolve };
-      this.proc.stdin?.write(line);
+      if (this.outstanding === 0) {
+        this.lastProgress = Date.now();
+        this.progressTurn = currentTurn();
+        this.refAll();
+      }
+      clearTimeout(this.idleTimer);
+      if (!this.answeredAny && this.startTimer === undefined) {
+        this.startTimer = setTimeout(() => {
+          if (!this.answeredAny) this.kill(`levelcode-hooks serve did not answer its first line within ${this.startTimeoutMs} ms`);
+        }, Math.max(0, this.spawnedAt + this.startTimeoutMs - Date.now()));
+        (this.startTimer as Unrefable).unref?.();
+      }
+      this.pending.set(String(id), resolve);
+      if (!this.proc.write(line)) {
+        // The process is ending: its close says how (with its stderr); this is a backstop.
+        const backstop = setTimeout(() => this.kill("levelcode-hooks serve had ended; its input is closed"), 2000);
+        (backstop as Unrefable).unref?.();
+      }
     });
   }
 
-  /** Ends the server; the request it holds, if any, resolves with `reason` as its warning. */
-  kill(reason: string): void {
+  /** Ends the server as a caller would: end of input; it answers what it has and exits 0. */
+  end(): void {
     if (this.dead) return;
+    this.proc.end();
     this.dead = true;
-    live.delete(this);
+    this.onDeath(this);
+  }
+
+  /** Ends the server now; each request it holds resolves with `reason` as its warning. */
+  kill(reason: string): void {
+    if (this.dead && this.pending.size === 0) return;
+    const wasDead = this.dead;
+    this.dead = true;
+    clearTimeout(this.idleTimer);
+    clearTimeout(this.startTimer);
     try {
-      this.proc.stdin?.destroy();
+      this.proc.end();
       // SIGTERM lets serve stop a running handler's process group as on a timeout.
       this.proc.kill("SIGTERM");
-      const hard = setTimeout(() => {
-        if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill("SIGKILL");
-      }, 1500);
+      const hard = setTimeout(() => this.proc.kill("SIGKILL"), 1500);
       (hard as Unrefable).unref?.();
     } catch {
       // already gone
     }
-    this.idle();
-    const pending = this.pending;
-    this.pending = null;
-    pending?.resolve({ kind: "fault", warning: reason, neverStarted: !this.answeredProbe });
-    this.onDeath(this);
+    this.unrefAll();
+    const held = [...this.pending.values()];
+    this.pending.clear();
+    for (const resolve of held) resolve({ kind: "fault", warning: reason, neverStarted: !this.answeredAny });
+    if (!wasDead) this.onDeath(this);
   }
 
   private onData(chunk: string): void {
-    this.buffered += chunk;
+    const text = this.buffered + chunk;
+    let from = 0;
     let newline: number;
-    while (!this.dead && (newline = this.buffered.indexOf("\n")) >= 0) {
-      const line = this.buffered.slice(0, newline);
-      this.buffered = this.buffered.slice(newline + 1);
+    while (this.pending.size > 0 && (newline = text.indexOf("\n", from)) >= 0) {
+      const line = text.slice(from, newline);
+      from = newline + 1;
       this.onLine(line);
     }
+    this.buffered = from === 0 ? text : text.slice(from);
   }
 
   private onLine(line: string): void {
-    const pending = this.pending;
-    if (!pending) {
-      this.kill(`levelcode-hooks serve wrote a line nobody asked for: ${line.slice(0, 120)}`);
-      return;
-    }
     let answer: unknown;
     try {
       answer = JSON.parse(line);
@@ -174,25 +203,41 @@ export class Server {
       this.kill(`levelcode-hooks serve answered something that is not JSON: ${line.slice(0, 120)}`);
       return;
     }
-    if (answer === null || typeof answer !== "object" || Array.isArray(answer) || (answer as Json).id !== pending.id) {
-      this.kill(`levelcode-hooks serve answered with a line that is not the answer to request ${pending.id}: ${line.slice(0, 120)}`);
+    const id = answer !== null && typeof answer === "object" && !Array.isArray(answer) ? (answer as Json).id : undefined;
+    const key = typeof id === "string" ? JSON.stringify(id) : String(id);
+    const resolve = id === undefined ? undefined : this.pending.get(key);
+    if (!resolve) {
+      this.kill(`levelcode-hooks serve wrote a line that answers no request: ${line.slice(0, 120)}`);
       return;
     }
-    this.pending = null;
-    this.idle();
-    pending.resolve({ kind: "answer", answer: answer as Json });
-  }
-
-  /** While a request is out, the host waits for it; otherwise the server must not hold it. */
-  private busy(): void {
-    this.proc.ref();
-    (this.proc.stdout as Unrefable | null)?.ref?.();
-  }
-
-  private idle(): void {
-    this.proc.unref();
-    for (const stream of [this.proc.stdin, this.proc.stdout, this.proc.stderr]) {
-      (stream as Unrefable | null)?.unref?.();
+    if (this.pending.keys().next().value !== key) this.concurrent = true;
+    this.pending.delete(key);
+    this.answeredAny = true;
+    clearTimeout(this.startTimer);
+    this.lastProgress = Date.now();
+    this.progressTurn = currentTurn();
+    if (this.outstanding === 0) {
+      this.unrefAll();
+      this.armIdle();
     }
+    resolve({ kind: "answer", answer: answer as Json });
+  }
+
+  /** An idle server ends by itself after `idleMs`. */
+  private armIdle(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.outstanding === 0) this.end();
+    }, this.idleMs);
+    (this.idleTimer as Unrefable).unref?.();
+  }
+
+  /** While a request is out, the host waits for its answer, as it would for a handler. */
+  private refAll(): void {
+    this.proc.busy();
+  }
+
+  private unrefAll(): void {
+    this.proc.idle();
   }
 }

@@ -204,6 +204,12 @@ export type HookEventOutcome = {
   projectTrust?: ProjectTrust | undefined;
   /** The dispatch's own time in milliseconds, as the dispatcher measured it. */
   durationMs?: number | undefined;
+  /**
+   * SessionStart: what the person should know and has not been told in this process (project
+   * hooks that did not run for want of trust, a settings file that could not be read, ...). Also
+   * appended to `additionalContext`, which levelcode shows the person (docs/levelcode.md).
+   */
+  notices?: string[] | undefined;
 };
 
 /** The answer `runEvent` resolves: the outcome with everything this dispatcher always says. */

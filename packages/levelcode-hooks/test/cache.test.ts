@@ -5,16 +5,16 @@
  * named scripts that appear and change, permissions), and the answers must be identical.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { NoMatchCache, watchedFiles } from "../src/cache.ts";
+import { NoMatchCache } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
 import { createHookRunner, type HookDispatchOutcome, type HookPayload } from "../src/index.ts";
 import { perTestDir, serverSupports } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
-setDefaultTimeout(60_000);
+setDefaultTimeout(120_000);
 
 const cacheAvailable = (await inotifyReady) !== null && NoMatchCache.available();
 
@@ -31,8 +31,10 @@ const settings = (hooks: unknown) => JSON.stringify({ hooks });
 
 /** What two answers must share: everything but the times. */
 function comparable(outcome: HookDispatchOutcome) {
-  const { durationMs: _d, results, ...rest } = outcome;
-  return { ...rest, results: results.map(({ durationMs: _r, ...result }) => result) };
+  // Notices are told once per process, to whichever runner's SessionStart comes first.
+  const { durationMs: _d, results, notices, ...rest } = outcome;
+  const additionalContext = rest.additionalContext.split("\n").filter((line) => !notices?.includes(line)).join("\n");
+  return { ...rest, additionalContext, results: results.map(({ durationMs: _r, ...result }) => result) };
 }
 
 describe.skipIf(!cacheAvailable)("the no-match cache", () => {
@@ -70,8 +72,9 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
           expect({ step, event, payload, answer: fromCache }).toEqual({ step, event, payload, answer: fromDispatcher });
           compared++;
         }
-        // Let the cache set up its watches for these projects.
-        if (round === 0) await sleep(400);
+        // Files written less than two seconds ago are not remembered (a same-size rewrite in the
+        // same clock tick would not show in their stamps): let them age.
+        if (round === 0) await sleep(2100);
       }
     };
 
@@ -127,7 +130,9 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     expect(compared).toBeGreaterThan(300);
     // Fewer where project hooks wait for trust: an answer with a trust warning is not remembered.
     expect(stats.hits).toBeGreaterThan(5);
-    expect(stats.invalidations).toBeGreaterThanOrEqual(5);
+    expect(stats.stored).toBeGreaterThan(5);
+    // Watches are set only for what was stored, so only changes after a store drop the cache.
+    expect(stats.invalidations).toBeGreaterThanOrEqual(2);
     expect(plain.cacheStats().hits).toBe(0);
   });
 
@@ -157,41 +162,53 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
   });
 });
 
-describe("watchedFiles", () => {
-  const listing = (command: string | null, argv: string[] | null = null) => ({
-    project_root: "/p",
-    layers: [
-      { layer: "user", file: "/h/.config/levelcode/settings.json" },
-      { layer: "data", file: "/h/.levelcode/settings.json" },
-      { layer: "project", file: "/p/.levelcode/settings.json" },
-    ],
-    handlers: [{ layer: "project", command, argv }],
+describe.skipIf(!cacheAvailable)("the no-match cache and symlinks on the way", () => {
+  test("a swap of a symlinked folder anywhere on the way to a layer drops the cache", async () => {
+    // ~/.config/levelcode -> deploy/current -> v1; then current -> v2, which adds a blocking guard.
+    const home = join(dir, "home");
+    const deploy = join(dir, "deploy");
+    const project = join(dir, "project");
+    for (const folder of [join(home, ".config"), join(deploy, "v1"), join(deploy, "v2"), project]) mkdirSync(folder, { recursive: true });
+    writeFileSync(join(deploy, "v1", "settings.json"), settings({ PreToolUse: [{ matcher: "other_tool", hooks: [{ command: "true" }] }] }));
+    writeFileSync(join(deploy, "v2", "settings.json"), settings({ PreToolUse: [{ matcher: "write_file", hooks: [{ command: "echo guarded >&2; exit 2" }] }] }));
+    symlinkSync("v1", join(deploy, "current"));
+    symlinkSync(join(deploy, "current"), join(home, ".config", "levelcode"));
+    // Old enough that the stamps alone can be trusted.
+    const old = new Date(Date.now() - 60_000);
+    for (const file of [join(deploy, "v1", "settings.json"), join(deploy, "v2", "settings.json")]) utimesSync(file, old, old);
+    await sleep(2100);
+
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    const payload = { event: "PreToolUse", cwd: project, tool_name: "write_file", tool_input: {} };
+    expect((await runner.runEvent("PreToolUse", payload)).blocked).toBe(false);
+    expect((await runner.runEvent("PreToolUse", payload)).blocked).toBe(false);
+    expect(runner.cacheStats().hits).toBe(1);
+
+    symlinkSync("v2", join(deploy, "next"));
+    renameSync(join(deploy, "next"), join(deploy, "current"));
+    const after = await runner.runEvent("PreToolUse", payload);
+    expect(after.blocked).toBe(true);
+    expect(after.reason).toBe("guarded");
   });
 
-  test("are the layers, the trust store and the files inside the project that handlers name", () => {
-    expect(watchedFiles(listing("bun .levelcode/guard.ts --strict", ["node", "/p/tools/a.js", "/etc/passwd"]))).toEqual([
-      "/h/.config/levelcode/settings.json",
-      "/h/.levelcode/settings.json",
-      "/p/.levelcode/settings.json",
-      "/h/.levelcode/trusted-hooks.json",
-      "/p/node",
-      "/p/tools/a.js",
-      "/p/bun",
-      "/p/.levelcode/guard.ts",
-      "/p/--strict",
-    ]);
-  });
-
-  test("are unknown when a command needs a shell to split it", () => {
-    expect(watchedFiles(listing('bun "$DIR/guard.ts"'))).toBeNull();
-    expect(watchedFiles(listing("bun my\\ guard.ts"))).toBeNull();
-    expect(watchedFiles(listing("bun 'guard.ts'"))).not.toBeNull();
-  });
-
-  test("include a script named next to a shell operator", () => {
-    const files = watchedFiles(listing("sh .levelcode/guard.sh;echo done&&(sh b.sh|cat)>log")) ?? [];
-    expect(files).toContain("/p/.levelcode/guard.sh");
-    expect(files).toContain("/p/b.sh");
-    expect(files).not.toContain("/p/.levelcode/guard.sh;echo");
+  test("a path whose way cannot be watched is not remembered, though its stamp agrees", async () => {
+    const noMatch: HookDispatchOutcome = { blocked: false, additionalContext: "", results: [], decision: "proceed", warnings: [], durationMs: 0 };
+    // A link that never ends (a loop) cannot be followed, so its way cannot be watched; its
+    // stamp, "unreachable", is what the dispatcher would report for it.
+    symlinkSync(join(dir, "loop-b"), join(dir, "loop-a"));
+    symlinkSync(join(dir, "loop-a"), join(dir, "loop-b"));
+    const looped = join(dir, "loop-a", "settings.json");
+    const plain = join(dir, "absent.json");
+    const cache = new NoMatchCache();
+    cache.store("looped", cache.ticket(), noMatch, [[plain, "absent"], [looped, "unreachable"]]);
+    expect(cache.lookup("looped")).toBeNull();
+    cache.store("plain", cache.ticket(), noMatch, [[plain, "absent"]]);
+    expect(cache.lookup("plain")).not.toBeNull();
+    // A stamp that differs from the file as it is now: not remembered either.
+    writeFileSync(plain, "{}");
+    cache.store("stale", cache.ticket(), noMatch, [[plain, "absent"]]);
+    expect(cache.lookup("stale")).toBeNull();
+    cache.invalidate();
   });
 });

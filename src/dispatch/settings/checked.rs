@@ -1,10 +1,10 @@
 //! The warning-collecting path: every group and handler checked entry by entry, each problem a
 //! warning naming the file and the entry's path, and only the bad entry skipped (contract §3, §4).
 
-use std::cell::OnceCell;
 use std::fmt;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -95,7 +95,7 @@ pub(super) fn describe(value: &Value) -> &'static str {
 }
 
 pub(super) fn parse_event(
-    source: &Rc<Source>,
+    source: &Arc<Source>,
     event: &str,
     value: Value,
     groups: &mut Vec<Group>,
@@ -120,7 +120,7 @@ pub(super) fn parse_event(
 }
 
 pub(super) fn parse_group(
-    source: &Rc<Source>,
+    source: &Arc<Source>,
     event: &str,
     index: usize,
     entry: Value,
@@ -197,15 +197,15 @@ pub(super) fn parse_group(
         }
     }
     Some(Group {
-        source: Rc::clone(source),
+        source: Arc::clone(source),
         event: event.to_string(),
         index,
         matcher,
         enabled,
         protocol,
         handlers,
-        compiled: OnceCell::new(),
-        parses: OnceCell::new(),
+        compiled: OnceLock::new(),
+        parses: OnceLock::new(),
     })
 }
 

@@ -1,9 +1,9 @@
 //! The typed fast path: an event's groups read straight into structs that borrow the file's
 //! strings, when they hold nothing to warn about. Anything unusual falls back to [`super::checked`].
 
-use std::cell::OnceCell;
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -49,7 +49,7 @@ pub(super) struct CleanHandler<'a> {
 /// problem. Reading straight into these structs, borrowing the file's strings, costs a fraction
 /// of building a JSON tree of it (ordered maps, a copy of every string) and then walking that.
 pub(super) fn clean_event(
-    source: &Rc<Source>,
+    source: &Arc<Source>,
     event: &str,
     raw: &str,
     tool: Option<&str>,
@@ -57,7 +57,7 @@ pub(super) fn clean_event(
     /// Reads the groups one at a time, so that a group left unbuilt leaves no memory behind;
     /// the first one with something to warn about stops the read.
     struct Groups<'s> {
-        source: &'s Rc<Source>,
+        source: &'s Arc<Source>,
         event: &'s str,
         tool: Option<&'s str>,
     }
@@ -102,7 +102,7 @@ pub(super) fn clean_event(
 /// One group read by [`clean_event`]: `None` when it has something to warn about, `Some(None)`
 /// when it is left unbuilt (the dispatch for `tool` would pass over it).
 pub(super) fn clean_group(
-    source: &Rc<Source>,
+    source: &Arc<Source>,
     event: &str,
     index: usize,
     entry: CleanGroup<'_>,
@@ -186,15 +186,15 @@ pub(super) fn clean_group(
         return Some(None);
     }
     Some(Some(Group {
-        source: Rc::clone(source),
+        source: Arc::clone(source),
         event: event.to_string(),
         index,
         matcher: entry.matcher.map(std::borrow::Cow::into_owned),
         enabled,
         protocol,
         handlers,
-        compiled: OnceCell::new(),
-        parses: OnceCell::new(),
+        compiled: OnceLock::new(),
+        parses: OnceLock::new(),
     }))
 }
 

@@ -1,10 +1,10 @@
 //! The `hooks` key of one settings file (contract §4): groups and handlers, checked entry by
 //! entry so that one bad entry never costs its valid siblings.
 
-use std::cell::OnceCell;
 use std::fmt;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -39,7 +39,7 @@ pub struct Source {
 /// One `{matcher, hooks}` entry under an event.
 #[derive(Debug)]
 pub struct Group {
-    pub source: Rc<Source>,
+    pub source: Arc<Source>,
     pub event: String,
     /// Position under the event, for `hooks.<Event>[i]`.
     pub index: usize,
@@ -49,9 +49,9 @@ pub struct Group {
     pub protocol: Option<Protocol>,
     pub handlers: Vec<Handler>,
     /// The matcher, compiled the first time a tool event needs it.
-    compiled: OnceCell<Result<Matcher, String>>,
+    compiled: OnceLock<Result<Matcher, String>>,
     /// Whether the matcher parses as a regex, asked at most once.
-    parses: OnceCell<bool>,
+    parses: OnceLock<bool>,
 }
 
 /// One entry of a group's `hooks` array.
@@ -178,7 +178,7 @@ pub fn parse(
             return;
         }
     };
-    let source = Rc::new(source);
+    let source = Arc::new(source);
     for (event, raw) in hooks {
         let tool = match events {
             Events::All => None,

@@ -42,7 +42,7 @@ fn parse_text(text: &str) -> (Vec<Group>, Vec<String>) {
 }
 
 /// An event's array read by the general path only, as if the fast read did not exist.
-fn general(source: &Rc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
+fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
     let mut groups = Vec::new();
     let mut warnings = Vec::new();
     match serde_json::from_str::<Value>(raw) {
@@ -179,7 +179,7 @@ proptest::proptest! {
     /// it and has nothing to warn about.
     #[test]
     fn the_fast_read_agrees_with_the_general_path(raw in event_text()) {
-        let source = Rc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
+        let source = Arc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
         if let Some(fast) = clean_event(&source, "Stop", &raw, None) {
             let (general, warnings) = general(&source, &raw);
             proptest::prop_assert!(warnings.is_empty(), "{}: {:?}", raw, warnings);
@@ -250,7 +250,7 @@ proptest::proptest! {
         raw in clean_event_text(),
         tool in proptest::sample::select(vec!["write_file", "read_files", "x"]),
     ) {
-        let source = Rc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
+        let source = Arc::new(Source { layer: LayerKind::Project, file: Path::new("s.json").into() });
         let all = clean_event(&source, "PreToolUse", &raw, None);
         let for_tool = clean_event(&source, "PreToolUse", &raw, Some(tool));
         proptest::prop_assert_eq!(all.is_some(), for_tool.is_some());
@@ -275,7 +275,7 @@ proptest::proptest! {
 
 #[test]
 fn the_fast_read_takes_the_usual_shape() {
-    let source = Rc::new(Source {
+    let source = Arc::new(Source {
         layer: LayerKind::Project,
         file: Path::new("s.json").into(),
     });

@@ -1,0 +1,89 @@
+/**
+ * What every runner of this process shares: the environment the servers are started with, and
+ * the notices already given to the person.
+ */
+
+/** The dispatcher's environment variables that change what it answers. */
+const ENV_KEYS = [
+  "HOME",
+  "LEVELCODE_DIR",
+  "LEVELCODE_HOOKS",
+  "LEVELCODE_HOOKS_NO_PROJECT",
+  "LEVELCODE_HOOKS_DEPTH",
+  "LEVELCODE_HOOKS_LOG",
+  "LEVELCODE_TEAM",
+  "LEVELCODE_TRUST_PROJECT_HOOKS",
+  "NEXT_PUBLIC_CB_ENVIRONMENT",
+  "LEVELCODE_HOOKS_BINARY",
+  "PATH",
+] as const;
+
+let lastValues: Array<string | undefined> = [];
+let lastExtra: Record<string, string | undefined> | undefined;
+let last: { key: string; env: Record<string, string> } = { key: "", env: {} };
+
+/**
+ * The environment of the servers: the host's, with `extra` added (or, for `undefined`, removed),
+ * and a key that changes when one of the variables that change an answer does. Only those are
+ * compared on each call, value by value; copying the whole environment would cost more than a
+ * dispatch.
+ */
+export function hostEnvironment(extra?: Record<string, string | undefined>): { key: string; env: Record<string, string> } {
+  let same = extra === lastExtra && lastValues.length === ENV_KEYS.length;
+  if (same) {
+    for (let i = 0; i < ENV_KEYS.length; i++) {
+      const name = ENV_KEYS[i]!;
+      if ((extra && name in extra ? extra[name] : process.env[name]) !== lastValues[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return last;
+  }
+  const values = ENV_KEYS.map((name) => (extra && name in extra ? extra[name] : process.env[name]));
+  const key = values.map((value) => `${value ?? "\u0001"}\u0000`).join("");
+  if (key !== last.key) {
+    const env: Record<string, string> = {};
+    const merged: Record<string, string | undefined> = { ...process.env, ...extra };
+    for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
+    last = { key, env };
+  }
+  lastValues = values;
+  lastExtra = extra;
+  return last;
+}
+
+const keyIds = new Map<string, number>();
+/** A short stand-in for an environment key, for keys built on every call. */
+export function keyId(key: string): number {
+  let id = keyIds.get(key);
+  if (id === undefined) {
+    id = keyIds.size + 1;
+    keyIds.set(key, id);
+  }
+  return id;
+}
+
+const told = new Set<string>();
+const pending: string[] = [];
+
+/** Something the person should learn at the next SessionStart (a compliance line not written). */
+export function noteForPerson(warning: string): void {
+  pending.push(warning);
+}
+
+/**
+ * The lines a SessionStart outcome adds for the person: each warning (hooks that did not run for
+ * want of trust, a settings file that could not be read, a dispatcher that could not be reached)
+ * that this process has not told yet, and what happened since the last SessionStart. Said once
+ * per process: a warning already told is not repeated.
+ */
+export function noticesFor(warnings: string[]): string[] {
+  const lines: string[] = [];
+  for (const warning of [...warnings, ...pending.splice(0)]) {
+    if (told.has(warning)) continue;
+    told.add(warning);
+    lines.push(warning.startsWith("levelcode-hooks") ? warning : `levelcode-hooks: ${warning}`);
+  }
+  return lines;
+}

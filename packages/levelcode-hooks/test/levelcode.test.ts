@@ -1,0 +1,294 @@
+/**
+ * levelcode's own call pattern, each case in a fresh Bun process of its own, as levelcode runs:
+ * the tool executor's module-level runner with no options; the SDK's `run()`, which makes a new
+ * runner for every prompt, never closes it and fires Stop without waiting, right before the CLI
+ * calls `process.exit`; a model step whose tool calls all start at once; an untrusted project;
+ * and the compliance log of a team run with `logToolCall` switched too. After each, the number
+ * of `serve` processes: a few at most while the host runs, none once it is gone.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+import { alive, BINARY, BUN, perTestDir, writeProjectHooks } from "./helpers.ts";
+
+// Real processes, on a machine that may be loaded.
+setDefaultTimeout(90_000);
+
+const SRC = JSON.stringify(resolve(import.meta.dir, "../src/index.ts"));
+
+let dir = "";
+perTestDir((fresh) => {
+  dir = fresh;
+});
+
+type Host = { status: number | null; ms: number; lines: Array<Record<string, unknown>>; stderr: string };
+
+/**
+ * Runs `body` as a Bun script in a fresh process whose current directory is `cwd`; each line it
+ * prints with `say(value)` comes back parsed.
+ */
+function host(body: string, cwd: string, env: Record<string, string | undefined> = {}): Host {
+  const script = join(dir, `host-${Math.random().toString(36).slice(2)}.ts`);
+  writeFileSync(script, `import * as hooks from ${SRC};\nconst say = (value: unknown) => console.log(JSON.stringify(value));\n${body}\n`);
+  const merged: Record<string, string> = {};
+  for (const [name, value] of Object.entries({ ...process.env, ...env })) if (value !== undefined) merged[name] = value;
+  const started = performance.now();
+  const run = spawnSync(BUN, [script], { cwd, env: merged, encoding: "utf8", timeout: 60_000 });
+  const lines = run.stdout
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { status: run.status, ms: performance.now() - started, lines, stderr: run.stderr };
+}
+
+/** Whether a process runs: alive, and not a zombie waiting to be reaped by whoever adopted it. */
+function running(pid: number): boolean {
+  if (!alive(pid)) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return alive(pid);
+  }
+}
+
+/** Waits (bounded) until none of `pids` runs; the ones still running. */
+function survivors(pids: unknown, ms = 15_000): number[] {
+  const list = (Array.isArray(pids) ? pids : []).filter((pid): pid is number => typeof pid === "number" && pid > 1);
+  const deadline = Date.now() + ms;
+  while (list.some(running) && Date.now() < deadline) Bun.sleepSync(25);
+  return list.filter(running);
+}
+
+/** The tool executor as levelcode has it, for a script: module-level runner, no options. */
+const EXECUTOR = `
+const hookRunner = hooks.createHookRunner();
+async function executeToolCall(toolName: string, input: Record<string, unknown>, team?: { name: string; agent: string; id: string }) {
+  const pre = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: toolName, tool_input: input });
+  if (pre.blocked) return { blocked: true, reason: pre.reason, warnings: pre.warnings, context: pre.additionalContext };
+  const output = [{ type: "json", value: { ok: toolName } }];
+  if (team) hooks.logToolCall(team.name, team.id, team.agent, toolName, input, toolName === "failing_tool" ? "failure" : "success");
+  const post = await hookRunner.runEvent("PostToolUse", { event: "PostToolUse", cwd: process.cwd(), tool_name: toolName, tool_input: input, tool_result: JSON.stringify(output).slice(0, 2000) });
+  return { blocked: false, context: post.additionalContext.trim(), warnings: [...pre.warnings, ...post.warnings], preContext: pre.additionalContext };
+}
+`;
+
+/** The SDK's run(), for a script: a runner per prompt, SessionStart awaited, Stop not. */
+const RUN = `
+async function run(prompt: () => Promise<void>) {
+  const hookRunner = hooks.createHookRunner();
+  const start = await hookRunner.runEvent("SessionStart", { event: "SessionStart", cwd: process.cwd() });
+  const shown = start.additionalContext.trim();
+  const promise = prompt().then(() => ({ shown }));
+  return promise.finally(() => {
+    void hookRunner.runEvent("Stop", { event: "Stop", cwd: process.cwd() }).catch(() => {});
+  });
+}
+`;
+
+function guardedProject(extra: Record<string, unknown> = {}): string {
+  const project = join(dir, "project");
+  writeProjectHooks(project, {
+    PreToolUse: [{ matcher: "guarded", hooks: [{ command: "echo 'not this one' >&2; exit 2" }] }],
+    PostToolUse: [{ matcher: "write_file", hooks: [{ command: `echo '{"additionalContext":"post ran"}'` }] }],
+    ...extra,
+  });
+  return project;
+}
+
+describe("levelcode's call sites", () => {
+  test("the tool executor's module-level runner with no options: blocks, runs PostToolUse, and the host exits by itself", () => {
+    const project = guardedProject();
+    const got = host(
+      `${EXECUTOR}
+say(await executeToolCall("guarded", { a: 1 }));
+say(await executeToolCall("write_file", { path: "a.ts" }));
+say(await executeToolCall("read_files", { paths: ["a.ts"] }));
+say(await executeToolCall("read_files", { paths: ["b.ts"] }));
+say(hooks.serverCounts());`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [guarded, write, read1, read2, counts] = got.lines;
+    expect(guarded).toMatchObject({ blocked: true, reason: "not this one" });
+    expect(write).toMatchObject({ blocked: false, context: "post ran", warnings: [] });
+    expect(read1).toMatchObject({ blocked: false, context: "", warnings: [] });
+    expect(read2).toMatchObject({ blocked: false, context: "", warnings: [] });
+    // One server, started with the runner; idle servers do not hold the host (they end after 30 s).
+    expect(counts).toMatchObject({ started: 1, alive: 1 });
+    expect(got.ms).toBeLessThan(20_000);
+    expect(survivors(counts?.pids)).toEqual([]);
+  });
+
+  test("a new runner per prompt, twenty times, never closed: one server for all of them", () => {
+    const project = join(dir, "project");
+    mkdirSync(project);
+    writeProjectHooks(project, { SessionStart: [{ hooks: [{ command: `echo '{"additionalContext":"hello from the project"}'` }] }], Stop: [{ hooks: [{ command: "echo stop >> stops.log" }] }] });
+    const got = host(
+      `${EXECUTOR}${RUN}
+const shown: string[] = [];
+for (let i = 0; i < 20; i++) {
+  const result = await run(async () => { await executeToolCall("write_file", { path: "f" + i }); });
+  shown.push(result.shown);
+}
+say({ shown, counts: hooks.serverCounts() });
+await new Promise((r) => setTimeout(r, 300));
+say(hooks.serverCounts());`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [first, last] = got.lines;
+    expect(first?.shown).toEqual(Array.from({ length: 20 }, () => "hello from the project"));
+    expect((first?.counts as { started: number }).started).toBeLessThanOrEqual(2);
+    expect((last as { alive: number }).alive).toBeLessThanOrEqual(2);
+    expect(survivors(last?.pids)).toEqual([]);
+    // Every Stop ran, the last one's too, though the host did not wait for it.
+    const deadline = Date.now() + 10_000;
+    const stops = () => (existsSync(join(project, "stops.log")) ? readFileSync(join(project, "stops.log"), "utf8").split("\n").filter(Boolean).length : 0);
+    while (stops() < 20 && Date.now() < deadline) Bun.sleepSync(25);
+    expect(stops()).toBe(20);
+  });
+
+  test("a step of 200 concurrent PreToolUse calls in a fresh process: all answered, at most 2 servers", () => {
+    const project = guardedProject();
+    const got = host(
+      `${EXECUTOR}
+const tools = Array.from({ length: 200 }, (_, i) => (i === 117 ? "guarded" : "tool_" + (i % 40)));
+const outcomes = await Promise.all(tools.map((tool) => hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: tool, tool_input: { i: 1 } })));
+say({ blocked: outcomes.filter((o) => o.blocked).length, reason: outcomes[117]!.reason, warnings: outcomes.flatMap((o) => o.warnings), counts: hooks.serverCounts() });`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [step] = got.lines;
+    expect(step).toMatchObject({ blocked: 1, reason: "not this one", warnings: [] });
+    // The second server, started to share the burst, does not hold the host either (idle
+    // servers end after 30 s).
+    expect(got.ms).toBeLessThan(20_000);
+    expect((step?.counts as { alive: number }).alive).toBeLessThanOrEqual(2);
+    expect(survivors((step?.counts as { pids: number[] }).pids)).toEqual([]);
+  });
+
+  test("Stop fired without await, then process.exit (levelcode -p): its handler still runs", () => {
+    const project = join(dir, "project");
+    mkdirSync(project);
+    const mark = join(project, "stopped");
+    writeProjectHooks(project, { Stop: [{ hooks: [{ command: `sleep 0.5; echo ran > ${JSON.stringify(mark)}` }] }] });
+    const got = host(
+      `${EXECUTOR}${RUN}
+await run(async () => { await executeToolCall("write_file", { path: "a" }); });
+say(hooks.serverCounts());
+process.exit(0);`,
+      project,
+    );
+    expect(got.status).toBe(0);
+    expect(existsSync(mark)).toBe(false); // the host did not wait for it
+    const deadline = Date.now() + 15_000;
+    while (!existsSync(mark) && Date.now() < deadline) Bun.sleepSync(25);
+    expect(existsSync(mark) ? readFileSync(mark, "utf8") : "").toBe("ran\n");
+    // The server finished what it was given, then ended by itself.
+    expect(survivors(got.lines[0]?.pids)).toEqual([]);
+  });
+
+  test("the same in a process that exits right after creating the runner and firing Stop", () => {
+    const project = join(dir, "project");
+    mkdirSync(project);
+    const mark = join(project, "stopped");
+    writeProjectHooks(project, { Stop: [{ hooks: [{ command: `echo ran > ${JSON.stringify(mark)}` }] }] });
+    const got = host(
+      `const runner = hooks.createHookRunner();
+void runner.runEvent("Stop", { event: "Stop", cwd: process.cwd() });
+say(hooks.serverCounts());
+process.exit(0);`,
+      project,
+    );
+    expect(got.status).toBe(0);
+    const deadline = Date.now() + 15_000;
+    while (!existsSync(mark) && Date.now() < deadline) Bun.sleepSync(25);
+    expect(existsSync(mark)).toBe(true);
+    expect(survivors(got.lines[0]?.pids)).toEqual([]);
+  });
+
+  test("an untrusted project: SessionStart tells the person once, with the command that trusts it; the model is told nothing", () => {
+    const project = guardedProject();
+    const home = join(dir, "home");
+    mkdirSync(join(home, ".config", "levelcode"), { recursive: true });
+    // And a user settings file that cannot be read as settings.
+    writeFileSync(join(home, ".config", "levelcode", "settings.json"), "{ not json");
+    const got = host(
+      `${EXECUTOR}${RUN}
+for (let i = 0; i < 2; i++) {
+  const result = await run(async () => { say({ call: await executeToolCall("guarded", {}) }); });
+  say({ shown: result.shown });
+}
+say(hooks.serverCounts());`,
+      project,
+      { HOME: home, LEVELCODE_TRUST_PROJECT_HOOKS: undefined },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [call1, shown1, call2, shown2, counts] = got.lines;
+    const first = String(shown1?.shown);
+    expect(first).toContain(join(project, ".levelcode", "settings.json"));
+    expect(first).toContain(`levelcode-hooks trust --project-dir ${project}`);
+    expect(first).toContain(join(home, ".config", "levelcode", "settings.json"));
+    expect(first.split("\n").every((line) => line.startsWith("levelcode-hooks"))).toBe(true);
+    // Once per process: the second prompt's SessionStart says nothing more.
+    expect(shown2?.shown).toBe("");
+    // The guard did not run (untrusted), and nothing of this reaches the model's side.
+    for (const call of [call1, call2]) {
+      expect(call?.call).toMatchObject({ blocked: false, context: "", preContext: "" });
+    }
+    expect(survivors(counts?.pids)).toEqual([]);
+  });
+
+  test("logToolCall switched too: one signed line per executed tool call, accepted by compliance verify and by levelcode's own check", () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    const got = host(
+      `${EXECUTOR}
+const team = (id: string) => ({ name: "alpha", agent: "agent-7", id });
+say(await executeToolCall("guarded", {}, team("tc-0")));
+say(await executeToolCall("write_file", { path: "a.ts", content: "é 1.50 \\u2028" }, team("tc-1")));
+say(await executeToolCall("failing_tool", { n: 1e21, list: [1, "2", null] }, team("tc-2")));
+say(await executeToolCall("read_files", { paths: ["x"] }, team("tc-3")));
+// The last one as levelcode -p ends: recorded, then the process exits at once.
+const event = hooks.logToolCall("alpha", "tc-4", "agent-7", "end_turn", {}, "success");
+say({ event, counts: hooks.serverCounts() });
+process.exit(0);`,
+      project,
+      { LEVELCODE_DIR: data },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const last = got.lines[4] as { event: Record<string, unknown>; counts: { pids: number[] } };
+    expect(survivors(last.counts.pids)).toEqual([]);
+
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const lines = readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    // The blocked call never executed: four executed calls and the last, one line each.
+    expect(lines.map((line) => line.traceId)).toEqual(["tc-1", "tc-2", "tc-3", "tc-4"]);
+    expect(lines.map((line) => (line.payload as { result: string }).result)).toEqual(["success", "failure", "success", "success"]);
+    expect(lines.every((line) => line.agentId === "agent-7" && line.eventType === "tool-call")).toBe(true);
+    expect(lines[3]).toMatchObject({ timestamp: last.event.timestamp, signature: last.event.signature });
+
+    const verify = spawnSync(BINARY, ["compliance", "verify", "--team", "alpha"], { env: { ...process.env, LEVELCODE_DIR: data }, encoding: "utf8" });
+    expect(verify.stdout + verify.stderr).toContain("chain intact");
+    expect(verify.status).toBe(0);
+
+    // levelcode's verifyEventIntegrity: the stored signature against a 32-bit "h * 31 + c" hash of
+    // traceId:timestamp:eventType:JSON.stringify(payload) in base 36; nothing else is checked.
+    const hash = (text: string) => {
+      let h = 0;
+      for (let i = 0; i < text.length; i++) h = (Math.imul(h, 31) + text.charCodeAt(i)) | 0;
+      return h.toString(36);
+    };
+    for (const line of lines) {
+      expect(hash(`${line.traceId}:${line.timestamp}:${line.eventType}:${JSON.stringify(line.payload)}`)).toBe(line.signature as string);
+    }
+  });
+});

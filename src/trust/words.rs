@@ -1,0 +1,448 @@
+//! The words of a handler's `command` that may name a file it runs, split as `/bin/sh` splits
+//! them (contract §13), for the files the digest covers outside the hooks folder.
+//!
+//! The splitter knows quotes (`'…'`, `"…"`, `$'…'`, backslashes), comments, line breaks, the
+//! operators (`;`, `&`, `|`, `(`, `)`) and redirections, glued to a word or not (`g.sh>log`,
+//! `2>&1`, `sh<g.sh`, `0<g.sh`, `<>g.sh`, `&>log`). The target of an output redirection is left
+//! out: a file a hook writes to is not a file it runs, and hashing it would change the digest
+//! with every run. The target of an input redirection is kept: `sh < g.sh` runs `g.sh`.
+//!
+//! No splitter short of a shell gets every command right, so what it cannot follow (a quote left
+//! open, command substitution, a command nested deeper than [`NESTING`]) makes it fall back to
+//! something that hashes more, never less: every token of the text, cut at white space, quotes
+//! and operators. [`Words::fallback`] says so, and the review shows it.
+
+use std::collections::BTreeSet;
+
+/// How deep commands inside commands (`sh -c '…'`) are split.
+pub const NESTING: usize = 3;
+
+/// The candidate words of a handler, and whether any part of it had to fall back.
+#[derive(Debug, Default)]
+pub struct Words {
+    pub words: BTreeSet<String>,
+    pub fallback: bool,
+}
+
+impl Words {
+    /// Adds the words of a `command` run by `/bin/sh -c`.
+    pub fn add_command(&mut self, command: &str) {
+        self.command(command, 0);
+    }
+
+    /// Adds the words of an `argv`: each element, and the words of each element that reads as
+    /// a command of its own (white space, quotes or operators in it, as in
+    /// `["sh", "-c", "./g.sh;true"]`).
+    pub fn add_argv(&mut self, argv: &[String]) {
+        for word in argv {
+            self.word(word.clone(), 0);
+        }
+    }
+
+    fn command(&mut self, command: &str, depth: usize) {
+        let split = split(command);
+        if split.fallback {
+            self.fallback = true;
+            for token in tokens(command) {
+                self.insert(token);
+            }
+        }
+        for word in split.words {
+            self.word(word, depth);
+        }
+    }
+
+    fn word(&mut self, word: String, depth: usize) {
+        // Inserted first, so that a word that splits into itself (`a#b`) is split once.
+        let new = !self.words.contains(&word);
+        self.insert(word.clone());
+        if !new || !looks_like_a_command(&word) {
+            return;
+        }
+        if depth < NESTING {
+            self.command(&word, depth + 1);
+        } else {
+            self.fallback = true;
+            for token in tokens(&word) {
+                self.insert(token);
+            }
+        }
+    }
+
+    /// One word, with the forms a handler may see it in: the project-directory variables at its
+    /// start as the root, and what follows the first `=` (`--config=./x.sh`).
+    fn insert(&mut self, word: String) {
+        if word.is_empty() {
+            return;
+        }
+        if let Some((_, value)) = word.split_once('=') {
+            if !value.is_empty() {
+                let value = value.to_string();
+                if let Some(expanded) = expand_project_dir(&value) {
+                    self.words.insert(expanded);
+                }
+                self.words.insert(value);
+            }
+        }
+        if let Some(expanded) = expand_project_dir(&word) {
+            self.words.insert(expanded);
+        }
+        self.words.insert(word);
+    }
+}
+
+/// Returns true if and only if `word` holds something a shell would split it at.
+fn looks_like_a_command(word: &str) -> bool {
+    word.contains(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                ';' | '&' | '|' | '(' | ')' | '<' | '>' | '\'' | '"' | '`' | '\\' | '#'
+            )
+    })
+}
+
+/// Every token of `text` cut at white space, quotes, operators, `=` and backslashes: the
+/// fallback, which finds every path written in the text, whatever the quoting around it (a
+/// token that starts with a project-directory variable is the root, as any word).
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                ';' | '&' | '|' | '(' | ')' | '<' | '>' | '\'' | '"' | '`' | '\\' | '='
+            )
+    })
+    .filter(|t| !t.is_empty())
+    .map(str::to_string)
+    .collect()
+}
+
+/// `$LEVELCODE_PROJECT_DIR/x`, `${CLAUDE_PROJECT_DIR}/x` and the like, as handlers see them:
+/// the root, written `.`.
+fn expand_project_dir(word: &str) -> Option<String> {
+    for var in ["LEVELCODE_PROJECT_DIR", "CLAUDE_PROJECT_DIR"] {
+        for form in [format!("${var}"), format!("${{{var}}}")] {
+            if let Some(rest) = word.strip_prefix(form.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return Some(format!(".{rest}"));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// What one pass of the splitter gave.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    pub words: Vec<String>,
+    /// Something in the text the splitter cannot follow as a shell would.
+    pub fallback: bool,
+}
+
+/// What the next word is to a redirection before it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// An ordinary word.
+    None,
+    /// The target of an output redirection: left out.
+    Output,
+    /// The target of an input redirection, or a here-document's delimiter: kept.
+    Input,
+}
+
+/// Splits `command` as `/bin/sh` would, quotes removed, operators and redirections taken off.
+pub fn split(command: &str) -> Split {
+    let chars: Vec<char> = command.chars().collect();
+    let mut out = Split::default();
+    let mut w = Pending {
+        word: String::new(),
+        started: false,
+        quoted: false,
+        target: Target::None,
+    };
+    let mut i = 0;
+
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ' ' | '\t' | '\n' => {
+                w.end(&mut out.words);
+                i += 1;
+            }
+            '#' if !w.started => {
+                // A comment, to the end of the line.
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '\\' => {
+                match chars.get(i + 1) {
+                    Some('\n') => {}
+                    Some(&next) => {
+                        w.word.push(next);
+                        w.started = true;
+                        w.quoted = true;
+                    }
+                    None => {
+                        w.word.push('\\');
+                        w.started = true;
+                    }
+                }
+                i += 2;
+            }
+            '\'' => {
+                w.started = true;
+                w.quoted = true;
+                let Some(end) = find(&chars, i + 1, '\'') else {
+                    out.fallback = true;
+                    break;
+                };
+                w.word.extend(&chars[i + 1..end]);
+                i = end + 1;
+            }
+            '$' if chars.get(i + 1) == Some(&'\'') => {
+                // `$'…'`: the escapes are taken as the characters they escape, which is right for
+                // the common ones and may miss others: fall back too.
+                w.started = true;
+                w.quoted = true;
+                let mut j = i + 2;
+                let mut closed = false;
+                while j < chars.len() {
+                    match chars[j] {
+                        '\\' if j + 1 < chars.len() => {
+                            w.word.push(chars[j + 1]);
+                            j += 2;
+                        }
+                        '\'' => {
+                            closed = true;
+                            j += 1;
+                            break;
+                        }
+                        other => {
+                            w.word.push(other);
+                            j += 1;
+                        }
+                    }
+                }
+                out.fallback = true;
+                if !closed {
+                    break;
+                }
+                i = j;
+            }
+            '$' if chars.get(i + 1) == Some(&'(') => {
+                // Command substitution: what it prints becomes words nobody can know here. Its
+                // inside is split on as commands are; the operators end the current word.
+                out.fallback = true;
+                w.end(&mut out.words);
+                i += 2;
+            }
+            '`' => {
+                out.fallback = true;
+                w.end(&mut out.words);
+                i += 1;
+            }
+            '"' => {
+                w.started = true;
+                w.quoted = true;
+                let mut j = i + 1;
+                let mut closed = false;
+                while j < chars.len() {
+                    match chars[j] {
+                        '\\' if matches!(chars.get(j + 1), Some('$' | '`' | '"' | '\\')) => {
+                            w.word.push(chars[j + 1]);
+                            j += 2;
+                        }
+                        '\\' if chars.get(j + 1) == Some(&'\n') => j += 2,
+                        '"' => {
+                            closed = true;
+                            j += 1;
+                            break;
+                        }
+                        '`' => {
+                            out.fallback = true;
+                            w.word.push('`');
+                            j += 1;
+                        }
+                        '$' if chars.get(j + 1) == Some(&'(') => {
+                            out.fallback = true;
+                            w.word.push('$');
+                            j += 1;
+                        }
+                        other => {
+                            w.word.push(other);
+                            j += 1;
+                        }
+                    }
+                }
+                if !closed {
+                    out.fallback = true;
+                    break;
+                }
+                i = j;
+            }
+            '>' | '<' => {
+                // A word of digits alone before it is the descriptor redirected, not a word.
+                if w.started && !w.quoted && w.word.bytes().all(|b| b.is_ascii_digit()) {
+                    w.word.clear();
+                    w.started = false;
+                } else {
+                    w.end(&mut out.words);
+                }
+                let next = chars.get(i + 1).copied();
+                let (kind, len) = match (c, next) {
+                    ('>', Some('>' | '|' | '&')) => (Target::Output, 2),
+                    ('>', _) => (Target::Output, 1),
+                    ('<', Some('<')) => {
+                        // `<<`, `<<-` and `<<<`: the delimiter or the string is kept, and the
+                        // lines of a here-document are split as commands (a shell reading
+                        // them runs them), which can only add words.
+                        let len = if matches!(chars.get(i + 2), Some('-' | '<')) {
+                            3
+                        } else {
+                            2
+                        };
+                        (Target::Input, len)
+                    }
+                    ('<', Some('>' | '&')) => (Target::Input, 2),
+                    _ => (Target::Input, 1),
+                };
+                w.target = kind;
+                i += len;
+            }
+            '&' if chars.get(i + 1) == Some(&'>') => {
+                w.end(&mut out.words);
+                w.target = Target::Output;
+                i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
+            }
+            ';' | '&' | '|' | '(' | ')' => {
+                w.end(&mut out.words);
+                w.target = Target::None;
+                i += 1;
+            }
+            other => {
+                w.word.push(other);
+                w.started = true;
+                i += 1;
+            }
+        }
+    }
+    if w.started && !out.fallback {
+        w.end(&mut out.words);
+    } else if w.started {
+        // The word a quote left open: a shell would not run that line, but keep it anyway.
+        out.words.push(w.word);
+    }
+    out
+}
+
+/// The word being read, and what a redirection before it makes of it.
+struct Pending {
+    word: String,
+    /// Whether a word has begun (a quoted empty string is a word).
+    started: bool,
+    /// Whether any of it was quoted.
+    quoted: bool,
+    target: Target,
+}
+
+impl Pending {
+    /// Ends the word, if one has begun: kept in `words` unless it is an output's target.
+    fn end(&mut self, words: &mut Vec<String>) {
+        if self.started {
+            let done = std::mem::take(&mut self.word);
+            if self.target != Target::Output {
+                words.push(done);
+            }
+            self.target = Target::None;
+            self.started = false;
+            self.quoted = false;
+        }
+    }
+}
+
+fn find(chars: &[char], from: usize, wanted: char) -> Option<usize> {
+    chars[from.min(chars.len())..]
+        .iter()
+        .position(|&c| c == wanted)
+        .map(|p| p + from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(command: &str) -> Vec<String> {
+        split(command).words
+    }
+
+    #[test]
+    fn words_are_split_as_a_shell_would() {
+        assert_eq!(
+            words("bun '.levelcode/hooks/a b.ts' && ./c.sh;echo >> log.txt 2>err"),
+            ["bun", ".levelcode/hooks/a b.ts", "./c.sh", "echo"]
+        );
+        assert_eq!(
+            words("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/x.sh < in.txt >out"),
+            ["$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh", "in.txt"]
+        );
+        assert_eq!(words("a\\ b 'c''d' \"e\\\"f\""), ["a b", "cd", "e\"f"]);
+        assert_eq!(words("x # sh y.sh\nz"), ["x", "z"]);
+        assert_eq!(words("a#b"), ["a#b"]);
+    }
+
+    #[test]
+    fn glued_redirections_are_taken_off() {
+        assert_eq!(words("sh g.sh>/dev/null"), ["sh", "g.sh"]);
+        assert_eq!(words("sh g.sh>>log 2>&1"), ["sh", "g.sh"]);
+        assert_eq!(words("sh g.sh &>log"), ["sh", "g.sh"]);
+        assert_eq!(words("sh g.sh>|log"), ["sh", "g.sh"]);
+        assert_eq!(words("sh<g.sh"), ["sh", "g.sh"]);
+        assert_eq!(words("sh 0<g.sh"), ["sh", "g.sh"]);
+        assert_eq!(words("sh <>g.sh"), ["sh", "g.sh"]);
+        assert_eq!(words("exec<g.sh;sh"), ["exec", "g.sh", "sh"]);
+        assert_eq!(words("sh g2>x"), ["sh", "g2"]);
+        assert_eq!(words("sh '2'>x"), ["sh", "2"], "a quoted number is a word");
+    }
+
+    #[test]
+    fn what_cannot_be_followed_falls_back() {
+        let open = split("sh './g.sh'\necho '");
+        assert!(open.fallback);
+        assert_eq!(open.words, ["sh", "./g.sh", "echo", ""]);
+        assert!(split("sh $(echo g.sh)").fallback);
+        assert!(split("sh `echo g.sh`").fallback);
+        assert!(!split("sh g.sh").fallback);
+
+        let mut all = Words::default();
+        all.add_command("x=\"$(cat a.sh)\" sh 'b.sh\n");
+        all.add_command("sh $'c.sh' \"${LEVELCODE_PROJECT_DIR}/d.sh\"");
+        assert!(all.fallback);
+        for token in ["a.sh", "b.sh", "cat", "sh", "c.sh", "./d.sh"] {
+            assert!(all.words.contains(token), "{token}: {:?}", all.words);
+        }
+    }
+
+    #[test]
+    fn commands_in_words_are_split_again() {
+        let mut all = Words::default();
+        all.add_argv(&["sh".into(), "-c".into(), "./g.sh;true".into()]);
+        all.add_argv(&["sh".into(), "-c".into(), "./h.sh&&true".into()]);
+        all.add_command("sh -c 'sh -c \"sh ./deep.sh>/dev/null\"'");
+        for word in ["./g.sh", "./h.sh", "./deep.sh"] {
+            assert!(all.words.contains(word), "{word}: {:?}", all.words);
+        }
+        assert!(!all.fallback);
+    }
+
+    #[test]
+    fn the_project_directory_and_values_after_equals_are_words() {
+        let mut all = Words::default();
+        all.add_command("${LEVELCODE_PROJECT_DIR}/g.sh --config=$CLAUDE_PROJECT_DIR/c.sh -- -x.sh");
+        for word in ["./g.sh", "./c.sh", "-x.sh"] {
+            assert!(all.words.contains(word), "{word}: {:?}", all.words);
+        }
+    }
+}
