@@ -22,6 +22,8 @@ mod layers;
 #[cfg(unix)]
 mod matching;
 #[cfg(unix)]
+mod on_failure;
+#[cfg(unix)]
 mod payload;
 mod properties;
 #[cfg(unix)]

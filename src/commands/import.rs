@@ -138,8 +138,12 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
             .cloned()
             .unwrap_or_else(|| Value::from(CLAUDE_TIMEOUT_SECS));
         out.insert("timeout".into(), timeout);
+        // Claude Code's fields that levelcode honours as they are (contract §16).
+        if let Some(on_failure) = handler.get("onFailure") {
+            out.insert("onFailure".into(), on_failure.clone());
+        }
         for key in handler.as_object().into_iter().flat_map(Map::keys) {
-            if !matches!(key.as_str(), "type" | "command" | "timeout") {
+            if !matches!(key.as_str(), "type" | "command" | "timeout" | "onFailure") {
                 notes.push(format!(
                     "{at}: {key:?} has no levelcode equivalent; left out (the handler was imported without it)"
                 ));
@@ -304,7 +308,7 @@ mod tests {
             "permissions": {"allow": ["Bash(npm test)"]},
             "hooks": {
                 "PreToolUse": [
-                    {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 .claude/hooks/bash_guard.py", "timeout": 5}]},
+                    {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 .claude/hooks/bash_guard.py", "timeout": 5, "onFailure": "block"}]},
                     {"matcher": "Write|Edit", "hooks": [
                         {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh"},
                         {"type": "prompt", "prompt": "is this safe?"}
@@ -321,7 +325,7 @@ mod tests {
             Value::Object(out.hooks),
             json!({
                 "PreToolUse": [
-                    {"matcher": "Bash", "protocol": "claude", "hooks": [{"command": "python3 .claude/hooks/bash_guard.py", "timeout": 5}]},
+                    {"matcher": "Bash", "protocol": "claude", "hooks": [{"command": "python3 .claude/hooks/bash_guard.py", "timeout": 5, "onFailure": "block"}]},
                     {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 60}]}
                 ],
                 "UserPromptSubmit": [{"protocol": "claude", "hooks": [{"command": "x", "timeout": 60}]}],

@@ -63,7 +63,14 @@ pub struct Problem {
 const TOP_KEYS: &[&str] = &["hooks"];
 const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol"];
 const HANDLER_KEYS: &[&str] = &[
-    "type", "command", "argv", "timeout", "enabled", "name", "protocol",
+    "type",
+    "command",
+    "argv",
+    "timeout",
+    "enabled",
+    "name",
+    "protocol",
+    "onFailure",
 ];
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {

@@ -46,6 +46,11 @@ export type HookHandler = {
   argv?: string[] | undefined;
   /** Seconds, fractions allowed; default 10, at most 600. */
   timeout?: number | undefined;
+  /**
+   * `block`: the handler's own failure (could not start, timed out, died by a signal, exited
+   * with a code other than 0 and 2) blocks an event that can block. Default `proceed`.
+   */
+  onFailure?: "block" | "proceed" | undefined;
   /** `false`: not run (the in-process engine ignored this key and ran it). */
   enabled?: boolean | undefined;
   /** A label for output and logs. */
