@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.local
 
-.PHONY: build static test lint install bench example npm package-deps bun
+.PHONY: build static test lint install bench example npm package-deps bun otlp-python
 
 # The host triple; on Linux with glibc `make static` links the C library in and skips position
 # independence, so the dispatcher starts about as fast as /bin/true (see docs/BENCHMARKS.md).
@@ -25,11 +25,17 @@ endif
 
 # The whole suite, as README.md and .ci/run give it: the Rust tests, then the npm packages
 # (`make npm`), then the TypeScript client's typecheck and tests against the binary just built.
-test:
+test: otlp-python
 	$(CARGO) test --all-targets
 	$(MAKE) npm
 	cd $(PKG) && ./node_modules/.bin/tsc --noEmit
 	cd $(PKG) && "$(BUN)" test
+
+# The OTLP decoder the OpenTelemetry tests check the export with (tests/otel.rs): the
+# OpenTelemetry project's own protobuf definitions, from PyPI, into target/otlp-python.
+OTLP_PROTO_VERSION := 1.45.2
+otlp-python:
+	@[ -d target/otlp-python/opentelemetry/proto ] || python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target target/otlp-python "opentelemetry-proto==$(OTLP_PROTO_VERSION)"
 
 # Bun runs the TypeScript client's tests. When none is on PATH, the pinned version is installed
 # from the npm registry into target/tools (the `bun` package carries this platform's binary), so
@@ -61,10 +67,11 @@ install: static
 example: build
 	bash fixtures/example/run.sh
 
-bench: package-deps
+bench: package-deps otlp-python
 	bash benches/run.sh
 	bash benches/serve.sh
 	$(MAKE) static
+	bash benches/organisations.sh
 	LEVELCODE_HOOKS_BINARY=$(RELEASE_BIN) "$(BUN)" benches/client.mts
 
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS; crashes land in fuzz/artifacts/.

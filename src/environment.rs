@@ -133,6 +133,104 @@ pub fn team() -> Option<String> {
         .clone()
 }
 
+/// `%ProgramData%`, where Windows keeps the managed settings file.
+#[cfg(windows)]
+pub fn program_data() -> Option<&'static Path> {
+    static DATA: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DATA.get_or_init(|| {
+        std::env::var_os("ProgramData")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+    })
+    .as_deref()
+}
+
+/// The variable that names the managed settings file while none is at the system path
+/// (contract §17; see `dispatch::managed`).
+pub const MANAGED_SETTINGS_VAR: &str = "LEVELCODE_MANAGED_SETTINGS";
+
+/// `LEVELCODE_MANAGED_SETTINGS`, when set and non-empty, made absolute against the start
+/// directory.
+pub fn managed_settings() -> Option<&'static Path> {
+    static NAMED: OnceLock<Option<PathBuf>> = OnceLock::new();
+    NAMED
+        .get_or_init(|| {
+            let value = std::env::var_os(MANAGED_SETTINGS_VAR).filter(|v| !v.is_empty())?;
+            let path = PathBuf::from(value);
+            Some(if path.is_relative() {
+                start_dir().join(path)
+            } else {
+                path
+            })
+        })
+        .as_deref()
+}
+
+/// The OpenTelemetry variables the export obeys (contract §18), as set; `None` when neither
+/// endpoint variable is set and non-empty, so a dispatch without export reads no other.
+#[derive(Debug, Default)]
+pub struct OtelVars {
+    pub endpoint: Option<String>,
+    pub traces_endpoint: Option<String>,
+    pub protocol: Option<String>,
+    pub traces_protocol: Option<String>,
+    pub headers: Option<String>,
+    pub traces_headers: Option<String>,
+    pub timeout: Option<String>,
+    pub traces_timeout: Option<String>,
+    pub service_name: Option<String>,
+    pub resource_attributes: Option<String>,
+    pub sdk_disabled: Option<String>,
+    pub traces_exporter: Option<String>,
+    /// The caller's W3C trace context.
+    pub traceparent: Option<String>,
+    /// `LEVELCODE_HOOKS_OTEL_CONTENT`: payloads and output go into the spans too.
+    pub content: bool,
+}
+
+fn otel_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Returns true if and only if an endpoint variable is set: the only ones a dispatch reads
+/// before a handler runs.
+pub fn otel_requested() -> bool {
+    static REQUESTED: OnceLock<bool> = OnceLock::new();
+    *REQUESTED.get_or_init(|| {
+        otel_var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+            || otel_var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+    })
+}
+
+/// The OpenTelemetry variables, read once, when a handler of an exported dispatch starts (or
+/// before the first `serve` request); see [`OtelVars`].
+pub fn otel() -> Option<&'static OtelVars> {
+    static OTEL: OnceLock<Option<OtelVars>> = OnceLock::new();
+    OTEL.get_or_init(|| {
+        if !otel_requested() {
+            return None;
+        }
+        let var = otel_var;
+        Some(OtelVars {
+            endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            traces_endpoint: var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            protocol: var("OTEL_EXPORTER_OTLP_PROTOCOL"),
+            traces_protocol: var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+            headers: var("OTEL_EXPORTER_OTLP_HEADERS"),
+            traces_headers: var("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
+            timeout: var("OTEL_EXPORTER_OTLP_TIMEOUT"),
+            traces_timeout: var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"),
+            service_name: var("OTEL_SERVICE_NAME"),
+            resource_attributes: var("OTEL_RESOURCE_ATTRIBUTES"),
+            sdk_disabled: var("OTEL_SDK_DISABLED"),
+            traces_exporter: var("OTEL_TRACES_EXPORTER"),
+            traceparent: var("TRACEPARENT"),
+            content: std::env::var("LEVELCODE_HOOKS_OTEL_CONTENT").is_ok_and(|v| is_on(&v)),
+        })
+    })
+    .as_ref()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -19,4 +19,5 @@ pub mod runner;
 pub(crate) mod serve;
 pub(crate) mod signals;
 pub(crate) mod style;
+pub(crate) mod telemetry;
 pub mod trust;

@@ -454,6 +454,10 @@ fn layers_of_the_code_import_only_downwards() {
             &["dispatch", "commands", "cli", "serve", "compliance"],
         ),
         ("compliance", &["commands", "cli", "serve", "runner"]),
+        (
+            "telemetry",
+            &["dispatch", "commands", "cli", "serve", "runner", "trust"],
+        ),
         ("serve", &["commands", "cli"]),
         ("commands", &["cli"]),
         ("environment", LEAF),

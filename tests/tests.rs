@@ -20,9 +20,13 @@ mod io;
 #[cfg(unix)]
 mod layers;
 #[cfg(unix)]
+mod managed;
+#[cfg(unix)]
 mod matching;
 #[cfg(unix)]
 mod on_failure;
+#[cfg(unix)]
+mod otel;
 #[cfg(unix)]
 mod payload;
 mod properties;

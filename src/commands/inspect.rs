@@ -94,6 +94,8 @@ pub struct Inspection {
     pub notes: Vec<String>,
     /// The project layer's trust (contract §13), when it has hooks.
     pub trust: Option<crate::trust::Assessment>,
+    /// The managed file, when it sets `managedHooksOnly` (contract §17): no other layer runs.
+    pub managed_only: Option<PathBuf>,
 }
 
 impl Inspection {
@@ -117,17 +119,56 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
     let mut notes = Vec::new();
     let paths = dispatch::layer_paths(&root, options, &mut notes);
     let mut reader = layers::Reader::default();
-    let layers: Vec<LayerView> = paths
-        .iter()
-        .map(|layer| read_layer(&mut reader, layer))
+    let (managed, managed_only) = managed_layer(&mut notes);
+    let layers: Vec<LayerView> = managed
+        .into_iter()
+        .chain(paths.iter().map(|layer| read_layer(&mut reader, layer)))
         .collect();
     let trust = assess_trust(&root, &layers, &mut notes);
+    if let Some(file) = &managed_only {
+        let held: usize = layers
+            .iter()
+            .filter(|l| l.kind != LayerKind::Managed)
+            .flat_map(|l| l.groups.iter().filter(|g| g.enabled))
+            .map(|g| g.handlers.iter().filter(|h| h.enabled).count())
+            .sum();
+        notes.push(format!(
+            "{}: {} is set, so no other layer contributes: {held} handler(s) of theirs do not run",
+            file.display(),
+            crate::dispatch::managed::ONLY_KEY
+        ));
+    }
     Inspection {
         root,
         layers,
         notes,
         trust,
+        managed_only,
     }
+}
+
+/// The managed layer as a dispatch finds it (contract §17), and its file again when it sets
+/// `managedHooksOnly`. Nothing at all when no file is there.
+fn managed_layer(notes: &mut Vec<String>) -> (Option<LayerView>, Option<PathBuf>) {
+    use crate::dispatch::managed::{self, Found};
+    let (path, loaded) = match managed::find(notes) {
+        Found::Absent => return (None, None),
+        Found::Refused(path, warning) => (path, layers::Loaded::Unusable(warning)),
+        Found::Read(path, bytes, meta) => (path, layers::Loaded::Contents(bytes, meta)),
+    };
+    let mut only = None;
+    if let layers::Loaded::Contents(bytes, _) = &loaded {
+        let mut warnings = Vec::new();
+        if managed::only_in(&path, bytes, &mut warnings) {
+            only = Some(path.clone());
+        }
+        notes.extend(warnings);
+    }
+    let layer = LayerPath {
+        kind: LayerKind::Managed,
+        path,
+    };
+    (Some(view_of(&layer, loaded)), only)
 }
 
 /// The project layer's trust, as a dispatch would judge it, with the digest.
@@ -165,6 +206,10 @@ fn assess_trust(
 }
 
 fn read_layer(reader: &mut layers::Reader, layer: &LayerPath) -> LayerView {
+    view_of(layer, reader.read(&layer.path))
+}
+
+fn view_of(layer: &LayerPath, loaded: layers::Loaded) -> LayerView {
     let mut view = LayerView {
         kind: layer.kind,
         path: layer.path.clone(),
@@ -173,7 +218,7 @@ fn read_layer(reader: &mut layers::Reader, layer: &LayerPath) -> LayerView {
         warnings: Vec::new(),
         text: None,
     };
-    match reader.read(&layer.path) {
+    match loaded {
         layers::Loaded::Missing => view.state = LayerState::Missing,
         layers::Loaded::Repeated => view.state = LayerState::Repeated,
         layers::Loaded::Unusable(warning) => {

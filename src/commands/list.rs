@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::commands::inspect::{self, Entry, Inspection, LayerState};
 use crate::dispatch::events::{self, EventKind, Subject};
+use crate::dispatch::layers::LayerKind;
 use crate::dispatch::output::write_stdout;
 use crate::dispatch::settings::{Action, Program};
 use crate::dispatch::Options;
@@ -72,6 +73,8 @@ pub enum Verdict {
     Off,
     /// A project handler that does not run because the project's hooks are not trusted.
     Untrusted,
+    /// A handler of another layer than the managed one, kept out by `managedHooksOnly`.
+    ManagedOnly,
 }
 
 impl Verdict {
@@ -86,6 +89,7 @@ impl Verdict {
             Verdict::Invalid => "invalid",
             Verdict::Off => "off",
             Verdict::Untrusted => "untrusted",
+            Verdict::ManagedOnly => "managed_only",
         }
     }
 
@@ -93,7 +97,7 @@ impl Verdict {
         match self {
             Verdict::Enabled | Verdict::WouldRun(_) => Style::Good,
             Verdict::Invalid => Style::Bad,
-            Verdict::Off | Verdict::Untrusted => Style::Warn,
+            Verdict::Off | Verdict::Untrusted | Verdict::ManagedOnly => Style::Warn,
             _ => Style::Dim,
         }
     }
@@ -103,6 +107,7 @@ impl Verdict {
             Verdict::WouldRun(n) => format!("run #{n}"),
             Verdict::OtherEvent => "other event".into(),
             Verdict::NoMatch => "no match".into(),
+            Verdict::ManagedOnly => "managed only".into(),
             other => other.name().into(),
         }
     }
@@ -135,9 +140,26 @@ pub fn plan<'a>(
             shell_words::quote(&inspection.root.to_string_lossy())
         )
     });
+    let managed_only = inspection.managed_only.as_ref().map(|file| {
+        format!(
+            "{} sets managedHooksOnly: only the managed layer's hooks run",
+            file.display()
+        )
+    });
     for entry in inspect::entries(inspection) {
-        let (verdict, why) = match &held_back {
-            Some(reason) if entry.layer.kind == crate::dispatch::layers::LayerKind::Project => {
+        let managed = entry.layer.kind == LayerKind::Managed;
+        let (verdict, why) = match (&held_back, &managed_only) {
+            (_, Some(reason)) if !managed => {
+                // Judged as if it ran, without taking a place in the chain.
+                let (mut order, mut already) = (order, already.clone());
+                match judge(&entry, event, tool, &mut order, &mut already) {
+                    (Verdict::WouldRun(_) | Verdict::Enabled | Verdict::Duplicate(_), _) => {
+                        (Verdict::ManagedOnly, Some(reason.clone()))
+                    }
+                    other => other,
+                }
+            }
+            (Some(reason), _) if entry.layer.kind == LayerKind::Project => {
                 // Judged as if it ran, without taking a place in the chain.
                 let (mut order, mut already) = (order, already.clone());
                 match judge(&entry, event, tool, &mut order, &mut already) {
@@ -150,7 +172,10 @@ pub fn plan<'a>(
             _ => judge(&entry, event, tool, &mut order, &mut already),
         };
         let (verdict, why) = match (verdict, &off) {
-            (Verdict::WouldRun(_), Some(reason)) => (Verdict::Off, Some(reason.clone())),
+            // Nothing turns the managed layer off (contract §17).
+            (Verdict::WouldRun(_), Some(reason)) if !managed => {
+                (Verdict::Off, Some(reason.clone()))
+            }
             (verdict, _) => (verdict, why),
         };
         out.push(Planned {
@@ -269,6 +294,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
         settings: args.settings.clone(),
         no_project: args.no_project,
         team: None,
+        traceparent: None,
     };
     let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     let tool = tool_for(args.event.as_deref(), args.tool.as_deref());
@@ -438,7 +464,15 @@ pub fn trust_line(inspection: &Inspection) -> Option<String> {
 pub fn all_warnings(inspection: &Inspection) -> Vec<String> {
     let mut warnings = inspection.notes.clone();
     if let Some(off) = hooks_off() {
-        warnings.push(off);
+        let managed_runs = inspection
+            .layers
+            .iter()
+            .any(|l| l.kind == LayerKind::Managed && l.groups.iter().any(|g| g.enabled));
+        warnings.push(if managed_runs {
+            format!("{off} but the managed layer's, which nothing turns off")
+        } else {
+            off
+        });
     }
     for layer in &inspection.layers {
         warnings.extend(layer.warnings.iter().cloned());

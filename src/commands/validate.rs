@@ -79,6 +79,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         settings: args.settings.clone(),
         no_project: args.no_project,
         team: None,
+        traceparent: None,
     };
     let mut inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     if args.settings.is_empty() {

@@ -12,7 +12,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::outcome::Outcome;
 use crate::dispatch::output::{millis, Report};
 
 /// The environment variable naming the log file.
@@ -138,7 +137,7 @@ impl Entry {
                         label: h.label.clone(),
                         layer: h.layer.into(),
                         source: h.source.clone(),
-                        outcome: outcome_name(h.outcome).into(),
+                        outcome: h.outcome.name().into(),
                         exit_code: h.exit_code,
                         signal: h.signal,
                         duration_ms: h.duration_ms,
@@ -160,21 +159,6 @@ impl Entry {
                 .collect(),
             interrupted: report.interrupted.is_some(),
         }
-    }
-}
-
-fn outcome_name(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Proceed => "proceed",
-        Outcome::Block => "block",
-        Outcome::Error => "error",
-        Outcome::Timeout => "timeout",
-        Outcome::SpawnError => "spawn_error",
-        Outcome::Duplicate => "duplicate",
-        Outcome::Skipped => "skipped",
-        Outcome::Interrupted => "interrupted",
-        Outcome::Ask => "ask",
-        Outcome::Stop => "stop",
     }
 }
 

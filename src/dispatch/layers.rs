@@ -10,6 +10,8 @@ pub const MAX_SETTINGS_BYTES: u64 = 16 << 20;
 /// Where a layer comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayerKind {
+    /// The organisation's managed settings file (contract §17), before every other layer.
+    Managed,
     /// `$HOME/.config/levelcode/settings.json`.
     User,
     /// `$LEVELCODE_DIR/settings.json` or `$HOME/.levelcode/settings.json`.
@@ -25,6 +27,7 @@ pub enum LayerKind {
 impl LayerKind {
     pub fn name(self) -> &'static str {
         match self {
+            LayerKind::Managed => "managed",
             LayerKind::User => "user",
             LayerKind::Data => "data",
             LayerKind::Project => "project",

@@ -27,6 +27,7 @@ pub mod exec_log;
 pub mod exit;
 mod handler_input;
 pub mod layers;
+pub mod managed;
 pub mod matcher;
 mod options;
 pub mod outcome;
@@ -34,6 +35,7 @@ pub mod output;
 pub mod payload;
 pub mod protocol;
 pub mod settings;
+mod spans;
 
 pub use options::{DispatchArgs, Options, OutputMode};
 
@@ -174,6 +176,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
         started,
     );
     report.warnings.extend(payload.warnings.iter().cloned());
+    crate::telemetry::begin_dispatch(options.traceparent.as_deref(), started);
     let root = project_root(payload, options);
     if trace.enabled() {
         trace.line(format_args!(
@@ -187,38 +190,77 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             root.display()
         ));
     }
-    if environment::hooks_disabled() {
-        report
-            .warnings
-            .push("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".into());
+    // The managed layer runs first and whatever else is switched off (contract §17).
+    let managed = managed::Managed::load(Events::Only(&payload.event), &mut report.warnings);
+    if let (Some(path), true) = (&managed.path, trace.enabled()) {
+        trace.line(format_args!(
+            "managed layer: {} ({} group(s) for {}{})",
+            path.display(),
+            managed.groups.len(),
+            payload.event,
+            if managed.only {
+                "; managedHooksOnly: no other layer runs"
+            } else {
+                ""
+            }
+        ));
+    }
+    let stopped = if environment::hooks_disabled() {
+        Some("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".to_string())
     } else if environment::depth() >= environment::MAX_DEPTH {
-        report.warnings.push(format!(
+        Some(format!(
             "LEVELCODE_HOOKS_DEPTH is {}: hooks started by hooks {} levels deep; no handler ran, to stop a loop",
             environment::depth(),
             environment::MAX_DEPTH
-        ));
+        ))
+    } else {
+        None
+    };
+    if let Some(plain) = stopped {
+        report.warnings.push(managed.stopped_warning(plain));
+        if !managed.groups.is_empty() {
+            run_chain(payload, &root, &managed.groups, &mut report, trace);
+        }
     } else {
         let paths = layer_paths(&root, options, &mut report.warnings);
         let mut gate = Gate::new(&root);
-        let groups = groups(&paths, &mut report.warnings, &mut gate);
-        report.project_trust = gate.held_back();
-        run_chain(payload, &root, &groups, &mut report, trace);
+        if managed.only {
+            // What the other layers would have run is read only to say so.
+            let others = groups(&paths, &mut Vec::new(), &mut gate);
+            let tool = payload.tool_name.as_deref();
+            report
+                .warnings
+                .extend(managed.held_back_warning(&others, payload.kind, tool));
+            run_chain(payload, &root, &managed.groups, &mut report, trace);
+        } else {
+            let groups = groups(&paths, &mut report.warnings, &mut gate);
+            report.project_trust = gate.held_back();
+            run_chain(
+                payload,
+                &root,
+                managed.groups.iter().chain(groups.iter()),
+                &mut report,
+                trace,
+            );
+        }
     }
     record_compliance(payload, options, &mut report.warnings);
+    spans::export(payload, &mut report);
     exec_log::append(&mut report);
     report
 }
 
 /// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
 /// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
-pub fn run_chain(
+pub fn run_chain<'g>(
     payload: &Payload,
     root: &Path,
-    groups: &[Group],
+    groups: impl IntoIterator<Item = &'g Group>,
     report: &mut Report,
     trace: &Trace,
 ) {
-    if groups.is_empty() {
+    let mut groups = groups.into_iter().peekable();
+    if groups.peek().is_none() {
         return;
     }
     let mut chain = Chain {
@@ -355,7 +397,10 @@ impl<'a> Chain<'a> {
         entry.message = run.note.clone();
         let rules = handler.protocol.rules();
         let run_file = rules.run_file(self.payload.kind, &mut report.warnings);
-        let (env, unset) = handler_env(self.payload, self.root, run_file.as_ref());
+        // Its own span's trace context, when the dispatch is exported (contract §18).
+        let traceparent = crate::telemetry::handler_started(report.handlers.len());
+        let (mut env, unset) = handler_env(self.payload, self.root, run_file.as_ref());
+        env.extend(traceparent);
         let input: &[u8] = match &run.input {
             Some(bytes) => bytes,
             None => self.inputs.native(),

@@ -12,6 +12,8 @@ pub struct Options {
     pub settings: Vec<PathBuf>,
     pub no_project: bool,
     pub team: Option<String>,
+    /// A `serve` request's W3C `traceparent`; `run` reads `TRACEPARENT` (contract §18).
+    pub traceparent: Option<String>,
 }
 
 /// The options of every subcommand that dispatches (`run`, `test`, `serve`).
@@ -50,6 +52,7 @@ impl DispatchArgs {
             settings: self.settings.clone(),
             no_project: self.no_project,
             team: self.team.clone(),
+            traceparent: None,
         }
     }
 }

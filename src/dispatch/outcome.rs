@@ -32,6 +32,24 @@ pub enum Outcome {
     Stop,
 }
 
+impl Outcome {
+    /// The name the output, the execution log and the exported spans give the outcome.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Proceed => "proceed",
+            Outcome::Block => "block",
+            Outcome::Error => "error",
+            Outcome::Timeout => "timeout",
+            Outcome::SpawnError => "spawn_error",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Skipped => "skipped",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Ask => "ask",
+            Outcome::Stop => "stop",
+        }
+    }
+}
+
 /// One handler's outcome and what it contributes to the dispatch.
 #[derive(Debug)]
 pub struct Judgement {
@@ -299,6 +317,26 @@ pub fn default_stop_reason(event: &str, label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outcome_s_name_is_the_one_the_output_writes() {
+        use Outcome::*;
+        for outcome in [
+            Proceed,
+            Block,
+            Error,
+            Timeout,
+            SpawnError,
+            Duplicate,
+            Skipped,
+            Interrupted,
+            Ask,
+            Stop,
+        ] {
+            let written = serde_json::to_value(outcome).unwrap();
+            assert_eq!(written, outcome.name(), "{outcome:?}");
+        }
+    }
 
     #[test]
     fn lone_surrogates_become_replacement_characters() {

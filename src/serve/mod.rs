@@ -100,6 +100,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     signals::install();
     // Read once, before any request.
     crate::trust::started_by_agent();
+    // Spans go out on a thread of their own (contract §18).
+    crate::telemetry::export::background();
     let shared = Shared {
         args,
         cache: Mutex::new(Cache::default()),
@@ -145,7 +147,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // A signal during the last answers ends the server as one while reading would.
     Ok(match ended.or_else(signals::received) {
         Some(sig) => Status::Signal(sig).into(),
-        None => Status::Proceed.into(),
+        None => {
+            // What the last requests exported, within a bound (docs/organisations.md).
+            crate::telemetry::export::flush(crate::telemetry::export::EXIT_FLUSH);
+            Status::Proceed.into()
+        }
     })
 }
 
@@ -301,6 +307,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
             .unwrap_or_else(|| args.dispatch.settings.clone()),
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
+        traceparent: asked.traceparent,
     };
     let mut warnings = Vec::new();
     let mut assessment = None;
@@ -358,6 +365,12 @@ enum Chain {
 fn chain(ready: &Ready, trace: &Trace) -> Chain {
     let kind = ready.payload.kind;
     let tool = ready.payload.subject();
+    // The managed layer (contract §17) is read by the dispatch itself, whatever the request's
+    // settings: a request goes to a thread of its own whenever that layer is there, so that its
+    // handlers never hold up the reading of the next line. Absent, it costs one failed open.
+    if crate::dispatch::managed::present() {
+        return Chain::Runs;
+    }
     let mut says = trace.enabled();
     for group in ready.groups.iter().filter(|g| g.enabled) {
         match group.applies(kind, tool) {

@@ -40,6 +40,8 @@ pub struct RequestOptions {
     pub team: Option<String>,
     #[serde(default, deserialize_with = "output_mode")]
     pub output: Option<OutputMode>,
+    /// The caller's W3C `traceparent` for this request's spans (contract §18).
+    pub traceparent: Option<String>,
     /// Hooks used instead of every layer (contract §14).
     #[serde(default, deserialize_with = "inline_hooks")]
     pub hooks: Option<Value>,

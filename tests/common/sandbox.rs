@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 18] = [
+pub const CLEARED: [&str; 35] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -34,6 +34,24 @@ pub const CLEARED: [&str; 18] = [
     "LEVELCODE_TEAM",
     "LEVELCODE_TRUST_PROJECT_HOOKS",
     "NEXT_PUBLIC_CB_ENVIRONMENT",
+    "LEVELCODE_MANAGED_SETTINGS",
+    "ProgramData",
+    // OpenTelemetry export (src/environment.rs's `otel`).
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_SDK_DISABLED",
+    "OTEL_TRACES_EXPORTER",
+    "TRACEPARENT",
+    "TRACESTATE",
+    "LEVELCODE_HOOKS_OTEL_CONTENT",
     // What handlers are given.
     "LEVELCODE_HOOK_EVENT",
     "LEVELCODE_TOOL_NAME",

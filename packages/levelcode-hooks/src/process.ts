@@ -18,6 +18,9 @@ const ENV_KEYS = [
   "PATH",
 ] as const;
 
+/** The variable a host sets for its agent's commands (see `hostEnvironment`). */
+const AGENT_MARK = "LEVELCODE_AGENT";
+
 let lastValues: Array<string | undefined> = [];
 let lastExtra: Record<string, string | undefined> | undefined;
 let last: { key: string; env: Record<string, string> } = { key: "", env: {} };
@@ -45,6 +48,10 @@ export function hostEnvironment(extra?: Record<string, string | undefined>): { k
   if (key !== last.key) {
     const env: Record<string, string> = {};
     const merged: Record<string, string | undefined> = { ...process.env, ...extra };
+    // The host marks its agent's own commands with LEVELCODE_AGENT, so that a `trust` the agent
+    // starts records nothing (docs/trust.md). The servers answer the host itself, whose `trust`
+    // calls carry its person's answer: they are started without the mark, unless `extra` sets it.
+    if (!(extra && AGENT_MARK in extra)) delete merged[AGENT_MARK];
     for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
     last = { key, env };
   }

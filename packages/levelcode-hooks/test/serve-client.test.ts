@@ -110,6 +110,25 @@ describe.skipIf(!serverSupports("trust"))("trust (§13, §14)", () => {
     expect(after.projectTrust).toBeUndefined();
   });
 
+  test("a host that marks its agent's commands with LEVELCODE_AGENT still records its person's trust", async () => {
+    writeProjectHooks(dir, { PreToolUse: [{ hooks: [{ command: "echo guarded >&2; exit 2" }] }] });
+    const saved = process.env.LEVELCODE_AGENT;
+    process.env.LEVELCODE_AGENT = "1";
+    try {
+      const runner = runnerWith({ env: untrusted });
+      const status = await runner.trustStatus(dir);
+      // `changed` when the folder reuses the identity of an earlier test's trusted one.
+      expect(status.state).not.toBe("trusted");
+      const trusted = await runner.trust(status.digest, dir);
+      expect(trusted.state).toBe("trusted");
+      const after = await runner.runEvent("PreToolUse", pre());
+      expect(after.blocked).toBe(true);
+    } finally {
+      if (saved === undefined) delete process.env.LEVELCODE_AGENT;
+      else process.env.LEVELCODE_AGENT = saved;
+    }
+  });
+
   test("a digest that is not the current one is refused", async () => {
     writeProjectHooks(dir, { Stop: [{ hooks: [{ command: "true" }] }] });
     const runner = runnerWith({ env: untrusted });

@@ -1,0 +1,366 @@
+//! The managed layer (contract §17): the organisation's hooks, from a file only the system's
+//! administrator can write, run first on every dispatch, need no trust, and cannot be turned off
+//! by anything a person, a settings file or a project controls.
+//!
+//! The file is at a fixed system path ([`system_path`]). `LEVELCODE_MANAGED_SETTINGS` names
+//! another file, for trying a policy before it is deployed and for test suites, but only while
+//! nothing is at the system path: once an administrator has placed a file, the variable is
+//! ignored with a warning, so it can neither move the layer nor escape it (docs/organisations.md
+//! has the reasoning). A file at either place is used only when it is a regular file owned by
+//! root (or, for the variable's file, by the user running the dispatcher) and writable by no one
+//! else; any other is refused with a warning and the dispatch goes on as if it were absent.
+//!
+//! With the file absent, a dispatch pays one `open` that fails, nothing more.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use crate::dispatch::events::EventKind;
+use crate::dispatch::layers::{LayerKind, MAX_SETTINGS_BYTES};
+use crate::dispatch::settings::{self, Events, Group};
+use crate::environment;
+
+/// The key that keeps every other layer out.
+pub const ONLY_KEY: &str = "managedHooksOnly";
+
+/// The variable that names the managed file while none is at the system path.
+pub const OVERRIDE_VAR: &str = environment::MANAGED_SETTINGS_VAR;
+
+/// The managed file's place on this system.
+pub fn system_path() -> PathBuf {
+    #[cfg(target_os = "macos")]
+    {
+        PathBuf::from("/Library/Application Support/levelcode/managed-settings.json")
+    }
+    #[cfg(windows)]
+    {
+        let base = environment::program_data()
+            .map_or_else(|| PathBuf::from(r"C:\ProgramData"), Path::to_path_buf);
+        base.join("levelcode").join("managed-settings.json")
+    }
+    #[cfg(not(any(target_os = "macos", windows)))]
+    {
+        PathBuf::from("/etc/levelcode/managed-settings.json")
+    }
+}
+
+/// What was found where the managed file may be.
+#[derive(Debug)]
+pub enum Found {
+    /// No file at the system path, and none named by the variable.
+    Absent,
+    /// A file that may not be used: the warning says why; the dispatch goes on without it.
+    Refused(PathBuf, String),
+    /// The file's contents, and what it was when opened.
+    Read(PathBuf, Vec<u8>, std::fs::Metadata),
+}
+
+/// Looks for the managed file: the system path, else the variable's file while nothing is at
+/// the system path. Warnings (the variable ignored) go to `warnings`.
+pub fn find(warnings: &mut Vec<String>) -> Found {
+    find_at(&system_path(), environment::managed_settings(), warnings)
+}
+
+/// [`find`] with the system path and the variable's value given.
+pub fn find_at(system: &Path, named: Option<&Path>, warnings: &mut Vec<String>) -> Found {
+    let found = open_checked(system, false);
+    match (&found, named) {
+        (Found::Absent, Some(named)) => open_checked(named, true),
+        (Found::Absent, None) => Found::Absent,
+        (_, Some(named)) => {
+            warnings.push(format!(
+                "{OVERRIDE_VAR}={} is ignored: the administrator's managed file {} is in place, and nothing else can stand in for it",
+                named.display(),
+                system.display()
+            ));
+            found
+        }
+        (_, None) => found,
+    }
+}
+
+/// Opens and checks one candidate. `own_ok`: a file owned by the user running the dispatcher is
+/// accepted too (the variable's file; the variable only counts where no administrator placed
+/// one).
+fn open_checked(path: &Path, own_ok: bool) -> Found {
+    let refuse = |why: String| Found::Refused(path.to_path_buf(), why);
+    let file = match crate::fs::open_nonblocking(path, std::fs::OpenOptions::new().read(true)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Absent,
+        Err(e) if e.raw_os_error() == Some(20) => return Found::Absent, // ENOTDIR
+        Err(e) => {
+            return refuse(format!(
+                "{}: cannot open the managed settings file: {e}; managed hooks not run",
+                path.display()
+            ))
+        }
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(e) => {
+            return refuse(format!(
+                "{}: cannot stat the managed settings file: {e}; managed hooks not run",
+                path.display()
+            ))
+        }
+    };
+    if !meta.is_file() {
+        return refuse(format!(
+            "{}: is not a regular file; managed hooks not run",
+            path.display()
+        ));
+    }
+    if let Some(problem) = ownership_problem(&meta, own_ok) {
+        return refuse(format!(
+            "{}: refused: {problem}; a managed settings file must be owned by root and writable by no one else (chown root {0}; chmod 644 {0}); managed hooks not run",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_SETTINGS_BYTES {
+        return refuse(format!(
+            "{}: is {} bytes, over the {} MiB limit for a settings file; managed hooks not run",
+            path.display(),
+            meta.len(),
+            MAX_SETTINGS_BYTES >> 20
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+    match file.take(MAX_SETTINGS_BYTES + 1).read_to_end(&mut bytes) {
+        Ok(_) => Found::Read(path.to_path_buf(), bytes, meta),
+        Err(e) => refuse(format!(
+            "{}: cannot read the managed settings file: {e}; managed hooks not run",
+            path.display()
+        )),
+    }
+}
+
+/// Why a file's owner or mode disqualifies it, if they do.
+#[cfg(unix)]
+fn ownership_problem(meta: &std::fs::Metadata, own_ok: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let owner = meta.uid();
+    if owner != 0 && !(own_ok && owner == me) {
+        return Some(format!("it is owned by uid {owner}, not root"));
+    }
+    let mode = meta.mode();
+    if mode & 0o022 != 0 {
+        let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+            (true, true) => "its group and others",
+            (true, false) => "its group",
+            _ => "others",
+        };
+        return Some(format!(
+            "it is writable by {who} (mode {:o})",
+            mode & 0o7777
+        ));
+    }
+    None
+}
+
+/// On Windows the file's protection is its folder's access list, which the installer sets
+/// (docs/organisations.md); the file is read as it is.
+#[cfg(not(unix))]
+fn ownership_problem(_meta: &std::fs::Metadata, _own_ok: bool) -> Option<String> {
+    None
+}
+
+/// Whether the managed file's `bytes` set `managedHooksOnly`: a value that is not a boolean is
+/// a warning and counts as not set.
+pub fn only_in(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> bool {
+    if memchr::memmem::find(bytes, ONLY_KEY.as_bytes()).is_none() {
+        return false;
+    }
+    #[derive(serde::Deserialize)]
+    struct Top {
+        #[serde(rename = "managedHooksOnly", default)]
+        only: Option<serde_json::Value>,
+    }
+    match serde_json::from_slice::<Top>(bytes) {
+        Ok(Top {
+            only: Some(serde_json::Value::Bool(on)),
+        }) => on,
+        Ok(Top {
+            only: None | Some(serde_json::Value::Null),
+        }) => false,
+        Ok(Top { only: Some(other) }) => {
+            warnings.push(format!(
+                "{}: {ONLY_KEY} must be true or false, not {}; ignored, so the other layers still run",
+                path.display(),
+                crate::dispatch::payload::short_json(&other)
+            ));
+            false
+        }
+        // Invalid JSON is the settings reader's to report.
+        Err(_) => false,
+    }
+}
+
+/// Returns true if and only if a managed file is where this process would read it from, usable
+/// or not: what [`Managed::load`] would find, without reading it.
+pub fn present() -> bool {
+    !matches!(find(&mut Vec::new()), Found::Absent)
+}
+
+/// The managed layer of one dispatch.
+#[derive(Default)]
+pub struct Managed {
+    /// The file read, when one was.
+    pub path: Option<PathBuf>,
+    /// Its groups for the dispatched event.
+    pub groups: Vec<Group>,
+    /// `managedHooksOnly`.
+    pub only: bool,
+}
+
+impl Managed {
+    /// Reads the managed layer's groups for `events`; problems go to `warnings`.
+    pub fn load(events: Events<'_>, warnings: &mut Vec<String>) -> Managed {
+        match find(warnings) {
+            Found::Absent => Managed::default(),
+            Found::Refused(_, warning) => {
+                warnings.push(warning);
+                Managed::default()
+            }
+            Found::Read(path, bytes, _) => {
+                let mut groups = Vec::new();
+                let source = settings::Source {
+                    layer: LayerKind::Managed,
+                    file: path.clone().into_boxed_path(),
+                };
+                settings::parse(source, &bytes, events, &mut groups, warnings);
+                let only = only_in(&path, &bytes, warnings);
+                Managed {
+                    path: Some(path),
+                    groups,
+                    only,
+                }
+            }
+        }
+    }
+
+    /// The warning of a dispatch in which `why` (the kill switch, the depth guard) stopped every
+    /// other layer: `plain` as it is when there is no managed hook, else saying that the
+    /// managed layer's hooks still run.
+    pub fn stopped_warning(&self, plain: String) -> String {
+        match &self.path {
+            Some(path) if self.groups.iter().any(|g| g.enabled) => format!(
+                "{}; only the managed layer's hooks ({}) run, and nothing turns those off",
+                plain.trim_end_matches(": no handler ran"),
+                path.display()
+            ),
+            _ => plain,
+        }
+    }
+
+    /// The warning of a dispatch whose other layers `managedHooksOnly` kept out: which of their
+    /// handlers would have run, by layer and file. `None` when none would have.
+    pub fn held_back_warning(
+        &self,
+        others: &[Group],
+        kind: EventKind,
+        tool: Option<&str>,
+    ) -> Option<String> {
+        let path = self.path.as_ref()?;
+        let mut by_file: Vec<(LayerKind, &Path, usize)> = Vec::new();
+        for group in others {
+            if !group.enabled || group.applies(kind, tool) != Ok(true) {
+                continue;
+            }
+            let count = group.handlers.iter().filter(|h| h.enabled).count();
+            if count == 0 {
+                continue;
+            }
+            let file: &Path = &group.source.file;
+            match by_file.iter_mut().find(|(_, f, _)| *f == file) {
+                Some(entry) => entry.2 += count,
+                None => by_file.push((group.source.layer, file, count)),
+            }
+        }
+        if by_file.is_empty() {
+            return None;
+        }
+        let total: usize = by_file.iter().map(|(_, _, n)| n).sum();
+        let what: Vec<String> = by_file
+            .iter()
+            .map(|(layer, file, n)| {
+                format!("{n} of the {} layer ({})", layer.name(), file.display())
+            })
+            .collect();
+        Some(format!(
+            "{}: {ONLY_KEY} is set, so {total} handler(s) of other layers did not run: {}",
+            path.display(),
+            what.join(", ")
+        ))
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn place(dir: &Path, name: &str, mode: u32) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, br#"{"hooks":{}}"#).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_variable_counts_only_while_nothing_is_at_the_system_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let named = place(dir.path(), "named.json", 0o644);
+        let absent = dir.path().join("absent.json");
+        let mut warnings = Vec::new();
+        assert!(matches!(
+            find_at(&absent, Some(&named), &mut warnings),
+            Found::Read(p, _, _) if p == named
+        ));
+        assert!(warnings.is_empty(), "{warnings:?}");
+
+        let system = place(dir.path(), "system.json", 0o644);
+        let found = find_at(&system, Some(&named), &mut warnings);
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(matches!(found, Found::Read(p, _, _) if p == system));
+        } else {
+            // Not owned by root: refused, and the variable still cannot stand in for it.
+            assert!(matches!(found, Found::Refused(p, _) if p == system));
+        }
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("is ignored"), "{warnings:?}");
+    }
+
+    #[test]
+    fn a_file_others_can_write_is_refused_even_by_the_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = dir.path().join("absent.json");
+        for (mode, who) in [
+            (0o664, "its group"),
+            (0o646, "others"),
+            (0o666, "group and others"),
+        ] {
+            let named = place(dir.path(), &format!("m{mode:o}.json"), mode);
+            let found = find_at(&absent, Some(&named), &mut Vec::new());
+            match found {
+                Found::Refused(_, why) => assert!(why.contains(who), "{why}"),
+                other => panic!("mode {mode:o} was not refused: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn managed_hooks_only_reads_as_documented() {
+        let p = Path::new("m.json");
+        let mut w = Vec::new();
+        assert!(only_in(p, br#"{"managedHooksOnly":true}"#, &mut w));
+        assert!(!only_in(p, br#"{"managedHooksOnly":false}"#, &mut w));
+        assert!(!only_in(p, br#"{"hooks":{}}"#, &mut w));
+        assert!(w.is_empty());
+        assert!(!only_in(p, br#"{"managedHooksOnly":"yes"}"#, &mut w));
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("must be true or false"), "{w:?}");
+    }
+}
