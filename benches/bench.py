@@ -20,6 +20,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -265,6 +266,8 @@ class Bench:
         self.failures: list[str] = []
         self.checks: dict[str, str] = {}
         self.scenarios: list[Scenario] = []
+        # The trust states' scenarios and environments, by name, once counted.
+        self.trust_runs: dict[str, tuple[Scenario, dict[str, str]]] = {}
 
     # -- environment -------------------------------------------------------------------------
 
@@ -503,14 +506,75 @@ class Bench:
 
     # -- callgrind ---------------------------------------------------------------------------
 
-    def instructions(self, scenario: Scenario, args: list[str]) -> int | None:
+    def instructions(self, scenario: Scenario, args: list[str], env: dict[str, str] | None = None) -> int | None:
         """Instructions executed by `args` (not its children), counted by callgrind."""
         with open(scenario.payload, "rb") as stdin:
             proc = subprocess.run([self.args.valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
                                    *args], stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  env=self.env(scenario.home), cwd=scenario.project)
+                                  env=env or self.env(scenario.home), cwd=scenario.project)
         found = re.search(rb"Collected : (\d+)", proc.stderr)
         return int(found.group(1)) if found else None
+
+    # -- trust states ------------------------------------------------------------------------
+
+    TRUST_STATES = ("sealed", "opt-in =1", "untrusted", "trusted just after an edit")
+
+    def trust_state_counts(self) -> dict[str, int | None]:
+        """Callgrind counts of the big-config dispatch (S5) in each trust state of the project
+        layer, and of the one-handler dispatch (S2, sealed) beside them: each project written
+        anew; the count is of a dispatch after one that may remember or seal what it computed,
+        which is the cost every later dispatch pays (docs/BENCHMARKS.md, "Trust states")."""
+        counts: dict[str, int | None] = {}
+        layers = (("big_config", big_project_layer(self.args.big_config_groups)),
+                  ("one_command", project_layer(group("write_file|str_replace", command("true")))))
+        for name, settings in layers:
+            states = self.TRUST_STATES if name == "big_config" else ("sealed",)
+            for state in states:
+                slug = f"trust_{name}_{state.split()[0].replace('=', '')}"
+                home = self.make_home(slug)
+                project = self.root / slug / "project"
+                dump(project / ".levelcode" / "settings.json", settings)
+                env = self.env(home)
+                trust = [self.bin, "trust", "--yes", "--project-dir", str(project)]
+                if state == "sealed":
+                    time.sleep(2.2)
+                    subprocess.run(trust, env=env, check=True, stdout=subprocess.DEVNULL)
+                elif state == "untrusted":
+                    time.sleep(2.2)
+                elif state.startswith("trusted just"):
+                    subprocess.run(trust, env=env, check=True, stdout=subprocess.DEVNULL)
+                    time.sleep(2.2)
+                elif state.startswith("opt-in"):
+                    env["LEVELCODE_TRUST_PROJECT_HOOKS"] = "1"
+                payload = write_file_payload(project, 2000)
+                payload["cwd"] = str(project)
+                payload_path = dump(self.root / slug / "payload.json", payload)
+                scenario = Scenario(slug, state, home, project, payload_path, 1)
+                self.trust_runs[f"{name}, {state}"] = (scenario, env)
+                first = self.instructions(scenario, [self.bin, "run"], env)
+                counts[f"{name}, {state}: first dispatch"] = first
+                counts[f"{name}, {state}"] = self.instructions(scenario, [self.bin, "run"], env)
+        return counts
+
+    def trust_state_times(self, a: str, b: str, rounds: int, runs: int) -> dict | None:
+        """The median time of the trust-state dispatch `a` over `b`'s, by round (each round
+        times both, one after the other, so a slow spell falls on both)."""
+        ratios = {}
+        for round_no in range(1, rounds + 1):
+            medians = []
+            for name in (a, b):
+                scenario, env = self.trust_runs[name]
+                export = self.out / "raw" / f"{scenario.name}.round{round_no}.json"
+                export.parent.mkdir(parents=True, exist_ok=True)
+                proc = subprocess.run(
+                    [self.hyperfine, "--shell=none", "--style", "basic", "--warmup", "5", "--runs", str(runs),
+                     "--input", str(scenario.payload), "--export-json", str(export), f"{self.bin} run"],
+                    env=env, cwd=scenario.project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                if proc.returncode != 0:
+                    return None
+                medians.append(json.loads(export.read_text())["results"][0]["median"])
+            ratios[round_no] = medians[0] / medians[1]
+        return spread(ratios)
 
     # -- the whole run -------------------------------------------------------------------------
 
@@ -558,6 +622,9 @@ class Bench:
             if self.args.minimal_static and self.scenarios:
                 counts[f"{self.scenarios[0].name}: minimal Rust program (static)"] = self.instructions(
                     self.scenarios[0], [self.args.minimal_static])
+            if not self.args.only or "trust_states" in self.args.only:
+                print("\n== trust states (callgrind)", flush=True)
+                counts.update(self.trust_state_counts())
         summary = self.summarize(big, rss, many, counts)
         summary["load_average"] = {"start": load_start, "end": os.getloadavg()[0]}
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -743,6 +810,8 @@ def main() -> int:
     parser.add_argument("--setup-only", action="store_true",
                         help="only write the scenarios (and WORK/scenarios.json), for profiling")
     parser.add_argument("--verbose", action="store_true", help="show hyperfine's own output")
+    parser.add_argument("--trust-states-only", action="store_true",
+                        help="only count the instructions of big config in each trust state (needs --valgrind)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.bin = os.path.abspath(args.bin)
@@ -752,6 +821,22 @@ def main() -> int:
     args.work = args.work.resolve()
     args.out = args.out.resolve()
     bench = Bench(args)
+    if args.trust_states_only:
+        counts = bench.trust_state_counts()
+        sealed = counts.get("big_config, sealed")
+        lines = ["| dispatch | instructions | / S5 sealed |", "|---|---:|---:|"]
+        for name, count in counts.items():
+            ratio = f"{count / sealed:.3f}" if count and sealed else "n/a"
+            lines.append(f"| {name} | {'n/a' if count is None else f'{count:,}'} | {ratio} |")
+        if shutil.which(args.hyperfine):
+            a, b = "big_config, opt-in =1", "one_command, sealed"
+            ratio = bench.trust_state_times(a, b, args.rounds, args.runs)
+            lines += ["", f"Time, {a} / {b} (medians by round, {args.rounds} rounds of {args.runs}): "
+                          f"{with_range(ratio)}"]
+        table = "\n".join(lines) + "\n"
+        (args.out / "trust-states.md").write_text(table)
+        print(table)
+        return 0 if all(counts.values()) else 1
     return bench.setup_only() if args.setup_only else bench.run()
 
 

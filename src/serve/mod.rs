@@ -181,6 +181,9 @@ fn read_requests(
                     || request::readable_id(line),
                     || {
                         if ops::may_be_op(line) {
+                            if let Some((answer, id)) = ops::answer_in_order(line, shared.args) {
+                                return Ok(with_id(answer, id));
+                            }
                             return Err(Work::Line(line.to_vec()));
                         }
                         let mut ready = match prepare(line, shared, &trace) {

@@ -8,6 +8,7 @@
 //! project's state as the `trust` command and `serve`'s trust requests report it.
 
 pub mod digest;
+pub mod memo;
 pub mod seal;
 pub mod status;
 pub mod store;
@@ -22,6 +23,7 @@ use crate::dispatch::layers::{LayerKind, LayerPath};
 use crate::dispatch::settings::{self, Events, Group};
 
 pub use digest::Digest;
+use seal::Seal;
 
 /// The variable that trusts the project layer for one run: `1`, or one digest.
 pub const ENV: &str = crate::environment::TRUST_PROJECT_HOOKS;
@@ -265,7 +267,12 @@ pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessm
 }
 
 /// [`assess`] of `bytes` read from an open file whose metadata, taken once they were read, is
-/// `read`: a seal that holds for that file admits the project without the digest.
+/// `read` (a dispatch). It hashes only what the answer needs: a seal that holds for that file
+/// admits the project without the digest; an opt-in (`=1`, `trustAllProjectHooks`) admits it
+/// without reading its other events or hashing anything; and a digest that must be shown or
+/// compared (untrusted, changed, denied, `=sha256:…`) is taken from the [`memo`] while every
+/// file it covers is unchanged. A project trusted through the store but not sealed (trusted
+/// right after an edit) gets its seal here once its files have settled.
 pub fn assess_read(
     root: &Path,
     bytes: &[u8],
@@ -273,18 +280,36 @@ pub fn assess_read(
     trust_all: bool,
     full: bool,
 ) -> Assessment {
-    if let (false, false, Some(read)) = (full, trust_all, read) {
+    let read = read.filter(|_| !full);
+    if let (false, Some(read)) = (trust_all, read) {
         if let Some(sealed) = sealed(root, read) {
             return sealed;
         }
     }
     let path = settings_file(root);
-    let groups = all_groups(&path, bytes);
-    let handlers = groups
-        .iter()
-        .filter(|g| g.enabled)
-        .map(|g| g.handlers.iter().filter(|h| h.enabled).count())
-        .sum();
+    let opt_in = opt_in();
+    let admitted_by_opt_in = *opt_in == OptIn::All || trust_all;
+    let key = root
+        .canonicalize()
+        .ok()
+        .and_then(|r| r.to_str().map(str::to_string));
+    // What the layer holds: from the memo when its files are unchanged, else read and counted;
+    // not at all when an opt-in admits it (unless the store denies it, below).
+    let recalled = match (read, &key, admitted_by_opt_in) {
+        (Some(read), Some(key), false) => memo::recall(key, LAYER, read),
+        _ => None,
+    };
+    let mut groups = None;
+    let handlers = match (&recalled, read.is_some() && admitted_by_opt_in) {
+        (Some(recalled), _) => recalled.seal.handlers,
+        (None, true) => 0,
+        (None, false) => {
+            let all = all_groups(&path, bytes);
+            let count = count_handlers(&all);
+            groups = Some(all);
+            count
+        }
+    };
     let mut assessment = Assessment {
         state: State::NoHooks,
         path,
@@ -295,10 +320,9 @@ pub fn assess_read(
         warnings: Vec::new(),
         watched: Vec::new(),
     };
-    if handlers == 0 {
+    if handlers == 0 && groups.is_some() {
         return assessment;
     }
-    let opt_in = opt_in();
     if let OptIn::Invalid(warning) = opt_in {
         assessment.warnings.push(warning.clone());
     }
@@ -306,18 +330,14 @@ pub fn assess_read(
     let (store, notes) = match &store_path {
         Some(path) => store::load(path),
         // Without a store nothing can be denied either: an opt-in needs none.
-        None if *opt_in == OptIn::All || trust_all => (store::Store::default(), Vec::new()),
+        None if admitted_by_opt_in => (store::Store::default(), Vec::new()),
         None => (
             store::Store::default(),
             vec!["no data directory (neither LEVELCODE_DIR nor HOME is set): no project can be trusted".into()],
         ),
     };
     assessment.warnings.extend(notes);
-    assessment.watched.extend(store_path);
-    let key = root
-        .canonicalize()
-        .ok()
-        .and_then(|r| r.to_str().map(str::to_string));
+    assessment.watched.extend(store_path.iter().cloned());
     let entry = key.as_ref().and_then(|k| store.projects.get(k));
     let denied = matches!(entry, Some(store::Entry::Denied { .. }));
     let by_opt_in = if denied {
@@ -330,20 +350,47 @@ pub fn assess_read(
         None
     };
     if let (Some(by), false) = (by_opt_in, full) {
+        // Whatever the hooks are, they run: nothing to count or hash.
         assessment.state = State::Trusted(by);
         return assessment;
     }
-    let digest = match digest::compute(root, bytes, &groups) {
-        Ok(digest) => digest,
-        Err(reason) => {
-            assessment.state = match (by_opt_in, denied) {
-                (Some(by), _) => State::Trusted(by),
-                (None, true) => State::Denied,
-                (None, false) => State::Untrusted,
-            };
-            assessment.untrustable = Some(reason);
-            return assessment;
+    let groups = match groups {
+        Some(groups) => groups,
+        None if recalled.is_some() => Vec::new(),
+        None => {
+            // An opt-in that a denial overrides: the layer is read after all.
+            let all = all_groups(&assessment.path, bytes);
+            assessment.handlers = count_handlers(&all);
+            if assessment.handlers == 0 {
+                assessment.state = State::NoHooks;
+                return assessment;
+            }
+            all
         }
+    };
+    let started = std::time::SystemTime::now();
+    let computed = recalled.is_none();
+    let digest = match &recalled {
+        Some(recalled) => Digest {
+            digest: recalled.digest.clone(),
+            content: recalled.content.clone(),
+            root: PathBuf::from(key.as_deref().unwrap_or_default()),
+            scripts: Vec::new(),
+            watched: recalled.seal.paths().skip(1).collect(),
+            fallback: Vec::new(),
+        },
+        None => match digest::compute(root, bytes, &groups) {
+            Ok(digest) => digest,
+            Err(reason) => {
+                assessment.state = match (by_opt_in, denied) {
+                    (Some(by), _) => State::Trusted(by),
+                    (None, true) => State::Denied,
+                    (None, false) => State::Untrusted,
+                };
+                assessment.untrustable = Some(reason);
+                return assessment;
+            }
+        },
     };
     assessment.watched.extend(digest.watched.iter().cloned());
     if key.is_none() {
@@ -383,8 +430,74 @@ pub fn assess_read(
             ));
         }
     }
+    if let (true, Some(read), Some(key)) = (computed, read, &key) {
+        keep(
+            &assessment,
+            &digest,
+            key,
+            read,
+            started,
+            store_path.as_deref(),
+            entry,
+        );
+    }
     assessment.digest = Some(digest);
     assessment
+}
+
+/// The project layer's file relative to the root, as the [`memo`] names the layer.
+const LAYER: &str = ".levelcode/settings.json";
+
+/// The handlers that run when the layer is trusted: enabled, in enabled groups.
+fn count_handlers(groups: &[Group]) -> usize {
+    groups
+        .iter()
+        .filter(|g| g.enabled)
+        .map(|g| g.handlers.iter().filter(|h| h.enabled).count())
+        .sum()
+}
+
+/// Keeps a digest a dispatch just computed, so that the next ones do not compute it again while
+/// its files are unchanged: as the store's seal when the store trusts exactly it and holds no
+/// seal that still applies, else in the [`memo`]. Only files that had settled before the digest
+/// was `started` are kept, and only when the layer's file among them is the one `read`.
+fn keep(
+    assessment: &Assessment,
+    digest: &Digest,
+    key: &str,
+    read: &std::fs::Metadata,
+    started: std::time::SystemTime,
+    store_path: Option<&Path>,
+    entry: Option<&store::Entry>,
+) {
+    let Some(seal) = Seal::take_settled_by(
+        &assessment.path,
+        &digest.watched,
+        assessment.handlers,
+        started,
+    ) else {
+        return;
+    };
+    if !seal.holds(read) {
+        return;
+    }
+    if let (State::Trusted(By::Store), Some(store_path)) = (assessment.state, store_path) {
+        if matches!(entry, Some(store::Entry::Trusted { .. })) {
+            let sealed = store::seal_if_trusted(store_path, key, &digest.digest, seal.clone());
+            if sealed.is_ok() {
+                return;
+            }
+        }
+    }
+    memo::remember(
+        key,
+        LAYER,
+        &memo::Recalled {
+            digest: digest.digest.clone(),
+            content: digest.content.clone(),
+            seal,
+        },
+    );
 }
 
 /// A project trusted through the store whose seal still holds: admitted without parsing every
@@ -395,11 +508,11 @@ fn sealed(root: &Path, read: &std::fs::Metadata) -> Option<Assessment> {
         return None;
     }
     let store_path = store::path()?;
+    let key = root.canonicalize().ok()?;
     let (store, notes) = store::load(&store_path);
     if !notes.is_empty() {
         return None;
     }
-    let key = root.canonicalize().ok()?;
     let Some(store::Entry::Trusted {
         seal: Some(seal), ..
     }) = store.projects.get(key.to_str()?)

@@ -18,7 +18,11 @@ use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{json, Map};
 
 use super::digest::is_digest;
 use super::seal::Seal;
@@ -103,32 +107,258 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
-fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| format!("the trust store is not valid JSON ({e})"))?;
-    let Value::Object(mut top) = value else {
-        return Err("the trust store is not a JSON object".into());
-    };
-    match top.get("version") {
-        Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
-        Some(other) => {
-            return Err(format!(
-                "the trust store has version {other}, which this version does not read"
-            ))
-        }
-        None => return Err("the trust store has no version".into()),
+/// The store's top level, read in one pass as it is written, borrowing its strings: members of
+/// any kind are accepted, and each project's entry is read leniently ([`Loose`]), so that one
+/// that makes no sense leaves the others readable.
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(default)]
+    version: Loose<u64>,
+    #[serde(borrow, default)]
+    projects: Loose<Projects<'a>>,
+}
+
+/// A value of any kind, kept when it is of the kind wanted (`Some`), passed over otherwise.
+struct Loose<T>(Option<T>, /* another kind was there */ bool);
+
+impl<T> Default for Loose<T> {
+    fn default() -> Self {
+        Loose(None, false)
     }
-    let projects = match top.remove("projects") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(projects)) => projects,
-        Some(_) => return Err("the trust store's \"projects\" is not an object".into()),
+}
+
+/// What a [`Loose`] keeps, from the kinds of JSON value it reads.
+trait Wanted<'de>: Sized {
+    fn from_u64(_: u64) -> Option<Self> {
+        None
+    }
+    fn from_bool(_: bool) -> Option<Self> {
+        None
+    }
+    fn from_str(_: Cow<'de, str>) -> Option<Self> {
+        None
+    }
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+impl<'de, T: Wanted<'de>> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        fn kept<T>(value: Option<T>) -> Loose<T> {
+            let other = value.is_none();
+            Loose(value, other)
+        }
+        impl<'de, T: Wanted<'de>> Visitor<'de> for Visit<T> {
+            type Value = Loose<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Loose<T>, E> {
+                Ok(Loose(None, false))
+            }
+            fn visit_none<E>(self) -> Result<Loose<T>, E> {
+                Ok(Loose(None, false))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_bool(b)))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_u64(n)))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Loose<T>, E> {
+                Ok(kept(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Loose<T>, E> {
+                Ok(kept(None))
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_str(Cow::Borrowed(s))))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Loose<T>, E> {
+                Ok(kept(T::from_str(Cow::Owned(s.to_string()))))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Loose<T>, A::Error> {
+                T::from_seq(seq).map(kept)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Loose<T>, A::Error> {
+                T::from_map(map).map(kept)
+            }
+        }
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+impl Wanted<'_> for u64 {
+    fn from_u64(n: u64) -> Option<u64> {
+        Some(n)
+    }
+}
+
+impl Wanted<'_> for bool {
+    fn from_bool(b: bool) -> Option<bool> {
+        Some(b)
+    }
+}
+
+impl<'de: 'a, 'a> Wanted<'de> for Cow<'a, str> {
+    fn from_str(s: Cow<'de, str>) -> Option<Self> {
+        Some(s)
+    }
+}
+
+/// The projects in the order written, each entry `None` when it makes no sense.
+struct Projects<'a>(Vec<(Cow<'a, str>, Option<Entry>)>);
+
+/// An object's key, borrowed where it holds no escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Loose::<Cow<'de, str>>::deserialize(deserializer).map(|k| Key(k.0.unwrap_or_default()))
+    }
+}
+
+impl<'de: 'a, 'a> Wanted<'de> for Projects<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut out = Vec::new();
+        while let Some((Key(root), entry)) = map.next_entry::<Key<'de>, Loose<Entry>>()? {
+            out.push((root, entry.0));
+        }
+        Ok(Some(Projects(out)))
+    }
+}
+
+impl<'de> Wanted<'de> for Entry {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let (mut denied, mut at, mut digest, mut content, mut seal) =
+            (false, None, None, None, None);
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match &*key {
+                "denied" => denied = map.next_value::<Loose<bool>>()?.0 == Some(true),
+                "at" => at = map.next_value::<Loose<u64>>()?.0,
+                "digest" => digest = map.next_value::<Loose<Cow<'de, str>>>()?.0,
+                "content" => content = map.next_value::<Loose<Cow<'de, str>>>()?.0,
+                "seal" => seal = map.next_value::<Loose<Seal>>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if denied {
+            return Ok(Some(Entry::Denied { at }));
+        }
+        let Some(digest) = digest.filter(|d| is_digest(d)) else {
+            return Ok(None);
+        };
+        Ok(Some(Entry::Trusted {
+            digest: digest.into_owned(),
+            content: content.filter(|d| is_digest(d)).map(Cow::into_owned),
+            at,
+            seal,
+        }))
+    }
+}
+
+/// A seal that makes no sense is no seal: the digest is computed instead.
+impl<'de> Wanted<'de> for Seal {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let (mut handlers, mut files) = (None, None);
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match &*key {
+                "handlers" => handlers = map.next_value::<Loose<u64>>()?.0,
+                "files" => files = map.next_value::<Loose<Files>>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let handlers = handlers.and_then(|h| usize::try_from(h).ok());
+        Ok(handlers.zip(files).and_then(|(handlers, Files(files))| {
+            Some(Seal {
+                handlers,
+                files: files?,
+            })
+        }))
+    }
+}
+
+/// A seal's pairs of a path and an identity; `None` when one is not a pair of strings.
+struct Files(Option<Vec<(String, String)>>);
+
+impl<'de> Wanted<'de> for Files {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut files = Some(Vec::new());
+        while let Some(pair) = seq.next_element::<Loose<Pair>>()? {
+            match (pair.0, &mut files) {
+                (Some(Pair(Some(pair))), Some(files)) => files.push(pair),
+                _ => files = None,
+            }
+        }
+        Ok(Some(Files(files)))
+    }
+}
+
+struct Pair(Option<(String, String)>);
+
+impl<'de> Wanted<'de> for Pair {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut items = Vec::with_capacity(2);
+        let mut strings = true;
+        while let Some(item) = seq.next_element::<Loose<Cow<'de, str>>>()? {
+            match item.0 {
+                Some(s) => items.push(s.into_owned()),
+                None => strings = false,
+            }
+        }
+        let pair = match (strings, items.len()) {
+            (true, 2) => {
+                let identity = items.pop().unwrap_or_default();
+                Some((items.pop().unwrap_or_default(), identity))
+            }
+            _ => None,
+        };
+        Ok(Some(Pair(pair)))
+    }
+}
+
+fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
+    let trimmed = text.trim_start();
+    let raw: Raw = match serde_json::from_str(text) {
+        Ok(raw) if trimmed.starts_with('{') => raw,
+        Ok(_) => return Err("the trust store is not a JSON object".into()),
+        Err(_) if !trimmed.starts_with('{') && serde_json::from_str::<IgnoredAny>(text).is_ok() => {
+            return Err("the trust store is not a JSON object".into())
+        }
+        Err(e) => return Err(format!("the trust store is not valid JSON ({e})")),
+    };
+    match raw.version {
+        Loose(Some(1), _) => {}
+        Loose(None, false) => return Err("the trust store has no version".into()),
+        Loose(_, _) => {
+            return Err(
+                "the trust store has a version other than 1, which this version does not read"
+                    .into(),
+            )
+        }
+    }
+    let projects = match raw.projects {
+        Loose(Some(Projects(projects)), _) => projects,
+        Loose(None, false) => Vec::new(),
+        Loose(None, true) => return Err("the trust store's \"projects\" is not an object".into()),
     };
     let mut store = Store::default();
     let mut notes = Vec::new();
-    for (root, value) in projects {
-        match entry(&value) {
+    for (root, entry) in projects {
+        match entry {
             Some(entry) => {
-                store.projects.insert(root, entry);
+                store.projects.insert(root.into_owned(), entry);
             }
             None => notes.push(format!(
                 "the trust store's entry for {root:?} makes no sense; that project stays untrusted"
@@ -136,40 +366,6 @@ fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
         }
     }
     Ok((store, notes))
-}
-
-fn entry(value: &Value) -> Option<Entry> {
-    let object = value.as_object()?;
-    let at = object.get("at").and_then(Value::as_u64);
-    if object.get("denied") == Some(&Value::Bool(true)) {
-        return Some(Entry::Denied { at });
-    }
-    let digest = object.get("digest")?.as_str().filter(|d| is_digest(d))?;
-    let content = object
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|d| is_digest(d))
-        .map(str::to_string);
-    // A seal that makes no sense is no seal: the digest is computed instead.
-    let seal = object.get("seal").and_then(|seal| {
-        let handlers = usize::try_from(seal.get("handlers")?.as_u64()?).ok()?;
-        let files = seal
-            .get("files")?
-            .as_array()?
-            .iter()
-            .map(|pair| {
-                let pair = pair.as_array().filter(|p| p.len() == 2)?;
-                Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string()))
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(Seal { handlers, files })
-    });
-    Some(Entry::Trusted {
-        digest: digest.to_string(),
-        content,
-        at,
-        seal,
-    })
 }
 
 impl Store {
@@ -231,6 +427,45 @@ pub struct Updated {
 
 /// Changes the store at `path` with `change`, under the lock, and replaces it atomically.
 pub fn update(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, String> {
+    update_with(path, LOCK_WAIT, true, |store| {
+        change(store);
+        true
+    })
+}
+
+/// How long a dispatch waits for the lock to add a seal: it is only saving later work.
+const SEAL_LOCK_WAIT: Duration = Duration::from_millis(50);
+
+/// Gives `root`'s entry the seal `seal`, when the entry still trusts exactly `digest` and holds
+/// another seal or none: a dispatch that computed the digest of a project trusted right after an
+/// edit seals it once its files have settled. The lock is waited for only briefly, and a store
+/// that cannot be read is left as it is (only `trust` sets one aside).
+pub fn seal_if_trusted(path: &Path, root: &str, digest: &str, seal: Seal) -> Result<(), String> {
+    update_with(path, SEAL_LOCK_WAIT, false, |store| {
+        match store.projects.get_mut(root) {
+            Some(Entry::Trusted {
+                digest: trusted,
+                seal: sealed,
+                ..
+            }) if trusted == digest && sealed.as_ref() != Some(&seal) => {
+                *sealed = Some(seal);
+                true
+            }
+            _ => false,
+        }
+    })
+    .map(|_| ())
+}
+
+/// Changes the store at `path` with `change`, which says whether there is anything to write,
+/// under the lock (waited for at most `wait`), and replaces it atomically; a store that cannot
+/// be read is set aside when `set_aside`, else left alone with an error.
+fn update_with(
+    path: &Path,
+    wait: Duration,
+    set_aside: bool,
+    change: impl FnOnce(&mut Store) -> bool,
+) -> Result<Updated, String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     crate::fs::create_private_dir(dir).map_err(|e| {
         format!(
@@ -245,19 +480,24 @@ pub fn update(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, S
             lock_path.display()
         )
     })?;
-    crate::lock::exclusive(&lock, &lock_path, LOCK_WAIT)?;
-    let result = update_locked(path, change);
+    crate::lock::exclusive(&lock, &lock_path, wait)?;
+    let result = update_locked(path, set_aside, change);
     let _ = lock.unlock();
     result
 }
 
-fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated, String> {
+fn update_locked(
+    path: &Path,
+    set_aside: bool,
+    change: impl FnOnce(&mut Store) -> bool,
+) -> Result<Updated, String> {
     let mut updated = Updated::default();
     let mut store = match read(path).and_then(|text| match text {
         None => Ok(Store::default()),
         Some(text) => parse(&text).map(|(store, _)| store),
     }) {
         Ok(store) => store,
+        Err(problem) if !set_aside => return Err(format!("{}: {problem}", path.display())),
         Err(problem) => {
             // Only a file that does not read as a store is set aside; anything else is the
             // person's to look at.
@@ -278,7 +518,9 @@ fn update_locked(path: &Path, change: impl FnOnce(&mut Store)) -> Result<Updated
             Store::default()
         }
     };
-    change(&mut store);
+    if !change(&mut store) {
+        return Ok(updated);
+    }
     let text = store.to_text();
     // Past its bound the store could not be read again, and every project in it would be
     // untrusted: the change is refused instead, and the store stays as it was.
@@ -396,6 +638,56 @@ mod tests {
         let (store, notes) = load(&path);
         assert!(store.projects.is_empty());
         assert!(notes[0].contains("not a regular file"), "{notes:?}");
+    }
+
+    #[test]
+    fn members_of_another_kind_are_passed_over_and_entries_read_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        fs::write(
+            &path,
+            format!(
+                r#"{{"extra":[1,{{"a":null}}],"version":1,"projects":{{
+                "/a":{{"digest":"{D1}","at":"soon","content":7,"seal":{{"handlers":"2","files":[]}}}},
+                "/b":{{"digest":"{D1}","seal":{{"handlers":1,"files":[["/b/s","x","y"]]}}}},
+                "/c":{{"denied":true,"at":3,"digest":5}},
+                "/d":[],
+                "/e":{{"digest":"{D2}","seal":{{"handlers":1,"files":[["/e/\u00e9","i"]]}}}}}}}}"#
+            ),
+        )
+        .unwrap();
+        let (store, notes) = load(&path);
+        let plain = |digest: &str| Entry::Trusted {
+            digest: digest.into(),
+            content: None,
+            at: None,
+            seal: None,
+        };
+        assert_eq!(store.projects["/a"], plain(D1));
+        assert_eq!(
+            store.projects["/b"],
+            plain(D1),
+            "a pair of three is no seal"
+        );
+        assert_eq!(store.projects["/c"], Entry::Denied { at: Some(3) });
+        assert!(!store.projects.contains_key("/d"));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("\"/d\""), "{notes:?}");
+        let Entry::Trusted {
+            seal: Some(seal), ..
+        } = &store.projects["/e"]
+        else {
+            panic!("{:?}", store.projects["/e"]);
+        };
+        assert_eq!(seal.files, [("/e/\u{e9}".to_string(), "i".to_string())]);
+        for text in [r#"{"version":"1"}"#, r#"{"version":1,"projects":5}"#] {
+            fs::write(&path, text).unwrap();
+            let (store, notes) = load(&path);
+            assert!(
+                store.projects.is_empty() && notes.len() == 1,
+                "{text}: {notes:?}"
+            );
+        }
     }
 
     #[test]
