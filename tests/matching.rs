@@ -172,7 +172,7 @@ fn a_matcher_that_is_not_a_string_warns_and_skips_its_group() {
 
 #[test]
 fn matchers_are_ignored_on_events_without_a_tool() {
-    for event in ["SessionStart", "Stop", "Notification"] {
+    for event in ["SessionStart", "Stop", "UserPromptSubmit", "TeammateIdle"] {
         let settings = json!({"hooks": {event: [
             {"matcher": "no_such_tool", "hooks": [{"command": "echo names"}]},
             {"matcher": "(unclosed", "hooks": [{"command": "echo invalid"}]},

@@ -271,25 +271,25 @@ fn errors_print_the_error_form_whatever_the_output_mode() {
 #[test]
 fn unknown_event_warns_and_its_hooks_run() {
     let out = Test::new()
-        .project_settings(on("Notification", "echo notified"))
-        .event("Notification")
+        .project_settings(on("TeammateIdle", "echo idle"))
+        .event("TeammateIdle")
         .run();
     assert_eq!(out.status(), 0);
-    assert_eq!(out.json()["event"], "Notification");
-    assert_eq!(out.stdouts(), ["notified"]);
-    out.warning(&["unknown event", "Notification"]);
+    assert_eq!(out.json()["event"], "TeammateIdle");
+    assert_eq!(out.stdouts(), ["idle"]);
+    out.warning(&["unknown event", "TeammateIdle"]);
 }
 
 #[test]
 fn unknown_event_cannot_block() {
-    let settings = json!({"hooks": {"Notification": [{"hooks": [
+    let settings = json!({"hooks": {"TeammateIdle": [{"hooks": [
         {"command": "echo stop there >&2; exit 2"},
         {"command": r#"echo '{"decision":"block","reason":"no"}'"#},
         {"command": "echo still ran"},
     ]}]}});
     let out = Test::new()
         .project_settings(settings)
-        .event("Notification")
+        .event("TeammateIdle")
         .run();
     assert_eq!(out.status(), 0, "{}", out.stdout());
     assert_eq!(out.decision(), "proceed");

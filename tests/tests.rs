@@ -8,6 +8,8 @@ mod compliance;
 
 mod debugging;
 #[cfg(unix)]
+mod events;
+#[cfg(unix)]
 mod faults;
 #[cfg(unix)]
 mod handlers;
@@ -21,6 +23,8 @@ mod layers;
 mod managed;
 #[cfg(unix)]
 mod matching;
+#[cfg(unix)]
+mod on_failure;
 #[cfg(unix)]
 mod otel;
 #[cfg(unix)]

@@ -78,7 +78,7 @@ pub fn convert(file: &str, settings: &Value, out: &mut Conversion) {
         };
         if EventKind::of(event) == EventKind::Unknown {
             out.notes.push(format!(
-                "{file}: hooks.{event}: levelcode does not fire {event} (it fires {}); its {} group(s) were left out",
+                "{file}: hooks.{event}: levelcode-hooks knows no event {event} (it knows {}); its {} group(s) were left out",
                 events::names().join(", "),
                 groups.len()
             ));
@@ -138,8 +138,12 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
             .cloned()
             .unwrap_or_else(|| Value::from(CLAUDE_TIMEOUT_SECS));
         out.insert("timeout".into(), timeout);
+        // Claude Code's fields that levelcode honours as they are (contract §16).
+        if let Some(on_failure) = handler.get("onFailure") {
+            out.insert("onFailure".into(), on_failure.clone());
+        }
         for key in handler.as_object().into_iter().flat_map(Map::keys) {
-            if !matches!(key.as_str(), "type" | "command" | "timeout") {
+            if !matches!(key.as_str(), "type" | "command" | "timeout" | "onFailure") {
                 notes.push(format!(
                     "{at}: {key:?} has no levelcode equivalent; left out (the handler was imported without it)"
                 ));
@@ -304,13 +308,14 @@ mod tests {
             "permissions": {"allow": ["Bash(npm test)"]},
             "hooks": {
                 "PreToolUse": [
-                    {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 .claude/hooks/bash_guard.py", "timeout": 5}]},
+                    {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 .claude/hooks/bash_guard.py", "timeout": 5, "onFailure": "block"}]},
                     {"matcher": "Write|Edit", "hooks": [
                         {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh"},
                         {"type": "prompt", "prompt": "is this safe?"}
                     ]}
                 ],
                 "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "x"}]}],
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "y"}]}],
                 "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "cat notes.md", "async": true}]}]
             }
         });
@@ -320,14 +325,16 @@ mod tests {
             Value::Object(out.hooks),
             json!({
                 "PreToolUse": [
-                    {"matcher": "Bash", "protocol": "claude", "hooks": [{"command": "python3 .claude/hooks/bash_guard.py", "timeout": 5}]},
+                    {"matcher": "Bash", "protocol": "claude", "hooks": [{"command": "python3 .claude/hooks/bash_guard.py", "timeout": 5, "onFailure": "block"}]},
                     {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 60}]}
                 ],
+                "UserPromptSubmit": [{"protocol": "claude", "hooks": [{"command": "x", "timeout": 60}]}],
                 "SessionStart": [{"matcher": "startup", "protocol": "claude", "hooks": [{"command": "cat notes.md", "timeout": 60}]}]
             })
         );
         let notes = out.notes.join("\n");
-        assert!(notes.contains("UserPromptSubmit"), "{notes}");
+        assert!(notes.contains("PermissionRequest"), "{notes}");
+        assert!(!notes.contains("hooks.UserPromptSubmit"), "{notes}");
         assert!(notes.contains("\"prompt\" handler"), "{notes}");
         assert!(notes.contains("\"async\""), "{notes}");
     }

@@ -54,6 +54,11 @@ pub fn document() -> Value {
                 event.description
             ),
             Subject::Tool => event.description.to_string(),
+            Subject::Member(field) => format!(
+                "{} The matcher is tested against the payload's {}.",
+                event.description,
+                field.name()
+            ),
         };
         events.insert(
             event.name.to_string(),
@@ -149,6 +154,10 @@ pub fn document() -> Value {
                         "description": "A label for output and logs; default: the command.",
                         "type": ["string", "null"],
                         "minLength": 1
+                    },
+                    "onFailure": {
+                        "description": format!("What the handler's own failure (it could not start, timed out, died by a signal, exited with a code other than 0 and 2) means: \"block\" blocks on {} (the reason says how the guard failed), and changes nothing on other events; \"proceed\" (the default) fails open.", events::listed("and", |e| e.blocks)),
+                        "enum": ["block", "proceed", null]
                     },
                     "protocol": {
                         "description": format!("What the handler reads and how its reply is read; default: its group's, else \"{levelcode}\"."),

@@ -63,7 +63,14 @@ pub struct Problem {
 const TOP_KEYS: &[&str] = &["hooks"];
 const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol"];
 const HANDLER_KEYS: &[&str] = &[
-    "type", "command", "argv", "timeout", "enabled", "name", "protocol",
+    "type",
+    "command",
+    "argv",
+    "timeout",
+    "enabled",
+    "name",
+    "protocol",
+    "onFailure",
 ];
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
@@ -302,8 +309,8 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
             Some(format!("{path}.matcher")),
             "matcher_ignored",
             format!(
-                "{event} ignores matchers (only {} have a tool to match); this group runs for every {event}: remove the matcher",
-                events::listed("and", |e| e.matcher == Subject::Tool)
+                "{event} ignores matchers (only {} have something to match); this group runs for every {event}: remove the matcher",
+                events::listed("and", |e| e.matcher != Subject::Nothing)
             ),
         ),
         Some(Value::String(m)) if tool_event && matcher::is_name_list(m) => {

@@ -16,6 +16,13 @@ pub enum EventKind {
     PreToolUse,
     PostToolUse,
     Stop,
+    UserPromptSubmit,
+    SessionEnd,
+    PostToolUseFailure,
+    SubagentStart,
+    SubagentStop,
+    PreCompact,
+    Notification,
     /// Any other name: hooks configured under it run, nothing can block.
     Unknown,
 }
@@ -28,6 +35,10 @@ pub enum Subject {
     Nothing,
     /// The payload's `tool_name`, which the payload must then have.
     Tool,
+    /// The string value of this payload member (`SessionEnd`'s `reason`, say); a payload
+    /// without it, or with a value that is not a string, is tested as `""`, so only a group
+    /// without a matcher (or `"*"`) runs.
+    Member(Field),
 }
 
 /// One event, as the dispatcher knows it.
@@ -64,6 +75,15 @@ pub enum Field {
     ToolName,
     ToolInput,
     ToolResult,
+    Prompt,
+    Reason,
+    Error,
+    AgentType,
+    AgentId,
+    Trigger,
+    CustomInstructions,
+    Message,
+    NotificationType,
 }
 
 impl Field {
@@ -73,6 +93,15 @@ impl Field {
             Field::ToolName => "tool_name",
             Field::ToolInput => "tool_input",
             Field::ToolResult => "tool_result",
+            Field::Prompt => "prompt",
+            Field::Reason => "reason",
+            Field::Error => "error",
+            Field::AgentType => "agent_type",
+            Field::AgentId => "agent_id",
+            Field::Trigger => "trigger",
+            Field::CustomInstructions => "custom_instructions",
+            Field::Message => "message",
+            Field::NotificationType => "notification_type",
         }
     }
 }
@@ -94,7 +123,7 @@ pub const EVENTS: &[Event] = &[
         kind: EventKind::PreToolUse,
         name: "PreToolUse",
         aliases: &["BeforeTool"],
-        description: "Fired before a tool runs. The only event that can block: a handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call; {\"decision\":\"ask\"} asks a person; {\"updatedInput\":{...}} rewrites the tool's input.",
+        description: "Fired before a tool runs. A handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call; {\"decision\":\"ask\"} asks a person; {\"updatedInput\":{...}} rewrites the tool's input.",
         blocks: true,
         asks: true,
         rewrites_input: true,
@@ -123,16 +152,108 @@ pub const EVENTS: &[Event] = &[
         matcher: Subject::Nothing,
         fields: &[],
     },
+    Event {
+        kind: EventKind::UserPromptSubmit,
+        name: "UserPromptSubmit",
+        aliases: &["BeforeAgent"],
+        description: "Fired when the person submits a prompt, before the model sees it. A handler exiting 2, or printing {\"decision\":\"block\"}, refuses the prompt; additionalContext is added for the model.",
+        blocks: true,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Nothing,
+        fields: &[Field::Prompt],
+    },
+    Event {
+        kind: EventKind::SessionEnd,
+        name: "SessionEnd",
+        aliases: &[],
+        description: "Fired once when a session ends, with why (reason: clear, logout, prompt_input_exit or other).",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Member(Field::Reason),
+        fields: &[Field::Reason],
+    },
+    Event {
+        kind: EventKind::PostToolUseFailure,
+        name: "PostToolUseFailure",
+        aliases: &[],
+        description: "Fired after a tool call failed, with its error.",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Tool,
+        fields: &[Field::ToolName, Field::ToolInput, Field::Error],
+    },
+    Event {
+        kind: EventKind::SubagentStart,
+        name: "SubagentStart",
+        aliases: &[],
+        description: "Fired when a subagent starts.",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Member(Field::AgentType),
+        fields: &[Field::AgentType, Field::AgentId],
+    },
+    Event {
+        kind: EventKind::SubagentStop,
+        name: "SubagentStop",
+        aliases: &[],
+        description: "Fired when a subagent finishes; levelcode does not wait for it, so it cannot be kept going.",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Member(Field::AgentType),
+        fields: &[Field::AgentType, Field::AgentId],
+    },
+    Event {
+        kind: EventKind::PreCompact,
+        name: "PreCompact",
+        aliases: &["PreCompress"],
+        description: "Fired before the conversation is compacted (trigger: manual or auto).",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Member(Field::Trigger),
+        fields: &[Field::Trigger, Field::CustomInstructions],
+    },
+    Event {
+        kind: EventKind::Notification,
+        name: "Notification",
+        aliases: &[],
+        description: "Fired when the agent notifies the person (waiting for input, a permission prompt).",
+        blocks: false,
+        asks: false,
+        rewrites_input: false,
+        matcher: Subject::Member(Field::NotificationType),
+        fields: &[Field::Message, Field::NotificationType],
+    },
 ];
 
 /// Other agents' events that levelcode neither fires nor has under another name: `validate`
 /// says their hooks never run. An event added to [`EVENTS`] leaves this list (a test says so).
 pub const FOREIGN: &[&str] = &[
-    "UserPromptSubmit",
-    "Notification",
-    "SubagentStop",
-    "PreCompact",
-    "SessionEnd",
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "StopFailure",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "PostCompact",
+    "ConfigChange",
+    "CwdChanged",
+    "FileChanged",
+    "InstructionsLoaded",
+    "Elicitation",
+    "ElicitationResult",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "AfterAgent",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
 ];
 
 /// The names of [`EVENTS`], in order. (A function, not a table of its own: every pointer in a
@@ -194,6 +315,11 @@ impl EventKind {
     pub fn is_tool_event(self) -> bool {
         self.event().is_some_and(|e| e.matcher == Subject::Tool)
     }
+
+    /// What the event's matcher is tested against; [`Subject::Nothing`] for an unknown event.
+    pub fn subject(self) -> Subject {
+        self.event().map_or(Subject::Nothing, |e| e.matcher)
+    }
 }
 
 /// The names of the events `pick` selects, as a sentence lists them: `A`, `A and B`,
@@ -241,14 +367,18 @@ mod tests {
     #[test]
     fn lists_read_as_sentences() {
         assert_eq!(
-            listed("or", |_| true),
+            listed("or", |e| e.kind as usize <= EventKind::Stop as usize),
             "SessionStart, PreToolUse, PostToolUse or Stop"
         );
         assert_eq!(
             listed("and", |e| e.matcher == Subject::Tool),
-            "PreToolUse and PostToolUse"
+            "PreToolUse, PostToolUse and PostToolUseFailure"
         );
-        assert_eq!(listed("and", |e| e.blocks), "PreToolUse");
+        assert_eq!(
+            listed("and", |e| e.blocks),
+            "PreToolUse and UserPromptSubmit"
+        );
+        assert_eq!(listed("and", |e| e.asks), "PreToolUse");
         assert_eq!(listed("and", |_| false), "");
     }
 
@@ -277,6 +407,19 @@ mod tests {
             .filter(|name| !name.is_empty())
             .collect();
         assert_eq!(names, super::names(), "HOOK_EVENT_NAMES in types.ts");
+        let members = between("export const MATCHER_MEMBERS", "\n};");
+        for event in EVENTS {
+            let line = match event.matcher {
+                Subject::Member(field) => format!("\n  {}: \"{}\",", event.name, field.name()),
+                Subject::Nothing | Subject::Tool => format!("\n  {}:", event.name),
+            };
+            assert_eq!(
+                members.contains(&line),
+                matches!(event.matcher, Subject::Member(_)),
+                "MATCHER_MEMBERS in types.ts and {}'s matcher",
+                event.name
+            );
+        }
         let payload = between("export type HookPayload = {", "\n};");
         for event in EVENTS {
             for field in event.fields.iter().map(|f| f.name()) {

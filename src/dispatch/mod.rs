@@ -17,7 +17,7 @@ use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::Payload;
 use protocol::{Context, Protocol, Rewrite, Run, RunFile};
-use settings::{Events, Group, Handler};
+use settings::{Events, Group, Handler, OnFailure};
 
 // Data flows payload → layers → settings → matcher → (this file: the chain, each handler's
 // action, through its protocol) → outcome → exec_log → output → exit.
@@ -271,7 +271,7 @@ pub fn run_chain<'g>(
         dir: None,
         end: None,
     };
-    let tool = payload.tool_name.as_deref();
+    let tool = payload.subject();
     for group in groups {
         if !group.enabled || !group_applies(group, payload.kind, tool, report, trace) {
             continue;
@@ -447,8 +447,50 @@ impl<'a> Chain<'a> {
             rewrite,
         };
         let rules = handler.protocol.rules();
-        outcome::judge(done, handler.timeout, |reply| rules.judge(reply, &context))
+        let judgement = outcome::judge(done, handler.timeout, |reply| rules.judge(reply, &context));
+        match handler.on_failure {
+            OnFailure::Block if self.payload.kind.can_block() => {
+                fail_closed(judgement, label, &self.payload.event)
+            }
+            OnFailure::Block | OnFailure::Proceed => judgement,
+        }
     }
+}
+
+/// A guard's own failure as a block, for a handler with `"onFailure": "block"` on an event that
+/// can block (contract §16): it could not start, timed out, or ended by an exit code other than
+/// 0 and 2 or by a signal. Any other judgement, an empty successful reply included, stays.
+fn fail_closed(mut judgement: Judgement, label: &str, event: &str) -> Judgement {
+    let how = match judgement.outcome {
+        Outcome::SpawnError => "could not start",
+        Outcome::Timeout => "timed out",
+        Outcome::Error => "failed",
+        Outcome::Proceed
+        | Outcome::Block
+        | Outcome::Duplicate
+        | Outcome::Skipped
+        | Outcome::Interrupted
+        | Outcome::Ask
+        | Outcome::Stop => return judgement,
+    };
+    let detail = judgement
+        .message
+        .as_deref()
+        .map(|m| m.split("; the tool call proceeds").next().unwrap_or(m))
+        .filter(|m| !m.is_empty())
+        .map(|m| match m.strip_prefix(how) {
+            Some(rest) => rest.to_string(),
+            None => format!(" ({m})"),
+        })
+        .unwrap_or_default();
+    judgement.outcome = Outcome::Block;
+    judgement.reason = Some(format!(
+        "the guard {label} {how}{detail}, and it blocks {event} when it fails (\"onFailure\": \"block\")"
+    ));
+    judgement.message = Some(format!(
+        "{how}{detail}; blocked, as \"onFailure\": \"block\" asks"
+    ));
+    judgement
 }
 
 /// A handler's report from how its run ended and what that means.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::dispatch::events::{self, EventKind};
+use crate::dispatch::events::{self, EventKind, Subject};
 
 /// Reading stops here; a larger payload is an error.
 pub const MAX_BYTES: usize = 64 << 20;
@@ -20,6 +20,9 @@ pub struct Payload {
     pub event: String,
     pub kind: EventKind,
     pub tool_name: Option<String>,
+    /// On an event whose matcher is tested against a payload member ([`Subject::Member`]),
+    /// that member's value when it is a string.
+    pub member: Option<String>,
     /// The payload's `cwd`, when it is a string.
     pub cwd: Option<String>,
     /// The payload's `team`, when present (validated by the compliance log).
@@ -207,6 +210,12 @@ pub enum ReadError {
 }
 
 impl Payload {
+    /// What a group's matcher is tested against: the tool's name on a tool event, the member's
+    /// value on an event whose matcher reads a member ([`Subject::Member`]), else nothing.
+    pub fn subject(&self) -> Option<&str> {
+        self.tool_name.as_deref().or(self.member.as_deref())
+    }
+
     /// Validates a payload (contract §2 and §8). `event_flag` is `--event`.
     pub fn parse(bytes: Vec<u8>, event_flag: Option<&str>) -> Result<Payload, String> {
         let raw = checked(bytes)?;
@@ -268,6 +277,18 @@ impl Payload {
             }
             _ => None,
         };
+        // Only the events whose matcher reads a member of their own pay for reading it.
+        let member = match kind.subject() {
+            Subject::Member(field) => {
+                serde_json::from_slice::<serde_json::Map<String, Value>>(&raw)
+                    .ok()
+                    .and_then(|mut object| match object.remove(field.name()) {
+                        Some(Value::String(text)) => Some(text),
+                        _ => None,
+                    })
+            }
+            Subject::Nothing | Subject::Tool => None,
+        };
         let has_cwd = fields.cwd.is_some();
         let cwd = match fields.cwd {
             Some(Value::String(cwd)) if !cwd.is_empty() => {
@@ -291,6 +312,7 @@ impl Payload {
             } else {
                 None
             },
+            member,
             cwd,
             team: fields.team,
             warnings,

@@ -367,7 +367,7 @@ enum Chain {
 
 fn chain(ready: &Ready, trace: &Trace) -> Chain {
     let kind = ready.payload.kind;
-    let tool = ready.payload.tool_name.as_deref();
+    let tool = ready.payload.subject();
     // The managed layer (contract §17) is read by the dispatch itself, whatever the request's
     // settings: a request goes to a thread of its own whenever that layer is there, so that its
     // handlers never hold up the reading of the next line. Absent, it costs one failed open.

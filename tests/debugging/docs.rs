@@ -47,7 +47,19 @@ fn schema_describes_the_hooks_key() {
     );
     assert_eq!(schema["properties"]["hooks"]["$ref"], "#/$defs/hooks");
     let defs = &schema["$defs"];
-    for event in ["SessionStart", "PreToolUse", "PostToolUse", "Stop"] {
+    for event in [
+        "SessionStart",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "UserPromptSubmit",
+        "SessionEnd",
+        "PostToolUseFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "PreCompact",
+        "Notification",
+    ] {
         assert_eq!(defs["hooks"]["properties"][event]["$ref"], "#/$defs/groups");
     }
     let handler = &defs["handler"];
@@ -59,7 +71,16 @@ fn schema_describes_the_hooks_key() {
         .collect();
     assert_eq!(
         keys,
-        ["type", "command", "argv", "timeout", "enabled", "name", "protocol"]
+        [
+            "type",
+            "command",
+            "argv",
+            "timeout",
+            "enabled",
+            "name",
+            "onFailure",
+            "protocol"
+        ]
     );
     assert_eq!(
         defs["protocol"]["enum"],

@@ -75,7 +75,7 @@ fn catches_every_mistake_of_the_fixture() {
         ("hooks.Stop[0].matcher", "matcher_ignored"),
         ("hooks.Stop[0].hooks[0].disabled", "unknown_key"),
         ("hooks.PreToolUSe", "unknown_event"),
-        ("hooks.UserPromptSubmit", "unknown_event"),
+        ("hooks.PermissionRequest", "unknown_event"),
     ];
     let expected: Vec<(String, String)> = expected
         .iter()

@@ -22,6 +22,7 @@ import { listArgs, listAsync } from "./loader.js";
 import { newId, poolFor, type Pool } from "./pool.js";
 import { hostEnvironment, keyId, noticesFor } from "./process.js";
 import type { Reply, Server } from "./server.js";
+import { MATCHER_MEMBERS } from "./types.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
 type Json = Record<string, unknown>;
@@ -269,7 +270,10 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const cwd = payload.cwd;
     // A dispatch that writes a log leaves a trace that an answer from memory would not.
     if (memory && typeof cwd === "string" && isAbsolute(cwd) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM)) {
-      const key = `${envId}\u0002${cwd}\u0002${event}\u0002${typeof payload.tool_name === "string" ? payload.tool_name : "\u0003"}`;
+      // What the matcher is tested against: a no-match holds for that value only.
+      const member = MATCHER_MEMBERS[event as HookEventName];
+      const subject = typeof payload.tool_name === "string" ? payload.tool_name : member && typeof payload[member] === "string" ? `${member}=${payload[member]}` : "\u0003";
+      const key = `${envId}\u0002${cwd}\u0002${event}\u0002${subject}`;
       const hit = memory.lookup(key);
       if (hit) return Promise.resolve(hit);
       // A tool call of a step whose twin is on its way: the twin's answer, once it is remembered,

@@ -6,9 +6,33 @@
  */
 
 /** The events levelcode fires. An event outside these is accepted; nothing can block on it. */
-export const HOOK_EVENT_NAMES = ["SessionStart", "PreToolUse", "PostToolUse", "Stop"] as const;
+export const HOOK_EVENT_NAMES = [
+  "SessionStart",
+  "PreToolUse",
+  "PostToolUse",
+  "Stop",
+  "UserPromptSubmit",
+  "SessionEnd",
+  "PostToolUseFailure",
+  "SubagentStart",
+  "SubagentStop",
+  "PreCompact",
+  "Notification",
+] as const;
 
 export type HookEventName = (typeof HOOK_EVENT_NAMES)[number];
+
+/**
+ * The payload member a group's matcher is tested against, for the events whose matcher reads
+ * one of their own (tool events read `tool_name`; the others have nothing to match).
+ */
+export const MATCHER_MEMBERS: Readonly<Partial<Record<HookEventName, string>>> = {
+  SessionEnd: "reason",
+  SubagentStart: "agent_type",
+  SubagentStop: "agent_type",
+  PreCompact: "trigger",
+  Notification: "notification_type",
+};
 
 /** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
 export type HookProtocol = "levelcode" | "claude";
@@ -22,6 +46,11 @@ export type HookHandler = {
   argv?: string[] | undefined;
   /** Seconds, fractions allowed; default 10, at most 600. */
   timeout?: number | undefined;
+  /**
+   * `block`: the handler's own failure (could not start, timed out, died by a signal, exited
+   * with a code other than 0 and 2) blocks an event that can block. Default `proceed`.
+   */
+  onFailure?: "block" | "proceed" | undefined;
   /** `false`: not run (the in-process engine ignored this key and ran it). */
   enabled?: boolean | undefined;
   /** A label for output and logs. */
@@ -49,11 +78,28 @@ export type HookPayload = {
   sessionId?: string | undefined;
   /** The project root the agent works in. */
   cwd: string;
-  /** PreToolUse and PostToolUse only. */
+  /** PreToolUse, PostToolUse and PostToolUseFailure only. */
   tool_name?: string | undefined;
   tool_input?: Record<string, unknown> | undefined;
   /** PostToolUse only. */
   tool_result?: unknown;
+  /** PostToolUseFailure: what went wrong. */
+  error?: unknown;
+  /** UserPromptSubmit: the prompt as the person wrote it. */
+  prompt?: string | undefined;
+  /** SessionEnd: why (`clear`, `logout`, `prompt_input_exit`, `other`); its matcher reads it. */
+  reason?: string | undefined;
+  /** SubagentStart and SubagentStop: the agent's type (their matcher reads it) and id. */
+  agent_type?: string | undefined;
+  agent_id?: string | undefined;
+  /** PreCompact: `manual` or `auto` (its matcher reads it), and the person's instructions. */
+  trigger?: "manual" | "auto" | (string & {}) | undefined;
+  custom_instructions?: string | undefined;
+  /** Notification: the text, and its kind (its matcher reads it). */
+  message?: string | undefined;
+  notification_type?: string | undefined;
+  /** Stop and SubagentStop: true once a Stop hook has already kept the agent going. */
+  stop_hook_active?: boolean | undefined;
   [key: string]: unknown;
 };
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dispatch::events::EventKind;
+use crate::dispatch::events::{EventKind, Subject};
 use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{Judgement, Reply};
 
@@ -130,15 +130,18 @@ impl Protocol {
     }
 
     /// What a matcher is tested against for an event of `kind` about `tool`: the tool's name
-    /// and the protocol's names for it, or on an event without a tool the protocol's subject.
+    /// and the protocol's names for it; on an event whose matcher is tested against a payload
+    /// member, `tool` is that member's value ([`crate::dispatch::payload::Payload::subject`]); on other events the
+    /// protocol's subject.
     /// `None` when the matcher is not consulted.
     pub fn match_subject(
         self,
         kind: EventKind,
         tool: Option<&str>,
     ) -> Option<(&str, &'static [&'static str])> {
-        match (kind.is_tool_event(), tool) {
-            (true, Some(tool)) => Some((tool, self.rules().tool_names(tool))),
+        match (kind.subject(), tool) {
+            (Subject::Tool, Some(tool)) => Some((tool, self.rules().tool_names(tool))),
+            (Subject::Member(_), subject) => Some((subject.unwrap_or(""), &[][..])),
             _ => self.rules().event_subject(kind).map(|s| (s, &[][..])),
         }
     }

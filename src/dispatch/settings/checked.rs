@@ -362,6 +362,21 @@ pub(super) fn parse_handler(
         None | Some(Value::Null) => group_protocol.unwrap_or_default(),
         Some(value) => parse_protocol(value, path.key("protocol"), "handler", at)?,
     };
+    let on_failure = match fields.get("onFailure") {
+        None | Some(Value::Null) => OnFailure::Proceed,
+        Some(Value::String(v)) if v == "proceed" => OnFailure::Proceed,
+        Some(Value::String(v)) if v == "block" => OnFailure::Block,
+        Some(other) => {
+            at.warn(
+                path.key("onFailure"),
+                format!(
+                    "must be \"block\" or \"proceed\", not {}; the handler fails open (\"proceed\")",
+                    short_json(other)
+                ),
+            );
+            OnFailure::Proceed
+        }
+    };
     Some(Handler {
         index,
         action: program,
@@ -369,6 +384,7 @@ pub(super) fn parse_handler(
         enabled,
         name,
         protocol,
+        on_failure,
     })
 }
 

@@ -180,6 +180,7 @@ pub(super) fn clean_group(
             enabled: handler.enabled.unwrap_or(true),
             name: handler.name.map(std::borrow::Cow::into_owned),
             protocol: handler_protocol,
+            on_failure: OnFailure::Proceed,
         });
     }
     if !build {

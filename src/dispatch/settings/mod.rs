@@ -66,6 +66,19 @@ pub struct Handler {
     pub name: Option<String>,
     /// The handler's protocol: its own `"protocol"`, else its group's, else levelcode's.
     pub protocol: Protocol,
+    /// What the handler's own failure means (contract §16).
+    pub on_failure: OnFailure,
+}
+
+/// What a handler's own failure (it could not start, timed out, died by a signal, exited with a
+/// code other than 0 and 2) means: `"onFailure"` (contract §16).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Fail open, as §6 says: the tool call proceeds.
+    #[default]
+    Proceed,
+    /// On an event that can block, the failure blocks; on others it changes nothing.
+    Block,
 }
 
 impl Group {

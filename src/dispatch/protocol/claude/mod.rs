@@ -18,7 +18,10 @@ use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{self, Judgement, Outcome, Reply};
 use crate::dispatch::protocol::{Context, Rewrite, Rules, Run, RunFile, ToolCall};
 
+mod by_event;
 mod session_env;
+
+use by_event::{cannot_keep_going, keeps_going, stdout_is_context};
 
 /// The value of `"protocol"` that names it.
 pub const NAME: &str = "claude";
@@ -549,10 +552,23 @@ pub fn payload(
         EventKind::SessionStart => {
             out.insert("source".into(), Value::String(SESSION_SOURCE.into()));
         }
-        EventKind::Stop => {
-            out.insert("stop_hook_active".into(), Value::Bool(false));
+        EventKind::Stop | EventKind::SubagentStop => {
+            // The caller's own value, when it says a Stop hook already kept the agent going.
+            let active = fields
+                .get("stop_hook_active")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            out.insert("stop_hook_active".into(), Value::Bool(active));
         }
-        EventKind::PreToolUse | EventKind::PostToolUse | EventKind::Unknown => {}
+        EventKind::PreToolUse
+        | EventKind::PostToolUse
+        | EventKind::UserPromptSubmit
+        | EventKind::SessionEnd
+        | EventKind::PostToolUseFailure
+        | EventKind::SubagentStart
+        | EventKind::PreCompact
+        | EventKind::Notification
+        | EventKind::Unknown => {}
     }
     for (key, value) in fields {
         if !ENVELOPE.contains(&key.as_str()) && !out.contains_key(key) {
@@ -634,7 +650,7 @@ pub fn judge(
         } else {
             judgement.context = (!stderr.is_empty()).then(|| stderr.to_string());
             if keeps_going(kind) {
-                judgement.warning = Some(cannot_keep_going(label, "exit 2"));
+                judgement.warning = Some(cannot_keep_going(label, event, "exit 2"));
             }
         }
         return judgement;
@@ -642,7 +658,8 @@ pub fn judge(
     let trimmed = stdout.trim();
     let object = match outcome::reply_object(trimmed, label) {
         Ok(object) => object,
-        // Claude Code adds SessionStart stdout that is not JSON to the context, `{` or not.
+        // Claude Code adds SessionStart and UserPromptSubmit stdout that is not JSON to the
+        // context, `{` or not.
         Err(_) if stdout_is_context(kind) => None,
         Err(warning) => {
             judgement.warning = Some(warning);
@@ -712,7 +729,8 @@ pub fn judge(
                 });
             }
             if keeps_going(kind) {
-                judgement.warning = Some(cannot_keep_going(label, "\"decision\": \"block\""));
+                judgement.warning =
+                    Some(cannot_keep_going(label, event, "\"decision\": \"block\""));
             }
         }
         (Some(other @ ("deny" | "ask")), _) => {
@@ -756,35 +774,6 @@ pub fn judge(
         }
     }
     judgement
-}
-
-/// Returns true if and only if Claude Code adds a handler's stdout that is not JSON to the
-/// model's context on this event.
-fn stdout_is_context(kind: EventKind) -> bool {
-    match kind {
-        EventKind::SessionStart => true,
-        EventKind::PreToolUse | EventKind::PostToolUse | EventKind::Stop | EventKind::Unknown => {
-            false
-        }
-    }
-}
-
-/// Returns true if and only if a block on this event asks Claude Code to keep the agent going,
-/// which levelcode, firing it without waiting, cannot do.
-fn keeps_going(kind: EventKind) -> bool {
-    match kind {
-        EventKind::Stop => true,
-        EventKind::SessionStart
-        | EventKind::PreToolUse
-        | EventKind::PostToolUse
-        | EventKind::Unknown => false,
-    }
-}
-
-fn cannot_keep_going(label: &str, how: &str) -> String {
-    format!(
-        "{label}: {how} on Stop asks Claude Code to keep the agent going; levelcode fires Stop without waiting, so it cannot: the reason was added to additionalContext"
-    )
 }
 
 #[cfg(test)]

@@ -243,13 +243,7 @@ fn tool_response_is_unwrapped() {
 }
 
 fn reply(kind: EventKind, code: i32, stdout: &str, stderr: &str) -> Judgement {
-    let event = match kind {
-        EventKind::PreToolUse => "PreToolUse",
-        EventKind::PostToolUse => "PostToolUse",
-        EventKind::SessionStart => "SessionStart",
-        EventKind::Stop => "Stop",
-        EventKind::Unknown => "Other",
-    };
+    let event = kind.event().map_or("Other", |e| e.name);
     judge(kind, event, "guard", code, stdout, stderr, None)
 }
 
@@ -373,4 +367,96 @@ fn updated_input_is_carried_back_unless_blocked() {
     );
     assert!(j.updated_input.is_none());
     assert!(j.warning.unwrap().contains("must be an object"));
+}
+
+#[test]
+fn a_user_prompt_submit_blocks_and_its_plain_stdout_is_context() {
+    let j = reply(
+        EventKind::UserPromptSubmit,
+        2,
+        "",
+        "no secrets in prompts\n",
+    );
+    assert_eq!(
+        (j.outcome, j.reason.as_deref()),
+        (Outcome::Block, Some("no secrets in prompts"))
+    );
+    let j = reply(
+        EventKind::UserPromptSubmit,
+        0,
+        r#"{"decision":"block","reason":"off topic"}"#,
+        "",
+    );
+    assert_eq!(
+        (j.outcome, j.reason.as_deref()),
+        (Outcome::Block, Some("off topic"))
+    );
+    let j = reply(EventKind::UserPromptSubmit, 0, "Today is Tuesday.\n", "");
+    assert_eq!(j.outcome, Outcome::Proceed);
+    assert_eq!(j.context.as_deref(), Some("Today is Tuesday."));
+    let j = reply(
+        EventKind::UserPromptSubmit,
+        0,
+        r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"branch main"}}"#,
+        "",
+    );
+    assert_eq!(j.context.as_deref(), Some("branch main"));
+}
+
+#[test]
+fn events_that_cannot_block_never_block() {
+    for kind in [
+        EventKind::SessionEnd,
+        EventKind::PostToolUseFailure,
+        EventKind::SubagentStart,
+        EventKind::SubagentStop,
+        EventKind::PreCompact,
+        EventKind::Notification,
+    ] {
+        let j = reply(kind, 2, "", "feedback");
+        assert_eq!(j.outcome, Outcome::Proceed, "{kind:?}");
+        assert_eq!(j.context.as_deref(), Some("feedback"), "{kind:?}");
+        let j = reply(kind, 0, r#"{"decision":"block","reason":"r"}"#, "");
+        assert_eq!(j.outcome, Outcome::Proceed, "{kind:?}");
+    }
+    let j = reply(EventKind::SubagentStop, 2, "", "not yet");
+    assert!(j.warning.unwrap().contains("SubagentStop without waiting"));
+}
+
+#[test]
+fn stop_hook_active_is_the_caller_s_else_false() {
+    for (kind, name) in [
+        (EventKind::Stop, "Stop"),
+        (EventKind::SubagentStop, "SubagentStop"),
+    ] {
+        let sent = payload(
+            &fields(json!({"event": name, "stop_hook_active": true})),
+            name,
+            kind,
+            None,
+            None,
+            Path::new(ROOT),
+        );
+        assert_eq!(sent["stop_hook_active"], true, "{name}");
+        let unsent = payload(
+            &fields(json!({"event": name, "agent_type": "x"})),
+            name,
+            kind,
+            None,
+            None,
+            Path::new(ROOT),
+        );
+        assert_eq!(unsent["stop_hook_active"], false, "{name}");
+        assert_eq!(unsent["hook_event_name"], name);
+    }
+    let prompt = payload(
+        &fields(json!({"event": "UserPromptSubmit", "prompt": "hi"})),
+        "UserPromptSubmit",
+        EventKind::UserPromptSubmit,
+        None,
+        None,
+        Path::new(ROOT),
+    );
+    assert_eq!(prompt["prompt"], "hi");
+    assert!(prompt.get("stop_hook_active").is_none());
 }
