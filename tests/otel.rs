@@ -186,6 +186,9 @@ fn a_dispatch_is_one_span_with_a_child_span_per_handler_that_ran() {
     let record = receiver.request();
     assert_eq!(record["path"], "/v1/traces");
     assert_eq!(record["content_type"], "application/x-protobuf");
+    // The head went first, while the handlers ran; the body followed as one chunk.
+    assert_eq!(record["headers"]["expect"], "100-continue");
+    assert_eq!(record["headers"]["transfer-encoding"], "chunked");
     assert_eq!(
         record["reencoded_equal"], true,
         "protobuf as the definitions encode it"
@@ -437,6 +440,97 @@ fn a_collector_that_is_slow_or_not_there_costs_one_warning_and_never_the_dispatc
         // without bound.
         assert!(elapsed < Duration::from_secs(8), "{elapsed:?}");
     }
+}
+
+#[test]
+fn a_collector_that_refuses_the_request_s_head_costs_one_warning() {
+    // As a collector with an authentication extension does: the head is refused at once.
+    let Some(receiver) = Receiver::start(&["--reject", "401"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20wrong")
+        .user_settings(on("PreToolUse", "echo 'blocked by policy' >&2; exit 2"))
+        .tool_event("PreToolUse", "write_file")
+        .run();
+    assert_eq!(out.status(), 2);
+    assert_eq!(out.decision(), "block");
+    let warning = out.warning(&["OpenTelemetry", "not exported", "answered 401"]);
+    assert_eq!(out.warnings().len(), 1, "{warning}");
+    let record = receiver.request();
+    assert_eq!(record["rejected"], 401);
+    assert_eq!(record["headers"]["authorization"], "Bearer wrong");
+}
+
+#[test]
+fn run_goes_on_once_the_collector_takes_the_spans_and_test_waits_for_its_verdict() {
+    // A collector that reads every request and then answers 500.
+    let Some(receiver) = Receiver::start(&["--status", "500"]) else {
+        return;
+    };
+    let settings = on("Stop", "true");
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(&settings)
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    // `run` went on at the collector's `100 Continue`: its verdict came after.
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    assert_eq!(spans(&receiver.request()).len(), 2);
+
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(&settings)
+        .args(["test", "--event", "Stop"])
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    let warning = out.warning(&["OpenTelemetry", "not exported", "answered 500"]);
+    assert_eq!(out.warnings().len(), 1, "{warning}");
+    assert_eq!(spans(&receiver.request()).len(), 2);
+}
+
+#[test]
+fn a_collector_that_closes_the_idle_connection_during_a_long_handler_still_gets_the_spans() {
+    // The connection is opened as the handler starts; the collector closes it after 0.3 s of
+    // silence, and the dispatch posts on a new one.
+    let Some(receiver) = Receiver::start(&["--read-timeout", "0.3"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(on("Stop", "sleep 1"))
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    let record = receiver.request();
+    assert!(record["headers"].get("expect").is_none(), "{record}");
+    assert_eq!(spans(&record).len(), 2);
+}
+
+#[test]
+fn a_collector_that_takes_no_announced_body_gets_the_spans_with_their_length() {
+    // 417 Expectation Failed to the head: the request again, plainly.
+    let Some(receiver) = Receiver::start(&["--reject", "417"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(on("Stop", "true"))
+        .event("Stop")
+        .run();
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    assert_eq!(receiver.request()["rejected"], 417);
+    let record = receiver.request();
+    assert_eq!(
+        record["headers"]["content-length"]
+            .as_str()
+            .map(str::parse::<usize>),
+        Some(Ok(record["length"].as_u64().unwrap() as usize))
+    );
+    assert_eq!(spans(&record).len(), 2);
 }
 
 #[test]
