@@ -273,7 +273,14 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const cwd = payload.cwd;
     if (memory && typeof cwd === "string" && cacheable(event, payload)) {
       const { key, scope, subject } = cacheKey(event, cwd, payload);
-      const hit = memory.lookup(key, scope, subject) ?? answerFrom(memory, fresh.get(scope) ?? null, key, subject, true);
+      let hit = memory.lookup(key, scope, subject);
+      if (!hit) {
+        const pending = fresh.get(scope);
+        hit = pending ? answerFrom(memory, pending.verdict, key, subject, true) : null;
+        // A host that never lets a timer run (calls answered from memory, one after another)
+        // gets the watches now, on the second call that needs them.
+        if (hit && pending && ++pending.uses > 1) pending.storeNow();
+      }
       if (hit) return Promise.resolve(hit);
       // A tool call of a step whose twin is on its way: the twin's answer answers this one too,
       // and so does the answer of another tool's call, or of the probe, when it says which tools
@@ -325,18 +332,24 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
    * For each scope, its latest no-match answer until the memory has it (`storeLater`): a call
    * made meanwhile is answered from it once the files are seen to hold what the server read.
    */
-  const fresh = new Map<string, Verdict>();
+  const fresh = new Map<string, { verdict: Verdict; uses: number; storeNow: () => void }>();
 
   /**
    * Remembers an answer, after the callers waiting for it have it: watching the files it depends
    * on costs more than the answer itself the first time (see cache.ts).
    */
   function storeLater(memory: NoMatchCache, verdict: Verdict, ticket: number, summary?: { scope: string; except: string[] }): void {
-    if (summary) fresh.set(summary.scope, verdict);
-    const timer = setTimeout(() => {
+    let done = false;
+    const entry = { verdict, uses: 0, storeNow };
+    function storeNow(): void {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
       memory.store(verdict.key, ticket, verdict.outcome, verdict.watch, summary);
-      if (summary && fresh.get(summary.scope) === verdict) fresh.delete(summary.scope);
-    }, 0);
+      if (summary && fresh.get(summary.scope) === entry) fresh.delete(summary.scope);
+    }
+    if (summary) fresh.set(summary.scope, entry);
+    const timer = setTimeout(storeNow, 0);
     (timer as Unrefable).unref?.();
   }
 
