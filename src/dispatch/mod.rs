@@ -146,6 +146,63 @@ pub fn load_groups_from(
     groups
 }
 
+/// What a dispatch finds before it reads any settings: the project root, the managed layer's
+/// groups for the event, and the other layers' paths (none when hooks are off or the dispatch
+/// is too deep), each with the warnings finding it gave. `serve` finds it once per request, as
+/// it prepares the request, and the dispatch uses it as found.
+pub struct Ground {
+    pub root: PathBuf,
+    pub managed: managed::Managed,
+    managed_warnings: Vec<String>,
+    /// The other layers, unless [`stopped`] says no handler runs.
+    layers: Option<(Vec<LayerPath>, Vec<String>)>,
+}
+
+impl Ground {
+    pub fn find(payload: &Payload, options: &Options) -> Ground {
+        let root = project_root(payload, options);
+        let mut managed_warnings = Vec::new();
+        // The managed layer runs first and whatever else is switched off (contract §17).
+        let managed = managed::Managed::load(Events::Only(&payload.event), &mut managed_warnings);
+        let layers = stopped().is_none().then(|| {
+            let mut warnings = Vec::new();
+            (layer_paths(&root, options, &mut warnings), warnings)
+        });
+        Ground {
+            root,
+            managed,
+            managed_warnings,
+            layers,
+        }
+    }
+
+    /// Returns true if and only if a managed file is there, usable or refused.
+    pub fn managed_present(&self) -> bool {
+        self.managed.path.is_some() || !self.managed_warnings.is_empty()
+    }
+
+    /// The other layers' paths; none when no handler but the managed layer's runs.
+    pub fn paths(&self) -> &[LayerPath] {
+        self.layers.as_ref().map_or(&[], |(paths, _)| paths)
+    }
+}
+
+/// Why no handler but the managed layer's runs, when that is so: hooks are off, or the
+/// dispatcher was started by hooks too deep.
+fn stopped() -> Option<String> {
+    if environment::hooks_disabled() {
+        Some("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".to_string())
+    } else if environment::depth() >= environment::MAX_DEPTH {
+        Some(format!(
+            "LEVELCODE_HOOKS_DEPTH is {}: hooks started by hooks {} levels deep; no handler ran, to stop a loop",
+            environment::depth(),
+            environment::MAX_DEPTH
+        ))
+    } else {
+        None
+    }
+}
+
 /// Dispatches one payload: loads the settings, runs the chain, and records the dispatch in the
 /// compliance log (team runs) and the execution log (`LEVELCODE_HOOKS_LOG`).
 pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: Instant) -> Report {
@@ -156,20 +213,34 @@ pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: In
         }
         _ => Events::Only(&payload.event),
     };
-    dispatch_with(payload, options, trace, started, |paths, warnings, gate| {
-        load_groups(paths, events, warnings, trace, gate)
-    })
+    let ground = Ground::find(payload, options);
+    dispatch_with(
+        payload,
+        options,
+        trace,
+        started,
+        ground,
+        |paths, warnings, gate| load_groups(paths, events, warnings, trace, gate),
+    )
 }
 
-/// [`dispatch`] with the groups of the payload's event for the layer paths given by `groups`:
-/// `run` reads them afresh, `serve` from its cache. Everything else is the same for both.
+/// [`dispatch`] on the `ground` found for it, with the groups of the payload's event for the
+/// layer paths given by `groups`: `run` reads them afresh, `serve` from its cache. Everything
+/// else is the same for both.
 pub fn dispatch_with<G: Deref<Target = [Group]>>(
     payload: &Payload,
     options: &Options,
     trace: &Trace,
     started: Instant,
+    ground: Ground,
     groups: impl FnOnce(&[LayerPath], &mut Vec<String>, &mut Gate) -> G,
 ) -> Report {
+    let Ground {
+        root,
+        managed,
+        managed_warnings,
+        layers,
+    } = ground;
     let mut report = Report::new(
         Some(payload.event.clone()),
         payload.tool_name.clone(),
@@ -177,7 +248,6 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     );
     report.warnings.extend(payload.warnings.iter().cloned());
     crate::telemetry::begin_dispatch(options.traceparent.as_deref(), started);
-    let root = project_root(payload, options);
     if trace.enabled() {
         trace.line(format_args!(
             "event {}{}, project {}",
@@ -190,8 +260,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             root.display()
         ));
     }
-    // The managed layer runs first and whatever else is switched off (contract §17).
-    let managed = managed::Managed::load(Events::Only(&payload.event), &mut report.warnings);
+    report.warnings.extend(managed_warnings);
     if let (Some(path), true) = (&managed.path, trace.enabled()) {
         trace.line(format_args!(
             "managed layer: {} ({} group(s) for {}{})",
@@ -205,43 +274,36 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             }
         ));
     }
-    let stopped = if environment::hooks_disabled() {
-        Some("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".to_string())
-    } else if environment::depth() >= environment::MAX_DEPTH {
-        Some(format!(
-            "LEVELCODE_HOOKS_DEPTH is {}: hooks started by hooks {} levels deep; no handler ran, to stop a loop",
-            environment::depth(),
-            environment::MAX_DEPTH
-        ))
-    } else {
-        None
-    };
-    if let Some(plain) = stopped {
-        report.warnings.push(managed.stopped_warning(plain));
-        if !managed.groups.is_empty() {
-            run_chain(payload, &root, &managed.groups, &mut report, trace);
+    match layers {
+        None => {
+            let plain = stopped().unwrap_or_default();
+            report.warnings.push(managed.stopped_warning(plain));
+            if !managed.groups.is_empty() {
+                run_chain(payload, &root, &managed.groups, &mut report, trace);
+            }
         }
-    } else {
-        let paths = layer_paths(&root, options, &mut report.warnings);
-        let mut gate = Gate::new(&root);
-        if managed.only {
-            // What the other layers would have run is read only to say so.
-            let others = groups(&paths, &mut Vec::new(), &mut gate);
-            let tool = payload.tool_name.as_deref();
-            report
-                .warnings
-                .extend(managed.held_back_warning(&others, payload.kind, tool));
-            run_chain(payload, &root, &managed.groups, &mut report, trace);
-        } else {
-            let groups = groups(&paths, &mut report.warnings, &mut gate);
-            report.project_trust = gate.held_back();
-            run_chain(
-                payload,
-                &root,
-                managed.groups.iter().chain(groups.iter()),
-                &mut report,
-                trace,
-            );
+        Some((paths, warnings)) => {
+            report.warnings.extend(warnings);
+            let mut gate = Gate::new(&root);
+            if managed.only {
+                // What the other layers would have run is read only to say so.
+                let others = groups(&paths, &mut Vec::new(), &mut gate);
+                let tool = payload.tool_name.as_deref();
+                report
+                    .warnings
+                    .extend(managed.held_back_warning(&others, payload.kind, tool));
+                run_chain(payload, &root, &managed.groups, &mut report, trace);
+            } else {
+                let groups = groups(&paths, &mut report.warnings, &mut gate);
+                report.project_trust = gate.held_back();
+                run_chain(
+                    payload,
+                    &root,
+                    managed.groups.iter().chain(groups.iter()),
+                    &mut report,
+                    trace,
+                );
+            }
         }
     }
     record_compliance(payload, options, &mut report.warnings);
