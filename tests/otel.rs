@@ -534,18 +534,46 @@ fn a_collector_that_takes_no_announced_body_gets_the_spans_with_their_length() {
 }
 
 #[test]
-fn what_cannot_be_exported_is_one_warning() {
+fn what_cannot_be_exported_is_one_warning_naming_the_variable_and_what_to_do() {
     for (key, value, says) in [
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "grpc"),
+        (
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "grpc",
+            &[
+                "OTEL_EXPORTER_OTLP_PROTOCOL is \"grpc\"",
+                "http/protobuf",
+                "4318",
+            ][..],
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "grpc",
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL is \"grpc\"",
+                "set OTEL_EXPORTER_OTLP_TRACES_PROTOCOL to http/protobuf",
+            ],
+        ),
         (
             "OTEL_EXPORTER_OTLP_ENDPOINT",
             "https://collector.example:4318",
-            "https",
+            &[
+                "OTEL_EXPORTER_OTLP_ENDPOINT is an https:// URL",
+                "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318,",
+                "Collector",
+            ],
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "HTTPS://collector.example:4318/v1/traces",
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is an https:// URL",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces",
+            ],
         ),
         (
             "OTEL_EXPORTER_OTLP_ENDPOINT",
             "collector:4318",
-            "not an http:// URL",
+            &["OTEL_EXPORTER_OTLP_ENDPOINT", "not an http:// URL"],
         ),
     ] {
         let out = Test::new()
@@ -556,9 +584,37 @@ fn what_cannot_be_exported_is_one_warning() {
             .run();
         assert_eq!(out.status(), 0);
         assert_eq!(out.outcomes(), ["proceed"]);
-        out.warning(&["OpenTelemetry export is off", says]);
+        let mut needles = vec!["OpenTelemetry export is off"];
+        needles.extend(says);
+        out.warning(&needles);
         assert_eq!(out.warnings().len(), 1, "{:?}", out.warnings());
     }
+}
+
+#[test]
+fn serve_says_once_what_cannot_be_exported() {
+    let test = Test::new().user_settings(on("Stop", "true"));
+    let (mut child, answers) = serve(
+        &test,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ],
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    let mut said = Vec::new();
+    for id in 0..3 {
+        writeln!(stdin, "{}", json!({ "id": id, "event": "Stop" })).unwrap();
+        stdin.flush().unwrap();
+        let answer: Value =
+            serde_json::from_str(&answers.recv_timeout(Duration::from_secs(20)).unwrap()).unwrap();
+        assert_eq!(answer["handlers"][0]["outcome"], "proceed", "{answer}");
+        said.push(answer["warnings"].as_array().unwrap().len());
+    }
+    // Its configuration cannot change while it runs: the first answer says it, the others not.
+    assert_eq!(said, [1, 0, 0]);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }
 
 /// `serve` with the test's HOME and project; requests written, answers read one by one.

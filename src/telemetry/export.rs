@@ -45,6 +45,11 @@ static ADDRS: OnceLock<Result<Vec<std::net::SocketAddr>, String>> = OnceLock::ne
 
 static BACKGROUND: OnceLock<Background> = OnceLock::new();
 
+/// Returns true if and only if spans are exported in the background (`serve`).
+pub fn in_background() -> bool {
+    BACKGROUND.get().is_some()
+}
+
 /// From now on spans are exported in the background (`serve`).
 pub fn background() {
     if !super::enabled() {

@@ -142,7 +142,11 @@ fn trace_of(active: &mut Active) -> Trace {
         Ok(Some(config)) => config,
         Ok(None) => return Trace::NotSampled,
         Err(warning) => {
-            active.warnings.push(warning.clone());
+            // Once per dispatch; in `serve`, whose configuration cannot change, once per server.
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !export::in_background() || !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                active.warnings.push(warning.clone());
+            }
             return Trace::Unusable;
         }
     };
