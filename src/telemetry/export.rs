@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::telemetry::config::Config;
-use crate::telemetry::{encode, http, SpanRecord};
+use crate::telemetry::{connect, encode, http, SpanRecord};
 
 /// Requests `serve` keeps waiting for its exporter before it drops new ones.
 const QUEUE: usize = 256;
@@ -124,8 +124,17 @@ pub struct Opening {
 }
 
 enum Begun {
-    /// A collector on this machine: begun before the handler started, which takes
-    /// microseconds (a connection to a loopback address is set up within `connect`).
+    /// A collector on this machine, on Linux: the connection set going before the handler
+    /// started, which takes microseconds, and as much of the head written as it took at once
+    /// (`sent` bytes; all of it when it was up); `others` are the addresses to try should it fail.
+    Started {
+        started: connect::Started,
+        head: Vec<u8>,
+        sent: usize,
+        others: Vec<SocketAddr>,
+    },
+    /// A collector on this machine elsewhere: connected to, and the head written, before the
+    /// handler started.
     Here(Result<(TcpStream, SocketAddr), String>),
     /// Anywhere else, or a name to resolve (which has no timeout of its own): on a thread,
     /// while the handlers run.
@@ -150,18 +159,23 @@ pub fn open(config: &'static Config) -> Option<Opening> {
         config.protocol.content_type(),
         http::Framing::Announced,
     );
-    let begin = move |addrs: Option<&[SocketAddr]>, deadline| {
-        http::connect(&config.endpoint, addrs, deadline).and_then(|(mut stream, addr)| {
-            http::send(&mut stream, &config.endpoint, &head, deadline).map(|()| (stream, addr))
-        })
-    };
-    match http::literal_addrs(&config.endpoint) {
+    let begun = match http::literal_addrs(&config.endpoint) {
         Some(addrs) if addrs.iter().all(|a| a.ip().is_loopback()) => {
-            let begun = begin(Some(&addrs), started + config.foreground_bound());
-            Some(Opening {
-                begun: Begun::Here(begun),
-                spent: started.elapsed(),
-            })
+            match connect::start(addrs[0]) {
+                Ok(mut started) => {
+                    let sent = started.write_now(&head);
+                    Begun::Started {
+                        started,
+                        head,
+                        sent,
+                        others: addrs[1..].to_vec(),
+                    }
+                }
+                Err(_) => {
+                    let deadline = started + config.foreground_bound();
+                    Begun::Here(begin(config, Some(&addrs), &head, deadline))
+                }
+            }
         }
         _ => {
             let (tx, begun) = mpsc::sync_channel(1);
@@ -170,13 +184,62 @@ pub fn open(config: &'static Config) -> Option<Opening> {
                 .stack_size(OPENING_STACK)
                 .spawn(move || {
                     // Abandoned, with the process, once the dispatch stops waiting for it.
-                    let _ = tx.send(begin(None, Instant::now() + config.timeout));
+                    let deadline = Instant::now() + config.timeout;
+                    let _ = tx.send(begin(config, None, &head, deadline));
                 })
                 .ok()?;
-            Some(Opening {
-                begun: Begun::Thread(begun),
-                spent: started.elapsed(),
-            })
+            Begun::Thread(begun)
+        }
+    };
+    Some(Opening {
+        begun,
+        spent: started.elapsed(),
+    })
+}
+
+/// A connection to the collector (at `addrs`, or its endpoint's), with `head` written on it.
+fn begin(
+    config: &Config,
+    addrs: Option<&[SocketAddr]>,
+    head: &[u8],
+    deadline: Instant,
+) -> Result<(TcpStream, SocketAddr), String> {
+    let (mut stream, addr) = http::connect(&config.endpoint, addrs, deadline)?;
+    http::send(&mut stream, &config.endpoint, head, deadline)?;
+    Ok((stream, addr))
+}
+
+/// The connection `begun`, up and with the request's head written, by `deadline`.
+fn begun(
+    config: &Config,
+    begun: Begun,
+    deadline: Instant,
+) -> Result<(TcpStream, SocketAddr), String> {
+    match begun {
+        Begun::Started {
+            started,
+            head,
+            sent,
+            others,
+        } => {
+            let addr = started.addr;
+            match started.finish(&head[sent..], deadline) {
+                Ok(stream) => Ok((stream, addr)),
+                // Refused, say, before any of the head went: the next address, as `connect`
+                // would have tried.
+                Err(_) if sent == 0 && !others.is_empty() => {
+                    begin(config, Some(&others), &head, deadline)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err("timed out".into()),
+                Err(e) => Err(format!("cannot connect to {addr}: {e}")),
+            }
+        }
+        Begun::Here(begun) => begun,
+        Begun::Thread(begun) => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            begun
+                .recv_timeout(left)
+                .unwrap_or_else(|_| Err("timed out".into()))
         }
     }
 }
@@ -240,16 +303,7 @@ fn foreground(
 ) -> Result<(), String> {
     let endpoint = &config.endpoint;
     let opening = opening.ok_or("cannot start the export thread")?;
-    let (mut stream, addr) = match opening.begun {
-        Begun::Here(begun) => begun?,
-        Begun::Thread(begun) => {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match begun.recv_timeout(left) {
-                Ok(begun) => begun?,
-                Err(_) => return Err("timed out".into()),
-            }
-        }
-    };
+    let (mut stream, addr) = begun(config, opening.begun, deadline)?;
     let verdict = VERDICT.load(std::sync::atomic::Ordering::Relaxed);
     let mut answers = http::Answers::default();
     let mut continued = false;

@@ -12,6 +12,7 @@
 //! a thread of its own ([`export`]) and answers at once.
 
 pub mod config;
+pub mod connect;
 pub mod context;
 pub mod encode;
 pub mod export;
