@@ -4,7 +4,7 @@
 //!
 //! A rule is `Tool` (every call of the tool) or `Tool(pattern)`. The tool is named by its
 //! levelcode name or by a protocol's name for it (Claude Code's `Bash`, `Write`, `Edit`,
-//! `MultiEdit`, `Read`, `Grep`, `Glob`); an MCP server's name (`mcp__github`, `mcp__github__*`)
+//! `MultiEdit`, `Read`, `Grep`, `Glob`, `Task`); an MCP server's name (`mcp__github`, `mcp__github__*`)
 //! stands for each of its tools. What the pattern is tested against depends on the tool:
 //!
 //! | tool | tested against |
@@ -217,8 +217,13 @@ fn subject_of(tool: &str) -> Option<Subject> {
 /// Returns true if and only if a rule about `rule_tool` is about levelcode's `tool`: its own
 /// name, a protocol's name for it, or the MCP server it belongs to.
 fn names(rule_tool: &str, tool: &str) -> bool {
-    if rule_tool == tool || Protocol::all().any(|p| p.rules().tool_names(tool).contains(&rule_tool))
-    {
+    let theirs = |p: Protocol| {
+        p.rules()
+            .agent_tools()
+            .iter()
+            .any(|(name, ours)| *name == rule_tool && *ours == Some(tool))
+    };
+    if rule_tool == tool || Protocol::all().any(theirs) {
         return true;
     }
     let Some(server) = rule_tool.strip_prefix("mcp__") else {

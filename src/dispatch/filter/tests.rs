@@ -264,6 +264,7 @@ fn tools_by_either_name_and_mcp_servers() {
     assert!(runs("Grep", "code_search", json!({})));
     assert!(runs("Glob", "glob", json!({})));
     assert!(runs("spawn_agents", "spawn_agents", json!({})));
+    assert!(runs("Task", "spawn_agents", json!({})));
     assert!(!runs("Edit", "write_file", json!({})));
     assert!(runs("mcp__github", "mcp__github__create_issue", json!({})));
     assert!(runs(
