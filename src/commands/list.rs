@@ -3,8 +3,8 @@
 //!
 //! Without `--event` each handler is `enabled`, `disabled` or `invalid`. With `--event` (and
 //! `--tool` for tool events) each is marked the way a dispatch would treat it: `would_run` with
-//! its place in the chain, or why not (`other_event`, `no_match`, `disabled`, `duplicate`,
-//! `invalid`, `off`). [`plan`] follows the same rules, in the same order, as
+//! its place in the chain, or why not (`other_event`, `no_match`, `filtered`, `disabled`,
+//! `duplicate`, `invalid`, `off`). [`plan`] follows the same rules, in the same order, as
 //! [`crate::dispatch::run_chain`]; `test --dry-run` prints it too.
 
 use std::path::{Path, PathBuf};

@@ -436,3 +436,12 @@ fn without_the_input_a_pattern_needs_it_and_a_bare_name_does_not() {
     assert_eq!(filter.evaluate(Some(&unknown)), Verdict::NeedsInput);
     assert_eq!(Filter::new("Bash").evaluate(Some(&unknown)), Verdict::Runs);
 }
+
+#[test]
+fn a_home_pattern_is_under_the_home_directory() {
+    let pattern = super::path::PathPattern::parse("~/.ssh/**").unwrap();
+    let (root, home) = (Path::new("/proj"), Some(Path::new("/home/u")));
+    assert!(pattern.matches("/home/u/.ssh/id_ed25519", root, home, false));
+    assert!(!pattern.matches(".ssh/id_ed25519", root, home, false));
+    assert!(!pattern.matches("/home/u/.ssh/id", root, None, false));
+}
