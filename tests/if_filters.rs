@@ -351,6 +351,25 @@ fn list_dry_run_and_the_trace_say_why_a_handler_was_filtered_out() {
         "{text}"
     );
 
+    let unsplit = Test::new()
+        .project_settings(&settings)
+        .args([
+            "test",
+            "--event",
+            "PreToolUse",
+            "--tool",
+            "run_terminal_command",
+        ])
+        .args(["--input", r#"{"command":"git commit -m 'x"}"#, "--dry-run"])
+        .run();
+    let text = unsplit.stdout();
+    assert!(
+        text.contains("would run")
+            && text.contains("cannot be evaluated")
+            && text.contains("so the handler runs"),
+        "{text}"
+    );
+
     let traced = Test::new()
         .project_settings(&settings)
         .arg("-v")

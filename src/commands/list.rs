@@ -661,7 +661,8 @@ fn table(
             let group_if = p.entry.group.and_then(|g| g.filter.as_ref());
             let own_if = p.entry.handler.and_then(|h| h.filter.as_ref());
             for filter in [group_if, own_if].into_iter().flatten() {
-                let _ = writeln!(out, "    if: {}", filter.text());
+                let rule = crate::commands::visible::escape(filter.text());
+                let _ = writeln!(out, "    if: {rule}");
             }
             if let Some(why) = &p.why {
                 let style = if p.verdict == Verdict::Invalid {

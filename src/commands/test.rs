@@ -248,6 +248,10 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
                 format!("{} {file}: {}", p.entry.layer.kind.name(), p.entry.path)
             )
         );
+        // Why it runs, when an `"if"` could have kept it from running.
+        if let Some(why) = &p.why {
+            let _ = writeln!(out, "     {}", painter.paint(Style::Dim, why));
+        }
     }
     let relevant: Vec<&&Planned<'_>> = others
         .iter()
