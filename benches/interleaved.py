@@ -1,10 +1,10 @@
 """What OpenTelemetry export costs a one-handler dispatch, with a local receiver: dispatches with
 export off, with http/protobuf and with http/json, measured side by side in one run.
 
-Usage: interleaved.py RUNS PAYLOAD BINARY HOME PYTHONPATH
+Usage: interleaved.py RUNS PAYLOAD BINARY HOME PYTHONPATH [RECEIVER]
 
-It starts the tests' receiver (tests/otlp/receiver.py, which decodes with the OpenTelemetry
-project's own definitions; PYTHONPATH holds them) and runs RUNS rounds; each round runs every
+It starts the receiver (RECEIVER, by default the tests' tests/otlp/receiver.py; either decodes
+with the OpenTelemetry project's own definitions, which PYTHONPATH holds) and runs RUNS rounds; each round runs every
 case once, in an order shuffled per round, so that a slow spell of the machine and the place in
 the round fall on every case alike. After each export the receiver's line for it is awaited, and
 after every run (of every case) the same pause follows, so that the receiver's work for one
@@ -30,13 +30,13 @@ PAUSE = 0.002
 def main():
     runs, payload, binary, home, python_path = sys.argv[1:6]
     runs = int(runs)
+    script = (
+        sys.argv[6]
+        if len(sys.argv) > 6
+        else os.path.join(os.path.dirname(__file__), "..", "tests", "otlp", "receiver.py")
+    )
     receiver = subprocess.Popen(
-        [
-            sys.executable,
-            os.path.join(os.path.dirname(__file__), "..", "tests", "otlp", "receiver.py"),
-            "--lifetime",
-            "3600",
-        ],
+        [sys.executable, script, "--lifetime", "3600"],
         env=dict(os.environ, PYTHONPATH=python_path),
         stdout=subprocess.PIPE,
         text=True,
