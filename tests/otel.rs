@@ -465,21 +465,26 @@ fn a_collector_that_refuses_the_request_s_head_costs_one_warning() {
 
 #[test]
 fn run_goes_on_once_the_collector_takes_the_spans_and_test_waits_for_its_verdict() {
-    // A collector that reads every request and then answers 500.
-    let Some(receiver) = Receiver::start(&["--status", "500"]) else {
+    // A collector that reads every request and answers 500, two seconds later.
+    let Some(slow) = Receiver::start(&["--status", "500", "--delay", "2"]) else {
         return;
     };
     let settings = on("Stop", "true");
     let out = Test::new()
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", slow.endpoint())
         .user_settings(&settings)
         .event("Stop")
         .run();
     assert_eq!(out.outcomes(), ["proceed"]);
-    // `run` went on at the collector's `100 Continue`: its verdict came after.
+    // `run` went on at the collector's `100 Continue`, before its verdict, and within the
+    // bound's 200 ms wait it would otherwise have spent.
     assert!(out.warnings().is_empty(), "{:?}", out.warnings());
-    assert_eq!(spans(&receiver.request()).len(), 2);
+    assert_eq!(spans(&slow.request()).len(), 2);
 
+    // `test` waits for the verdict (here one that comes at once).
+    let Some(receiver) = Receiver::start(&["--status", "500"]) else {
+        return;
+    };
     let out = Test::new()
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
         .user_settings(&settings)

@@ -14,43 +14,51 @@ use std::time::Instant;
 pub struct Started {
     stream: TcpStream,
     pub addr: SocketAddr,
+    /// Why the connection failed, when a write said so.
+    failed: Option<io::Error>,
 }
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 impl Started {
-    /// Returns true if and only if the connection is up.
-    pub fn is_up(&self) -> bool {
-        self.stream.peer_addr().is_ok()
-    }
-
-    /// Writes what of `bytes` the connection takes without waiting, when it is up; returns how
-    /// many bytes went.
+    /// Writes what of `bytes` the connection takes without waiting; returns how many bytes
+    /// went: none while it is still being set up.
     pub fn write_now(&mut self, bytes: &[u8]) -> usize {
         use std::io::Write as _;
-        if !self.is_up() {
-            return 0;
+        match self.stream.write(bytes) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            // Refused, say: the write took the connection's error, which `finish` gives.
+            Err(e) => {
+                self.failed = Some(e);
+                0
+            }
         }
-        self.stream.write(bytes).unwrap_or(0)
     }
 
-    /// The connection in blocking mode, once it is up, with `bytes` written (the head, when
-    /// [`Started::write_now`] could not), giving up at `deadline`.
+    /// The connection, still in non-blocking mode, once it is up and `bytes` are written (the
+    /// rest of the head, when [`Started::write_now`] could not write it all), giving up at
+    /// `deadline`.
     pub fn finish(self, bytes: &[u8], deadline: Instant) -> io::Result<TcpStream> {
         use std::io::Write as _;
-        let mut stream = self.stream;
-        stream.set_nonblocking(false)?;
-        if !bytes.is_empty() {
-            let left = deadline
-                .checked_duration_since(Instant::now())
-                .filter(|d| !d.is_zero())
-                .ok_or(io::ErrorKind::TimedOut)?;
-            stream.set_write_timeout(Some(left))?;
-            // Waits for the connection first (Linux), and fails with its error.
-            stream.write_all(bytes).map_err(|e| match e.kind() {
-                io::ErrorKind::WouldBlock => io::ErrorKind::TimedOut.into(),
-                _ => stream.take_error().ok().flatten().unwrap_or(e),
-            })?;
+        if let Some(e) = self.failed {
+            return Err(e);
         }
+        let mut stream = self.stream;
+        if bytes.is_empty() {
+            return Ok(stream);
+        }
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or(io::ErrorKind::TimedOut)?;
+        stream.set_nonblocking(false)?;
+        stream.set_write_timeout(Some(left))?;
+        // Waits for the connection first (Linux), and fails with its error.
+        stream.write_all(bytes).map_err(|e| match e.kind() {
+            io::ErrorKind::WouldBlock => io::ErrorKind::TimedOut.into(),
+            _ => stream.take_error().ok().flatten().unwrap_or(e),
+        })?;
+        stream.set_nonblocking(true)?;
         Ok(stream)
     }
 }
@@ -122,7 +130,11 @@ pub fn start(addr: SocketAddr) -> io::Result<Started> {
             return Err(e);
         }
     }
-    Ok(Started { stream, addr })
+    Ok(Started {
+        stream,
+        addr,
+        failed: None,
+    })
 }
 
 /// Elsewhere the caller connects as usual.

@@ -209,7 +209,8 @@ fn begin(
     Ok((stream, addr))
 }
 
-/// The connection `begun`, up and with the request's head written, by `deadline`.
+/// The connection `begun`, up and with the request's head written, by `deadline`, in
+/// non-blocking mode.
 fn begun(
     config: &Config,
     begun: Begun,
@@ -228,20 +229,30 @@ fn begun(
                 // Refused, say, before any of the head went: the next address, as `connect`
                 // would have tried.
                 Err(_) if sent == 0 && !others.is_empty() => {
-                    begin(config, Some(&others), &head, deadline)
+                    nonblocking(begin(config, Some(&others), &head, deadline))
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err("timed out".into()),
                 Err(e) => Err(format!("cannot connect to {addr}: {e}")),
             }
         }
-        Begun::Here(begun) => begun,
+        Begun::Here(begun) => nonblocking(begun),
         Begun::Thread(begun) => {
             let left = deadline.saturating_duration_since(Instant::now());
-            begun
-                .recv_timeout(left)
-                .unwrap_or_else(|_| Err("timed out".into()))
+            nonblocking(
+                begun
+                    .recv_timeout(left)
+                    .unwrap_or_else(|_| Err("timed out".into())),
+            )
         }
     }
+}
+
+fn nonblocking(
+    begun: Result<(TcpStream, SocketAddr), String>,
+) -> Result<(TcpStream, SocketAddr), String> {
+    let (stream, addr) = begun?;
+    stream.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok((stream, addr))
 }
 
 /// Whether a foreground export waits for the collector's verdict on the spans once it has
@@ -316,7 +327,7 @@ fn foreground(
         // The collector gave up on the idle connection while a long handler ran.
         return plain(config, &[addr], body, deadline);
     }
-    if let Err(e) = http::send(&mut stream, endpoint, &http::chunked(body), deadline) {
+    if let Err(e) = http::send_now(&mut stream, endpoint, &http::chunked(body), deadline) {
         // A collector that refused the head just now, and closed the connection.
         answers.read_now(&mut stream);
         return match final_status(&mut answers, &mut continued) {
@@ -324,10 +335,11 @@ fn foreground(
             None => Err(e),
         };
     }
+    if continued && !verdict {
+        return Ok(());
+    }
+    stream.set_nonblocking(false).map_err(|e| e.to_string())?;
     loop {
-        if continued && !verdict {
-            return Ok(());
-        }
         if !answers.wait(&mut stream, deadline)? {
             return Err(format!(
                 "the collector at {} gave no HTTP answer",
@@ -336,6 +348,9 @@ fn foreground(
         }
         if let Some(code) = final_status(&mut answers, &mut continued) {
             return final_answer(config, addr, body, deadline, code);
+        }
+        if continued && !verdict {
+            return Ok(());
         }
     }
 }

@@ -212,6 +212,28 @@ pub fn send(
         .map_err(|e| format!("cannot send to {}: {e}", endpoint.url))
 }
 
+/// Writes `bytes` to `stream`, in non-blocking mode: at once when the connection takes them
+/// all, as it takes a small request; else the rest waiting, giving up at `deadline`. The stream
+/// is left in non-blocking mode.
+pub fn send_now(
+    stream: &mut TcpStream,
+    endpoint: &Endpoint,
+    bytes: &[u8],
+    deadline: Instant,
+) -> Result<(), String> {
+    let sent = match stream.write(bytes) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) => return Err(format!("cannot send to {}: {e}", endpoint.url)),
+    };
+    if sent == bytes.len() {
+        return Ok(());
+    }
+    stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+    send(stream, endpoint, &bytes[sent..], deadline)?;
+    stream.set_nonblocking(true).map_err(|e| e.to_string())
+}
+
 /// What the collector has said on a connection so far: the status of each complete response
 /// head, in order.
 #[derive(Default)]
@@ -237,14 +259,9 @@ impl Answers {
         Some(status)
     }
 
-    /// Reads what has arrived, without waiting.
+    /// Reads what has arrived on `stream`, in non-blocking mode, without waiting.
     pub fn read_now(&mut self, stream: &mut TcpStream) {
-        if stream.set_nonblocking(true).is_err() {
-            self.closed = true;
-            return;
-        }
         self.read(stream);
-        let _ = stream.set_nonblocking(false);
     }
 
     /// Waits until a response head is complete (`true`), the connection ends or `deadline`
