@@ -92,6 +92,19 @@ pub fn load_groups_from(
     let mut groups = Vec::new();
     for layer in paths {
         let before = groups.len();
+        if !gate.opens(layer.kind) {
+            // An agent's own file, which no user or data layer turned on (contract §12): not
+            // even looked at.
+            if trace.enabled() {
+                trace.line(format_args!(
+                    "{} layer: {} (off: no user or data layer sets \"{}\": true)",
+                    layer.kind.name(),
+                    layer.path.display(),
+                    layer.kind.switch().unwrap_or_default()
+                ));
+            }
+            continue;
+        }
         match read(layer) {
             layers::Loaded::Missing => {
                 trace.line(format_args!(

@@ -82,7 +82,7 @@ struct Ready {
     groups: Arc<[Group]>,
     /// The settings' warnings, which the answer repeats.
     warnings: Vec<String>,
-    assessment: Option<Assessment>,
+    assessments: Vec<Assessment>,
     /// The files the answer depends on, with their stamps, when the request asked for them
     /// (`options.watch`).
     watch: Option<Vec<(std::path::PathBuf, String)>>,
@@ -313,7 +313,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         traceparent: asked.traceparent,
     };
     let mut warnings = Vec::new();
-    let mut assessment = None;
+    let mut assessments = Vec::new();
     let groups: Arc<[Group]> =
         if environment::hooks_disabled() || environment::depth() >= environment::MAX_DEPTH {
             // The dispatch says why no handler runs, and reads no settings.
@@ -339,7 +339,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .groups(&paths, &payload.event, &mut warnings, trace, &mut gate, out);
-            assessment = gate.assessment;
+            assessments = gate.assessments;
             groups
         };
     Ok(Ready {
@@ -349,7 +349,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         options,
         groups,
         warnings,
-        assessment,
+        assessments,
         watch: (asked.watch.unwrap_or(false) && asked.hooks.is_none()).then_some(watch),
     })
 }
@@ -399,12 +399,12 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
         options,
         groups,
         warnings,
-        assessment,
+        assessments,
         watch,
     } = *ready;
     let report = dispatch::dispatch_with(&payload, &options, trace, started, |_, found, gate| {
         found.extend(warnings);
-        gate.assessment = assessment;
+        gate.assessments = assessments;
         groups
     });
     trace.summary(&report);
