@@ -527,6 +527,13 @@ fn table(
         painter.paint(Style::Bold, "project"),
         root.display()
     );
+    let name_width = inspection
+        .layers
+        .iter()
+        .map(|l| l.kind.name().len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     for layer in &inspection.layers {
         let state = match layer.state {
             LayerState::Read => {
@@ -546,7 +553,7 @@ fn table(
         };
         let _ = writeln!(
             out,
-            "  {:<8} {}  ({state})",
+            "  {:<name_width$} {}  ({state})",
             layer.kind.name(),
             layer.path.display()
         );

@@ -325,14 +325,12 @@ fn record_trust(store_path: &Path, layers: &[&Layer]) -> anyhow::Result<ExitCode
             );
         }
         let whose = match assessment.layer {
-            crate::dispatch::layers::LayerKind::Project => String::new(),
-            other => format!(" in {} (layer {})", assessment.path.display(), other.name()),
+            crate::dispatch::layers::LayerKind::Project => digest.root.display().to_string(),
+            other => format!("layer {}, {}", other.name(), assessment.path.display()),
         };
         crate::dispatch::output::write_stdout(&format!(
-            "Trusted {} handler(s) of {}{whose} ({}).\n",
-            assessment.handlers,
-            digest.root.display(),
-            digest.digest
+            "Trusted {} handler(s) of {whose} ({}).\n",
+            assessment.handlers, digest.digest
         ))?;
     }
     Ok(ExitCode::SUCCESS)

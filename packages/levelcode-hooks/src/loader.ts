@@ -98,6 +98,8 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     const groupKey = `${String(h.file)}\0${path.replace(/\.hooks\[\d+\]$/, "")}`;
     const handler: HookHandler = {};
     if (typeof h.command === "string") handler.command = h.command;
+    if (Array.isArray(h.args)) handler.args = h.args.map(String);
+    if (h.shell === "powershell") handler.shell = h.shell;
     if (Array.isArray(h.argv)) handler.argv = h.argv.map(String);
     if (typeof h.timeout === "number") handler.timeout = h.timeout;
     if (typeof h.name === "string") handler.name = h.name;
@@ -124,6 +126,7 @@ export function loadHooks(projectRoot: string): LoadedHooks {
       path: String(t.path ?? ""),
       handlers: typeof t.handlers === "number" ? t.handlers : 0,
     };
+    if (typeof t.layer === "string") loaded.projectTrust.layer = t.layer;
   }
   return loaded;
 }
