@@ -162,6 +162,59 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
   });
 });
 
+describe.skipIf(!cacheAvailable)("the no-match cache and what one answer says of other tools", () => {
+  test("a tool no matcher names is answered from another tool's answer; a tool a matcher names, or one given a hook since, is not", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    const user = join(home, ".config", "levelcode");
+    for (const folder of [user, project]) mkdirSync(folder, { recursive: true });
+    const file = join(user, "settings.json");
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "guarded|Bash", protocol: "claude", hooks: [{ command: "echo 'no' >&2; exit 2" }] }] }));
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+    await sleep(2100);
+
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    const call = (tool: string) => runner.runEvent("PreToolUse", { event: "PreToolUse", cwd: project, tool_name: tool, tool_input: { command: "ls" } });
+    expect((await call("write_file")).blocked).toBe(false);
+    await sleep(50);
+    const before = runner.cacheStats().hits;
+    // Never asked about, and named by no matcher: from memory.
+    expect((await call("glob")).blocked).toBe(false);
+    expect(runner.cacheStats().hits).toBe(before + 1);
+    // Named by a matcher, directly or by its Claude Code name: to the dispatcher, which blocks.
+    expect((await call("guarded")).blocked).toBe(true);
+    expect((await call("run_terminal_command")).blocked).toBe(true);
+    expect(runner.cacheStats().hits).toBe(before + 1);
+
+    // A hook for a tool that was answered from memory: the next call runs it.
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "glob", hooks: [{ command: "echo 'now' >&2; exit 2" }] }] }));
+    const after = await call("glob");
+    expect(after.blocked).toBe(true);
+    expect(after.reason).toBe("now");
+  });
+
+  test("calls of a step that wait for the first answer get the dispatcher's answers", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    const user = join(home, ".config", "levelcode");
+    for (const folder of [user, project]) mkdirSync(folder, { recursive: true });
+    const file = join(user, "settings.json");
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "tool_7", hooks: [{ command: "echo 'seven' >&2; exit 2" }] }] }));
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+    await sleep(2100);
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    const tools = Array.from({ length: 60 }, (_, i) => `tool_${i % 12}`);
+    const outcomes = await Promise.all(tools.map((tool) => runner.runEvent("PreToolUse", { event: "PreToolUse", cwd: project, tool_name: tool, tool_input: {} })));
+    expect(outcomes.map((o) => o.blocked)).toEqual(tools.map((tool) => tool === "tool_7"));
+    expect(outcomes.filter((o) => o.blocked).every((o) => o.reason === "seven")).toBe(true);
+    expect(runner.cacheStats().hits).toBeGreaterThan(0);
+  });
+});
+
 describe.skipIf(!cacheAvailable)("the no-match cache and symlinks on the way", () => {
   test("a swap of a symlinked folder anywhere on the way to a layer drops the cache", async () => {
     // ~/.config/levelcode -> deploy/current -> v1; then current -> v2, which adds a blocking guard.

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::dispatch::events::EventKind;
+use crate::dispatch::events::{EventKind, Subject};
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher::{self, Matcher};
 use crate::dispatch::protocol::Protocol;
@@ -206,6 +206,44 @@ impl<'a> Written<'a> {
         }
         out
     }
+}
+
+/// The subjects (tool names, or the values of the event's matcher member) for which a group of
+/// `groups` may apply to an event of `kind`, when that can be told without the subject: every
+/// other subject is certain to run no handler. `None` when it cannot be told: a group that runs
+/// whatever the subject, a matcher that is a regular expression, a matcher in error. Sorted, each
+/// once. This is what lets a client answer a tool it has not asked about yet (docs/serve.md,
+/// `no_match_except`), so it must never leave out a subject that a group applies to.
+pub fn subjects_that_may_match<'g>(
+    groups: impl IntoIterator<Item = &'g Group>,
+    kind: EventKind,
+) -> Option<Vec<String>> {
+    let mut subjects = std::collections::BTreeSet::new();
+    for group in groups
+        .into_iter()
+        .filter(|g| g.enabled && g.handlers.iter().any(|h| h.enabled))
+    {
+        if kind.subject() == Subject::Nothing {
+            // The matcher is not consulted, but for a protocol's own fixed subject.
+            match group.applies(kind, None) {
+                Ok(false) => continue,
+                _ => return None,
+            }
+        }
+        let Ok(Matcher::Names(names)) = group.compiled_matcher() else {
+            return None;
+        };
+        subjects.extend(names.iter().cloned());
+        if kind.subject() == Subject::Tool {
+            // A tool the protocol names otherwise applies by one of those names too.
+            for (tool, _) in group.matcher_protocol().rules().named_tools() {
+                if group.applies(kind, Some(tool)) == Ok(true) {
+                    subjects.insert((*tool).to_string());
+                }
+            }
+        }
+    }
+    Some(subjects.into_iter().collect())
 }
 
 impl Handler {
