@@ -110,11 +110,18 @@ pub const PROJECT_FILE: &str = ".levelcode/settings.json";
 /// the project layer's trust.
 pub const PROJECT_HOOKS_FOLDER: &str = ".levelcode/hooks";
 
-/// `relative`, a `/`-separated path, under `base`.
+/// `relative`, a `/`-separated path, under `base`, in one allocation.
 pub fn under(base: &Path, relative: &str) -> PathBuf {
-    relative
-        .split('/')
-        .fold(base.to_path_buf(), |path, part| path.join(part))
+    let mut path = PathBuf::with_capacity(base.as_os_str().len() + relative.len() + 1);
+    path.push(base);
+    if cfg!(unix) {
+        path.push(relative);
+    } else {
+        for part in relative.split('/') {
+            path.push(part);
+        }
+    }
+    path
 }
 
 /// Every agent's layers, in the order of the protocol table and of each agent's files.
@@ -150,6 +157,14 @@ pub fn switches_in(
             Err(problem) => warnings.push(format!("{}: {problem}", file.display())),
         }
     }
+}
+
+/// Returns false if `bytes`, a user or data layer's file, certainly names none of the settings
+/// those layers hold about the others (`trustAllProjectHooks`, the agents' switches such as
+/// `claudeCodeHooks`): all of them end in `Hooks`, which a settings file rarely holds, so one
+/// search spares the others on nearly every dispatch.
+pub fn may_name_personal_settings(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"Hooks\"").is_some()
 }
 
 /// A top-level boolean setting of a settings file's `bytes`: `Ok(None)` when the file does not
@@ -196,15 +211,34 @@ pub fn standard(
 ) -> Vec<LayerPath> {
     // A process's environment changes only by its own hand, so the user and data layers'
     // paths are worked out once: `serve` asks for them on every request.
-    static FIXED: std::sync::OnceLock<(Option<PathBuf>, Option<PathBuf>)> =
-        std::sync::OnceLock::new();
-    let (user, data) = FIXED.get_or_init(|| {
-        let user = crate::environment::home().map(|home| {
-            home.join(".config")
-                .join(crate::environment::config_dir_name())
-                .join("settings.json")
+    type Fixed = (Option<PathBuf>, Option<PathBuf>, Vec<LayerPath>);
+    static FIXED: std::sync::OnceLock<Fixed> = std::sync::OnceLock::new();
+    let (user, data, agents) = FIXED.get_or_init(|| {
+        let home = crate::environment::home();
+        let user = home.map(|home| {
+            let name = crate::environment::config_dir_name();
+            let mut path = PathBuf::with_capacity(home.as_os_str().len() + name.len() + 23);
+            path.push(home);
+            path.push(".config");
+            path.push(name);
+            path.push("settings.json");
+            path
         });
-        (user, data_dir().map(|dir| dir.join("settings.json")))
+        // The agents' files under the home directory, after the user and data layers.
+        let mut agents = Vec::new();
+        if let Some(home) = home {
+            for (kind, file) in agent_layers().filter(|(_, f)| f.in_home) {
+                agents.push(LayerPath {
+                    kind,
+                    path: under(home, file.path),
+                });
+            }
+        }
+        (
+            user,
+            data_dir().map(|dir| dir.join("settings.json")),
+            agents,
+        )
     });
     let mut layers = Vec::with_capacity(6);
     match user {
@@ -223,15 +257,7 @@ pub fn standard(
             path: path.clone(),
         });
     }
-    let home = crate::environment::home();
-    for (kind, file) in agent_layers().filter(|(_, f)| f.in_home) {
-        if let Some(home) = home {
-            layers.push(LayerPath {
-                kind,
-                path: under(home, file.path),
-            });
-        }
-    }
+    layers.extend(agents.iter().cloned());
     if include_project {
         layers.push(LayerPath {
             kind: LayerKind::Project,

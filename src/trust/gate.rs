@@ -52,6 +52,9 @@ impl Gate {
     ) -> bool {
         match layer.kind {
             LayerKind::User | LayerKind::Data => {
+                if !layers::may_name_personal_settings(bytes) {
+                    return true;
+                }
                 match trust_all_in(bytes) {
                     Ok(Some(on)) => self.trust_all |= on,
                     Ok(None) => {}
@@ -89,5 +92,27 @@ impl Gate {
             .iter()
             .find(|a| !a.state.admits())
             .map(Assessment::report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one search that spares the others finds every setting they look for.
+    #[test]
+    fn every_personal_setting_is_found_by_the_first_search() {
+        let mut names = vec![super::super::TRUST_ALL];
+        names.extend(layers::agent_layers().filter_map(|(kind, _)| kind.switch()));
+        for name in names {
+            let text = format!("{{\"{name}\": true}}");
+            assert!(
+                layers::may_name_personal_settings(text.as_bytes()),
+                "{name}"
+            );
+        }
+        assert!(!layers::may_name_personal_settings(
+            br#"{"hooks":{"Stop":[]}}"#
+        ));
     }
 }
