@@ -137,9 +137,10 @@ function configEnvSuffix(env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The settings files of the three layers, in load order: user, data, project. Asked of the
- * dispatcher when it can be found, so the answer is the files it reads; worked out here (contract
- * §3) when it cannot.
+ * The settings files of the layers, in load order: user, data, project, and with
+ * `"claudeCodeHooks": true` Claude Code's own files among them (contract §12). Asked of the
+ * dispatcher when it can be found, so the answer is the files it reads; the three of contract §3
+ * worked out here when it cannot.
  */
 export function getHookConfigPaths(projectRoot: string): string[] {
   const listing = listSync(projectRoot);
