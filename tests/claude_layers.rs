@@ -240,9 +240,10 @@ fn list_and_validate_show_the_exec_form() {
 // ---------------------------------------------------------------------------------------------
 // `import claude`, and the same file read as a layer
 
-/// A realistic Claude Code settings file: the exec form, a shell-form guard, a prompt guard on
-/// `UserPromptSubmit`, a handler type levelcode cannot run, fields it does not honour, an event
-/// it does not know, and Claude Code's other settings, which are not hooks.
+/// A realistic Claude Code settings file: the exec form, a commit checker behind an `if`, a
+/// shell-form guard, a prompt guard on `UserPromptSubmit`, a handler type levelcode cannot run,
+/// fields it does not honour, an event it does not know, and Claude Code's other settings, which
+/// are not hooks.
 fn claude_settings() -> Value {
     json!({
         "permissions": {"allow": ["Bash(npm test)"]},
@@ -251,7 +252,9 @@ fn claude_settings() -> Value {
             "PreToolUse": [
                 {"matcher": "Bash", "hooks": [
                     {"type": "command", "command": "sh",
-                     "args": [".claude/hooks/bash_guard.sh", "--deny", "rm -rf"], "timeout": 5}
+                     "args": [".claude/hooks/bash_guard.sh", "--deny", "rm -rf"], "timeout": 5},
+                    {"type": "command", "command": "sh", "args": [".claude/hooks/commit_msg.sh"],
+                     "if": "Bash(git commit *)"}
                 ]},
                 {"matcher": "Write|Edit|MultiEdit", "hooks": [
                     {"type": "command", "command": "sh .claude/hooks/protect.sh", "shell": "bash",
@@ -272,6 +275,11 @@ fn with_claude_scripts(test: Test) -> Test {
     test.project_file(
         ".claude/hooks/bash_guard.sh",
         "input=$(cat)\ncase \"$input\" in *\"$2\"*) echo \"refused: $2\" >&2; exit 2;; esac\n",
+    )
+    // A commit-message checker that refuses whatever it is given: its `if` keeps it to commits.
+    .project_file(
+        ".claude/hooks/commit_msg.sh",
+        "cat >/dev/null\necho 'say why in the commit message' >&2\nexit 2\n",
     )
     .project_file(
         ".claude/hooks/protect.sh",
@@ -305,6 +313,14 @@ fn import_keeps_the_exec_form_the_shell_and_the_new_events_and_names_what_it_dro
               "rm -rf"
             ],
             "timeout": 5
+          },
+          {
+            "command": "sh",
+            "args": [
+              ".claude/hooks/commit_msg.sh"
+            ],
+            "timeout": 60,
+            "if": "Bash(git commit *)"
           }
         ]
       },
@@ -353,6 +369,10 @@ fn round_trip_payloads() -> Vec<Value> {
                "tool_input": {"command": "rm -rf build"}}),
         json!({"event": "PreToolUse", "tool_name": "run_terminal_command",
                "tool_input": {"command": "ls -la"}}),
+        json!({"event": "PreToolUse", "tool_name": "run_terminal_command",
+               "tool_input": {"command": "git add . && git commit -m x"}}),
+        json!({"event": "PreToolUse", "tool_name": "run_terminal_command",
+               "tool_input": {"command": "git status"}}),
         json!({"event": "PreToolUse", "tool_name": "write_file",
                "tool_input": {"path": ".env", "content": "KEY=1"}}),
         json!({"event": "PreToolUse", "tool_name": "write_file",
@@ -389,6 +409,8 @@ fn a_claude_code_file_read_as_a_layer_decides_as_its_import_does() {
     let levelcode = imported.project_text(".levelcode/settings.json");
     let expected = [
         ("block", Some("refused: rm -rf")),
+        ("proceed", None),
+        ("block", Some("say why in the commit message")),
         ("proceed", None),
         ("block", Some("secrets stay out")),
         ("proceed", None),
@@ -435,7 +457,7 @@ fn a_claude_code_file_read_as_a_layer_decides_as_its_import_does() {
     let context = with_claude_scripts(Test::new())
         .user_settings(json!({"claudeCodeHooks": true}))
         .project_file(".claude/settings.json", claude_settings().to_string())
-        .payload(&round_trip_payloads()[6])
+        .payload(&round_trip_payloads()[8])
         .run();
     assert_eq!(context.json()["additionalContext"], "ticket ABC-1");
 }

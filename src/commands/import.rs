@@ -22,7 +22,7 @@ pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings
 const CLAUDE_TIMEOUT_SECS: u64 = 60;
 
 /// A handler's fields that levelcode reads as Claude Code does, copied as they are.
-const KEPT: &[&str] = &["args", "shell", "onFailure"];
+const KEPT: &[&str] = &["args", "shell", "onFailure", "if"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Agent {
@@ -150,6 +150,9 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
         out.insert("timeout".into(), timeout);
         if let Some(value) = handler.get("onFailure") {
             out.insert("onFailure".into(), value.clone());
+        }
+        if let Some(filter) = handler.get("if") {
+            out.insert("if".into(), filter.clone());
         }
         for key in handler.as_object().into_iter().flat_map(Map::keys) {
             if !matches!(key.as_str(), "type" | "command" | "timeout")
@@ -377,6 +380,20 @@ mod tests {
         assert!(!notes.contains("hooks.UserPromptSubmit"), "{notes}");
         assert!(notes.contains("type \"prompt\""), "{notes}");
         assert!(notes.contains("\"async\""), "{notes}");
+    }
+
+    #[test]
+    fn the_if_of_a_handler_is_kept_as_written() {
+        let claude = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "./check-commit.sh", "if": "Bash(git commit *)"}
+        ]}]}});
+        let mut out = Conversion::default();
+        convert("s.json", &claude, &mut out);
+        assert_eq!(
+            out.hooks["PreToolUse"][0]["hooks"][0]["if"],
+            "Bash(git commit *)"
+        );
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
     }
 
     #[test]

@@ -423,10 +423,28 @@ fn chain(ready: &Ready, trace: &Trace) -> Chain {
         return Chain::Nothing;
     }
     let mut says = trace.enabled();
+    // The tool input and the root, found only when an `"if"` of a group that applies is
+    // tested against them.
+    let mut call = None;
     for group in ready.groups.iter().filter(|g| g.enabled) {
         match group.applies(kind, tool) {
-            Ok(true) if group.handlers.iter().any(|h| h.enabled) => return Chain::Runs,
-            Ok(_) => {}
+            Ok(true) => {
+                for handler in group.handlers.iter().filter(|h| h.enabled) {
+                    if group.filter.is_none() && handler.filter.is_none() {
+                        return Chain::Runs;
+                    }
+                    let (input, root) = call.get_or_insert_with(|| {
+                        let root = dispatch::project_root(&ready.payload, &ready.options);
+                        (ready.payload.tool_input(), root)
+                    });
+                    if !dispatch::filtered_out(group, handler, &ready.payload, input, root) {
+                        return Chain::Runs;
+                    }
+                    // The chain says why it runs nothing: an answer for this input only.
+                    says = true;
+                }
+            }
+            Ok(false) => {}
             Err(_) => says = true,
         }
     }
@@ -464,7 +482,9 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
     });
     trace.summary(&report);
     let mut json = report.to_json(output);
-    if let Some(watch) = &watch {
+    // An answer that an `"if"` made for this tool input holds for no other: nothing to watch,
+    // so a client keeps no answer for the tool (contract §16).
+    if let Some(watch) = watch.as_ref().filter(|_| !report.depends_on_input) {
         add_watch(&mut json, watch);
         if let Some(except) = except.filter(|_| report.handlers.is_empty()) {
             add_member(&mut json, "no_match_except", &serde_json::json!(except));

@@ -150,6 +150,34 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     expect(runner.cacheStats().hits - before.hits).toBe(100);
   });
 
+  test("a call an \"if\" filtered out is a no-match for that input only, never for the tool", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    for (const folder of [join(home, ".config", "levelcode"), project]) mkdirSync(folder, { recursive: true });
+    const checker = { command: "cat > /dev/null; echo commit checker >&2; exit 2", if: "Bash(git commit *)" };
+    writeFileSync(join(home, ".config", "levelcode", "settings.json"), settings({ PreToolUse: [{ matcher: "run_terminal_command", hooks: [checker] }] }));
+    // Old enough that an answer may be remembered.
+    await sleep(2100);
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    // A tool the group never applies to: a no-match for the tool, remembered and answered from
+    // memory, so the cache is at work here.
+    const write = { event: "PreToolUse", cwd: project, tool_name: "write_file", tool_input: { path: "a.ts" } };
+    await runner.runEvent("PreToolUse", write);
+    await runner.runEvent("PreToolUse", write);
+    expect(runner.cacheStats().hits).toBe(1);
+    const bash = (command: string) => ({ event: "PreToolUse", cwd: project, tool_name: "run_terminal_command", tool_input: { command } });
+    for (let round = 0; round < 3; round++) {
+      const ls = await runner.runEvent("PreToolUse", bash("ls"));
+      expect(ls.blocked).toBe(false);
+      expect(ls.results).toEqual([]);
+      const commit = await runner.runEvent("PreToolUse", bash("git add . && git commit -m x"));
+      expect(commit.blocked).toBe(true);
+      expect(commit.reason).toBe("commit checker");
+    }
+    expect(runner.cacheStats().hits).toBe(1);
+  });
+
   test("nothing is remembered in a team's PostToolUse, which writes the compliance log", async () => {
     const runner = createHookRunner({ env: { LEVELCODE_TEAM: "alpha", LEVELCODE_DIR: join(dir, "data") } });
     runners.push(runner);

@@ -24,6 +24,8 @@ pub(super) struct CleanGroup<'a> {
     enabled: Option<bool>,
     #[serde(borrow, default)]
     protocol: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "if")]
+    filter: Option<std::borrow::Cow<'a, str>>,
 }
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +44,8 @@ pub(super) struct CleanHandler<'a> {
     name: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     protocol: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "if")]
+    filter: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// An event's groups when they have the shape nearly every settings file has, with nothing to
@@ -187,6 +191,7 @@ pub(super) fn clean_group(
             name: handler.name.map(std::borrow::Cow::into_owned),
             protocol: handler_protocol,
             on_failure: OnFailure::Proceed,
+            filter: handler.filter.map(Filter::new),
         });
     }
     if !build {
@@ -199,6 +204,7 @@ pub(super) fn clean_group(
         matcher: entry.matcher.map(std::borrow::Cow::into_owned),
         enabled,
         protocol,
+        filter: entry.filter.map(Filter::new),
         handlers,
         compiled: OnceLock::new(),
         parses: OnceLock::new(),

@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::dispatch::events::{EventKind, Subject};
+use crate::dispatch::filter::Filter;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher::{self, Matcher};
 use crate::dispatch::protocol::Protocol;
@@ -47,6 +48,9 @@ pub struct Group {
     pub enabled: bool,
     /// The group's own `"protocol"`, when it has one; its handlers' default.
     pub protocol: Option<Protocol>,
+    /// The group's `"if"` (contract §16): each of its handlers runs only for the calls it
+    /// matches, and only for those its own `"if"` matches too.
+    pub filter: Option<Filter>,
     pub handlers: Vec<Handler>,
     /// The matcher, compiled the first time a tool event needs it.
     compiled: OnceLock<Result<Matcher, String>>,
@@ -68,6 +72,8 @@ pub struct Handler {
     pub protocol: Protocol,
     /// What the handler's own failure means (contract §16).
     pub on_failure: OnFailure,
+    /// The handler's `"if"` (contract §16).
+    pub filter: Option<Filter>,
 }
 
 /// What a handler's own failure (it could not start, timed out, died by a signal, exited with a
@@ -247,6 +253,11 @@ pub fn subjects_that_may_match<'g>(
 }
 
 impl Handler {
+    /// The entry's path as warnings print it, e.g. `hooks.PreToolUse[1].hooks[0]`.
+    pub fn path(&self, group: &Group) -> String {
+        format!("{}.hooks[{}]", group.path(), self.index)
+    }
+
     /// The handler's name, else its action as people read it ([`Action::text`]).
     pub fn label(&self) -> String {
         match &self.name {
