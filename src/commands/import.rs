@@ -335,7 +335,7 @@ pub fn suggestion(inspection: &Inspection) -> Option<String> {
                 .unwrap_or(false)
         })?;
     Some(format!(
-        "{} has Claude Code hooks and levelcode has none; they run unmodified under levelcode once imported: levelcode-hooks import claude --write",
+        "{} has Claude Code hooks and levelcode has none; they run unmodified under levelcode once imported (levelcode-hooks import claude --write), or read where they are with \"claudeCodeHooks\": true in ~/.config/levelcode/settings.json",
         file.display()
     ))
 }
