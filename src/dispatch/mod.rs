@@ -30,6 +30,7 @@ pub mod filter;
 mod ground;
 mod handler_input;
 pub mod layers;
+mod load;
 pub mod managed;
 pub mod matcher;
 mod options;
@@ -41,89 +42,8 @@ pub mod settings;
 mod spans;
 
 pub use ground::{layer_paths, project_root, Ground};
+pub use load::{load_groups, load_groups_from};
 pub use options::{DispatchArgs, Options, OutputMode};
-
-/// Reads every layer's groups for `events`, in layer order, reading a file reached twice once.
-pub fn load_groups(
-    paths: &[LayerPath],
-    events: Events<'_>,
-    warnings: &mut Vec<String>,
-    trace: &Trace,
-    gate: &mut Gate,
-) -> Vec<Group> {
-    let mut reader = layers::Reader::default();
-    load_groups_from(paths, events, warnings, trace, gate, |layer| {
-        reader.read(&layer.path)
-    })
-}
-
-/// [`load_groups`] with each layer read by `read`, which `serve` wraps to remember what was read.
-/// A layer's contents go through `gate` first: a project layer that is not trusted contributes
-/// nothing (contract §13).
-pub fn load_groups_from(
-    paths: &[LayerPath],
-    events: Events<'_>,
-    warnings: &mut Vec<String>,
-    trace: &Trace,
-    gate: &mut Gate,
-    mut read: impl FnMut(&LayerPath) -> layers::Loaded,
-) -> Vec<Group> {
-    let mut groups = Vec::new();
-    for layer in paths {
-        let before = groups.len();
-        match read(layer) {
-            layers::Loaded::Missing => {
-                trace.line(format_args!(
-                    "{} layer: {} (not there)",
-                    layer.kind.name(),
-                    layer.path.display()
-                ));
-                continue;
-            }
-            layers::Loaded::Repeated => {
-                trace.line(format_args!(
-                    "{} layer: {} (same file as an earlier layer, read once)",
-                    layer.kind.name(),
-                    layer.path.display()
-                ));
-                continue;
-            }
-            layers::Loaded::Unusable(warning) => warnings.push(warning),
-            layers::Loaded::Contents(bytes, read)
-                if !gate.admit(layer, &bytes, &read, warnings) =>
-            {
-                trace.line(format_args!(
-                    "{} layer: {} (not trusted: skipped)",
-                    layer.kind.name(),
-                    layer.path.display()
-                ));
-                continue;
-            }
-            layers::Loaded::Contents(bytes, _) => {
-                let source = settings::Source {
-                    layer: layer.kind,
-                    file: layer.path.clone().into_boxed_path(),
-                };
-                settings::parse(source, &bytes, events, &mut groups, warnings);
-            }
-        }
-        if trace.enabled() {
-            trace.line(format_args!(
-                "{} layer: {} ({} group(s){})",
-                layer.kind.name(),
-                layer.path.display(),
-                groups.len() - before,
-                match events {
-                    Events::Only(event) => format!(" for {event}"),
-                    Events::OnlyFor(event, tool) =>
-                        format!(" for {event} that can apply to {tool}"),
-                    Events::All => String::new(),
-                }
-            ));
-        }
-    }
-    groups
-}
 
 /// Dispatches one payload: loads the settings, runs the chain, and records the dispatch in the
 /// compliance log (team runs) and the execution log (`LEVELCODE_HOOKS_LOG`).

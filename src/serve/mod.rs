@@ -82,7 +82,7 @@ struct Ready {
     groups: Arc<[Group]>,
     /// The settings' warnings, which the answer repeats.
     warnings: Vec<String>,
-    assessment: Option<Assessment>,
+    assessments: Vec<Assessment>,
     /// The files the answer depends on, with their stamps, when the request asked for them
     /// (`options.watch`).
     watch: Option<Vec<(std::path::PathBuf, String)>>,
@@ -321,7 +321,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         traceparent: asked.traceparent,
     };
     let mut warnings = Vec::new();
-    let mut assessment = None;
+    let mut assessments = Vec::new();
     let ground = dispatch::Ground::find(&payload, &options);
     let groups: Arc<[Group]> =
         if environment::hooks_disabled() || environment::depth() >= environment::MAX_DEPTH {
@@ -352,7 +352,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
                     &mut gate,
                     out,
                 );
-            assessment = gate.assessment;
+            assessments = gate.assessments;
             groups
         };
     let mut watch = (asked.watch.unwrap_or(false) && asked.hooks.is_none()).then_some(watch);
@@ -382,7 +382,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         options,
         groups,
         warnings,
-        assessment,
+        assessments,
         watch,
         except,
         probe,
@@ -474,7 +474,7 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
         options,
         groups,
         warnings,
-        assessment,
+        assessments,
         watch,
         except,
         probe,
@@ -493,7 +493,7 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
         ground,
         |_, found, gate| {
             found.extend(warnings);
-            gate.assessment = assessment;
+            gate.assessments = assessments;
             groups
         },
     );

@@ -61,7 +61,8 @@ fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
 fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let key = prop::sample::select(vec![
-        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol",
+        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol", "args",
+        "shell",
     ]);
     let value = prop::sample::select(vec![
         "null",
@@ -85,6 +86,9 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         "{}",
         "\"claude\"",
         "\"levelcode\"",
+        "\"powershell\"",
+        "\"a\\u0000b\"",
+        "[\"a\\u0000\"]",
     ]);
     let program = prop::sample::select(vec![
         "\"command\":\"echo hi\"",
@@ -358,6 +362,111 @@ fn hooks_not_object_skips_layer() {
     );
     let (_, warnings) = parse_text("[]");
     assert!(warnings[0].contains("not a JSON object"));
+}
+
+/// The one handler of a `Stop` group written as `handler`, or the warnings that skipped it.
+fn one_handler(handler: &str) -> Result<Handler, Vec<String>> {
+    let (mut groups, warnings) = parse_text(&format!(
+        r#"{{"hooks":{{"Stop":[{{"hooks":[{handler}]}}]}}}}"#
+    ));
+    match groups.pop().and_then(|mut g| g.handlers.pop()) {
+        Some(handler) => Ok(handler),
+        None => Err(warnings),
+    }
+}
+
+#[test]
+fn the_exec_form_and_the_shell_are_read_as_claude_code_writes_them() {
+    let program = |h: &str| match one_handler(h) {
+        Ok(Handler {
+            action: Action::Process(program),
+            ..
+        }) => program,
+        Err(w) => panic!("{h}: {w:?}"),
+    };
+    assert_eq!(
+        program(r#"{"command":"node","args":["a b.js","it's \"q\""]}"#),
+        Program::Exec {
+            program: "node".into(),
+            args: vec!["a b.js".into(), "it's \"q\"".into()]
+        }
+    );
+    assert_eq!(
+        program(r#"{"command":"./guard","args":[]}"#),
+        Program::Exec {
+            program: "./guard".into(),
+            args: vec![]
+        }
+    );
+    assert_eq!(
+        program(r#"{"command":"Get-Date","shell":"powershell"}"#),
+        Program::PowerShell("Get-Date".into())
+    );
+    assert_eq!(
+        program(r#"{"command":"echo hi","shell":"bash"}"#),
+        Program::Shell("echo hi".into())
+    );
+}
+
+#[test]
+fn a_bad_exec_form_says_which_field_and_why() {
+    let skipped = |h: &str, path: &str, words: &str| {
+        let warnings = one_handler(h).err().unwrap_or_else(|| panic!("{h} ran"));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let prefix = format!("s.json: hooks.Stop[0].hooks[0]{path}: ");
+        assert!(
+            warnings[0].starts_with(&prefix) && warnings[0].contains(words),
+            "{h}: {warnings:?}"
+        );
+        assert!(warnings[0].ends_with("handler skipped"), "{warnings:?}");
+    };
+    skipped(r#"{"args":["x"]}"#, ".args", "needs command");
+    skipped(
+        r#"{"argv":["a"],"args":["x"]}"#,
+        ".args",
+        "goes with command",
+    );
+    skipped(
+        r#"{"command":"node","args":"x.js"}"#,
+        ".args",
+        "array of strings",
+    );
+    skipped(
+        r#"{"command":"node","args":["x",1]}"#,
+        ".args",
+        "element 1 is a number",
+    );
+    skipped(
+        r#"{"command":" node ","args":["x"]}"#,
+        ".command",
+        "spaces around it",
+    );
+    skipped(
+        r#"{"command":"","args":["x"]}"#,
+        ".command",
+        "non-empty string",
+    );
+    skipped(r#"{"command":"x","shell":"zsh"}"#, ".shell", "not a shell");
+    skipped(r#"{"command":"x","shell":1}"#, ".shell", "not a shell");
+}
+
+#[test]
+fn a_shell_where_none_runs_is_ignored_with_a_warning() {
+    let (groups, warnings) = parse_text(
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"node","args":["g.js"],"shell":"powershell"}]}]}}"#,
+    );
+    assert_eq!(
+        groups[0].handlers[0].action,
+        Action::Process(Program::Exec {
+            program: "node".into(),
+            args: vec!["g.js".into()]
+        })
+    );
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains("hooks[0].shell: has no effect"),
+        "{warnings:?}"
+    );
 }
 
 /// Every subject a group applies to is among those `subjects_that_may_match` gives, for matchers
