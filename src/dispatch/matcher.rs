@@ -207,16 +207,39 @@ pub fn needs_backtracking(pattern: &str) -> bool {
     }
 }
 
-/// Characters that end a run of literal text in a pattern.
-const META: &[char] = &[
-    '\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '|', '^', '$',
-];
+/// Returns true if and only if `b` is a character that ends a run of literal text in a
+/// pattern. All of them are ASCII, so a byte of a longer UTF-8 character is never one.
+fn is_meta(b: u8) -> bool {
+    matches!(
+        b,
+        b'\\'
+            | b'.'
+            | b'+'
+            | b'*'
+            | b'?'
+            | b'('
+            | b')'
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'|'
+            | b'^'
+            | b'$'
+    )
+}
 
 /// Returns true if and only if the regex `pattern` certainly cannot match `tool`: see
 /// [`anchors_rule_out`]; a pattern that does not parse is never ruled out, since its group must
 /// still be warned about.
 pub fn ruled_out(pattern: &str, tool: &str) -> bool {
-    anchors_rule_out(pattern, tool) && parses(pattern)
+    let mut plain = None;
+    let mut plain = || *plain.get_or_insert_with(|| plainly_valid(pattern));
+    rule_out(pattern, tool, &mut plain)
+        && (plain()
+            || regex_syntax::ast::parse::Parser::new()
+                .parse(pattern)
+                .is_ok())
 }
 
 /// Returns true if and only if literal text that every match of `pattern` must contain rules
@@ -228,19 +251,30 @@ pub fn ruled_out(pattern: &str, tool: &str) -> bool {
 /// each of its branches is, and only in that plain syntax. A pattern with flags is never ruled
 /// out. Whether the pattern is valid at all is [`parses`]' question.
 pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
+    let mut plain = None;
+    rule_out(pattern, tool, &mut || {
+        *plain.get_or_insert_with(|| plainly_valid(pattern))
+    })
+}
+
+/// [`anchors_rule_out`], asking `plain` (at most once each time it is needed) whether the
+/// pattern is [`plainly_valid`].
+fn rule_out(pattern: &str, tool: &str, plain: &mut impl FnMut() -> bool) -> bool {
     if pattern.is_empty()
         || pattern == "*"
         || is_name_list(pattern)
-        || pattern.contains("(?")
-        || has_stacked_quantifiers(pattern)
+        || pattern.as_bytes().windows(2).any(|w| w == b"(?")
+        // A plainly valid pattern has no stacked quantifier: each of its quantifiers follows
+        // something it can repeat, which a quantifier is not.
+        || (!plain() && has_stacked_quantifiers(pattern))
     {
         return false;
     }
     if !has_top_level_alternation(pattern) {
         return anchored_text_rules_out(pattern, tool)
-            || (plainly_valid(pattern) && literal_runs_rule_out(pattern, tool));
+            || (plain() && literal_runs_rule_out(pattern, tool));
     }
-    plainly_valid(pattern)
+    plain()
         && top_level_branches(pattern)
             .iter()
             .all(|b| anchored_text_rules_out(b, tool) || literal_runs_rule_out(b, tool))
@@ -560,17 +594,19 @@ fn counted_repetition_end(rest: &[u8]) -> Option<usize> {
 fn has_top_level_alternation(pattern: &str) -> bool {
     let mut depth = 0usize;
     let mut in_class = false;
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
+    // Bytes, not characters: every byte that matters is ASCII, and an escape that skips only
+    // the first byte of a longer character leaves bytes that are never one of them.
+    let mut bytes = pattern.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\\' => {
+                bytes.next();
             }
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => depth = depth.saturating_sub(1),
-            '|' if !in_class && depth == 0 => return true,
+            b'[' if !in_class => in_class = true,
+            b']' if in_class => in_class = false,
+            b'(' if !in_class => depth += 1,
+            b')' if !in_class => depth = depth.saturating_sub(1),
+            b'|' if !in_class && depth == 0 => return true,
             _ => {}
         }
     }
@@ -579,7 +615,7 @@ fn has_top_level_alternation(pattern: &str) -> bool {
 
 /// The literal text a pattern starts with, less a last character that a quantifier makes optional.
 fn literal_prefix(rest: &str) -> &str {
-    let end = rest.find(META).unwrap_or(rest.len());
+    let end = rest.bytes().position(is_meta).unwrap_or(rest.len());
     let literal = &rest[..end];
     if rest[end..].starts_with(['?', '*', '{']) {
         let mut chars = literal.chars();
@@ -592,7 +628,7 @@ fn literal_prefix(rest: &str) -> &str {
 /// The literal text a pattern ends with, less a first character that an escape makes special;
 /// nothing after an escaped letter or digit.
 fn literal_suffix(rest: &str) -> &str {
-    match rest.rfind(META) {
+    match rest.bytes().rposition(is_meta) {
         None => rest,
         Some(i) => {
             let literal = &rest[i + 1..];
