@@ -164,7 +164,7 @@ impl Cache {
         let root = gate
             .assessment
             .as_ref()
-            .and_then(|_| gate.root().canonicalize().ok());
+            .and_then(|_| crate::fs::canonical(gate.root()).ok());
         let groups: Arc<[Group]> = groups.into();
         let watched: Vec<_> = gate
             .assessment
@@ -199,7 +199,7 @@ impl Entry {
     fn root_unchanged(&self, gate: &Gate) -> bool {
         self.root
             .as_ref()
-            .is_none_or(|root| gate.root().canonicalize().is_ok_and(|now| now == *root))
+            .is_none_or(|root| crate::fs::canonical(gate.root()).is_ok_and(|now| now == *root))
     }
 
     /// Returns true if and only if the files the trust depends on are as they were, and were

@@ -77,8 +77,7 @@ pub struct Script {
 /// trusted at all (the root cannot be resolved, too many named paths, too large a hooks
 /// folder).
 pub fn compute(root: &Path, bytes: &[u8], groups: &[Group]) -> Result<Digest, String> {
-    let root = root
-        .canonicalize()
+    let root = crate::fs::canonical(root)
         .map_err(|e| format!("cannot resolve the project root {}: {e}", root.display()))?;
     let hooks = canonical_hooks(bytes)?;
     let folder = hooks_folder(&root)?;
