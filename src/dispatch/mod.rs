@@ -26,6 +26,7 @@ pub mod events;
 pub mod exec_log;
 pub mod exit;
 mod handler_input;
+mod json;
 pub mod layers;
 pub mod managed;
 pub mod matcher;

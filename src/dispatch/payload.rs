@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::dispatch::events::{self, EventKind, Subject};
+use crate::dispatch::json::{self, Reader, Unsure};
 
 /// Reading stops here; a larger payload is an error.
 pub const MAX_BYTES: usize = 64 << 20;
@@ -54,9 +55,59 @@ impl Fields {
     /// of those names are the payload's, skipped like any other). A member given twice is an
     /// error, as serde's derived readers make it.
     fn read(json: &[u8], request: bool) -> serde_json::Result<Fields> {
+        Fields::read_plain(json, request).or_else(|Unsure| Fields::read_by_serde(json, request))
+    }
+
+    /// [`Fields::read`] by `serde_json` alone: what it says of any text is what a payload's
+    /// error says.
+    fn read_by_serde(json: &[u8], request: bool) -> serde_json::Result<Fields> {
         let mut de = serde_json::Deserializer::from_slice(json);
         let fields = de.deserialize_map(FieldsVisitor { request })?;
         de.end()?;
+        Ok(fields)
+    }
+
+    /// [`Fields::read`] by the hand-written [`json`] reader, for the usual payload: an object
+    /// whose keys have no escapes, each member it reads at most once and a string or `null`
+    /// (`id` and `options` anything). Whatever else is [`Unsure`], for `serde_json` to read.
+    fn read_plain(json: &[u8], request: bool) -> json::Read<Fields> {
+        let text = std::str::from_utf8(json).map_err(|_| Unsure)?;
+        let mut reader = Reader::new(text);
+        let mut fields = Fields::default();
+        reader.object(|reader, key| {
+            let slot = match key.plain().ok_or(Unsure)? {
+                "event" => &mut fields.event,
+                "hook_event_name" => &mut fields.hook_event_name,
+                "cwd" => &mut fields.cwd,
+                "tool_name" => &mut fields.tool_name,
+                "team" => &mut fields.team,
+                name @ ("id" | "options") if request => {
+                    let slot = if name == "id" {
+                        &mut fields.id
+                    } else {
+                        &mut fields.options
+                    };
+                    if slot.is_some() {
+                        return Err(Unsure);
+                    }
+                    let raw = reader.value()?.to_string();
+                    *slot = Some(RawValue::from_string(raw).map_err(|_| Unsure)?);
+                    return Ok(());
+                }
+                _ => return reader.skip(),
+            };
+            if slot.is_some() {
+                // A member given twice: `serde_json` says so.
+                return Err(Unsure);
+            }
+            *slot = Some(if reader.null()? {
+                Value::Null
+            } else {
+                Value::String(reader.string()?.decoded()?.into_owned())
+            });
+            Ok(())
+        })?;
+        reader.end()?;
         Ok(fields)
     }
 }
@@ -542,6 +593,127 @@ mod tests {
 
     fn parse(text: &str) -> Result<Payload, String> {
         Payload::parse(text.as_bytes().to_vec(), None)
+    }
+
+    /// What reading `text` gives, as text that tells every difference: each member read, or
+    /// the error.
+    fn fields_text(read: serde_json::Result<Fields>) -> String {
+        match read {
+            Ok(f) => format!(
+                "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                f.event,
+                f.hook_event_name,
+                f.cwd,
+                f.tool_name,
+                f.team,
+                f.id.map(|r| r.get().to_string()),
+                f.options.map(|r| r.get().to_string()),
+            ),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    /// Payloads and request lines of the usual shape and of odd ones: members known and not,
+    /// values of every kind, keys with escapes, a member given twice, spaced out or not, and
+    /// now and then one piece of syntax put in or taken out.
+    fn payload_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let key = prop::sample::select(vec![
+            "\"event\"",
+            "\"hook_event_name\"",
+            "\"cwd\"",
+            "\"tool_name\"",
+            "\"team\"",
+            "\"id\"",
+            "\"options\"",
+            "\"tool_input\"",
+            "\"session_id\"",
+            "\"tool_n\\u0061me\"",
+        ]);
+        let value = prop::sample::select(vec![
+            "\"PreToolUse\"",
+            "\"write_file\"",
+            "\"/p\"",
+            "\"\"",
+            "\"a\\\"b\\\\c\\n\"",
+            "\"\\u00e9\\u0000\"",
+            "\"\\ud800\"",
+            "null",
+            "1",
+            "-2.5e3",
+            "true",
+            "[1,{\"a\":[]}]",
+            "{\"path\":\"src/x.rs\",\"content\":\"fn main() {\\n    println!(\\\"hi\\\");\\n}\\n\"}",
+            "{\"timeout\":5}",
+        ]);
+        let members = prop::collection::vec((key, value), 0..6);
+        (
+            members,
+            any::<bool>(),
+            prop::option::weighted(0.3, (0.0..1.0f64, 0..6usize)),
+        )
+            .prop_map(|(members, spaced, edit)| {
+                let sep = if spaced { " , \n" } else { "," };
+                let colon = if spaced { " :\t" } else { ":" };
+                let body: Vec<String> = members
+                    .iter()
+                    .map(|(k, v)| format!("{k}{colon}{v}"))
+                    .collect();
+                let mut text = format!("{{{}}}", body.join(sep));
+                if let Some((at, what)) = edit {
+                    #[allow(
+                        clippy::cast_possible_truncation,
+                        clippy::cast_sign_loss,
+                        clippy::cast_precision_loss
+                    )]
+                    let at = ((text.len() as f64) * at) as usize;
+                    let at = (0..=at)
+                        .rev()
+                        .find(|i| text.is_char_boundary(*i))
+                        .unwrap_or(0);
+                    match what {
+                        0 => text.insert(at, ','),
+                        1 => text.insert(at, '"'),
+                        2 => text.insert(at, '}'),
+                        3 => text.insert(at, '\u{1}'),
+                        4 => text.truncate(at),
+                        _ => {
+                            if let Some(c) = text[at..].chars().next() {
+                                text.replace_range(at..at + c.len_utf8(), "");
+                            }
+                        }
+                    }
+                }
+                text
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(3000))]
+
+        /// The hand-written reader reads every payload and request line as `serde_json` alone
+        /// does: the same members, or the same error.
+        #[test]
+        fn the_members_read_are_serde_jsons(text in payload_text(), request in proptest::bool::ANY) {
+            let fast = fields_text(Fields::read(text.as_bytes(), request));
+            let serde = fields_text(Fields::read_by_serde(text.as_bytes(), request));
+            proptest::prop_assert_eq!(fast, serde, "{}", text);
+        }
+    }
+
+    #[test]
+    fn the_usual_payload_is_read_by_the_hand_written_reader() {
+        let usual = br#"{"event":"PreToolUse","cwd":"/p","tool_name":"write_file","tool_input":{"path":"a","content":"x\ny"},"session_id":"s"}"#;
+        let fields = Fields::read_plain(usual, false).expect("taken");
+        assert_eq!(fields.tool_name, Some(Value::String("write_file".into())));
+        for left in [
+            &br#"{"tool_name":"a","tool_name":"b"}"#[..],
+            br#"{"tool_n\u0061me":"a"}"#,
+            br#"{"cwd":1}"#,
+            br#"{"event":"Stop"} x"#,
+        ] {
+            assert!(Fields::read_plain(left, false).is_err(), "{left:?}");
+        }
     }
 
     #[test]

@@ -23,7 +23,6 @@ pub const MAX_TIMEOUT_SECS: f64 = 600.0;
 
 mod checked;
 mod fast;
-mod json;
 
 pub use crate::dispatch::action::Action;
 pub use crate::runner::Program;
@@ -200,11 +199,11 @@ fn parse_with(
     let fast = if hand_written {
         fast::hooks_of(text, &source, events)
     } else {
-        Err(json::Unsure)
+        Err(crate::dispatch::json::Unsure)
     };
     let hooks = match fast {
         Ok(hooks) => Ok(hooks),
-        Err(json::Unsure) => top_level_hooks(text).map(|hooks| {
+        Err(crate::dispatch::json::Unsure) => top_level_hooks(text).map(|hooks| {
             hooks.map(|hooks| {
                 let unread = hooks
                     .into_iter()

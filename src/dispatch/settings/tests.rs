@@ -523,7 +523,7 @@ fn the_hand_written_reader_takes_the_usual_file_and_leaves_the_rest() {
     ] {
         assert_eq!(
             fast::hooks_of(left, &source, Events::All).err(),
-            Some(json::Unsure),
+            Some(crate::dispatch::json::Unsure),
             "{left}"
         );
     }

@@ -1,47 +1,47 @@
-//! A strict reader of the JSON of a settings file, for the usual case. It borrows the file's
-//! strings, builds nothing it is not asked for, and passes over the values nobody asked about
-//! (the other events, the other keys of settings.json) at a few instructions a byte, where
-//! `serde_json` spends tens on each token.
+//! A strict reader of JSON for the usual case of a settings file or a payload. It borrows the
+//! text's strings, builds nothing it is not asked for, and passes over the values nobody asked
+//! about (the other events and keys of settings.json, a payload's `tool_input`) at a few
+//! instructions a byte, where `serde_json` spends tens on each token.
 //!
 //! It vouches only for what it reads exactly as `serde_json` reads it, and answers [`Unsure`]
 //! for anything else: invalid JSON, an escape in a key, a `\u` escape of a surrogate in a
 //! string it must decode, nesting deeper than 128, any shape it was not asked for. The caller
-//! then hands the same text to `serde_json`, which decides and words the warning, so a file
-//! this reader does not take costs what it cost before and reads exactly as before.
+//! then hands the same text to `serde_json`, which decides and words the error, so a text this
+//! reader does not take costs what it cost before and reads exactly as before.
 
 use std::borrow::Cow;
 
 /// The reader cannot vouch for the text: `serde_json` must read it.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Unsure;
+pub(crate) struct Unsure;
 
-pub(super) type Read<T> = Result<T, Unsure>;
+pub(crate) type Read<T> = Result<T, Unsure>;
 
 /// Containers deeper than this are left to `serde_json`, which limits what it builds to 128.
 const MAX_DEPTH: u32 = 128;
 
 /// A position in a JSON text.
-pub(super) struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     text: &'a str,
     at: usize,
 }
 
 /// A string as written between its quotes, not yet decoded.
 #[derive(Clone, Copy)]
-pub(super) struct Text<'a> {
+pub(crate) struct Text<'a> {
     raw: &'a str,
     escaped: bool,
 }
 
 impl<'a> Text<'a> {
     /// The string, when it has no escape: what it is written as.
-    pub(super) fn plain(self) -> Option<&'a str> {
+    pub(crate) fn plain(self) -> Option<&'a str> {
         (!self.escaped).then_some(self.raw)
     }
 
     /// The string decoded, borrowed when it has no escape. A `\u` escape of a surrogate (whose
     /// pairing `serde_json` checks) is [`Unsure`].
-    pub(super) fn decoded(self) -> Read<Cow<'a, str>> {
+    pub(crate) fn decoded(self) -> Read<Cow<'a, str>> {
         if !self.escaped {
             return Ok(Cow::Borrowed(self.raw));
         }
@@ -133,7 +133,7 @@ mod sse2 {
     /// `at + 16 <= bytes.len()`, and the processor has SSE2.
     #[inline]
     #[target_feature(enable = "sse2")]
-    pub(super) unsafe fn stops(bytes: &[u8], at: usize) -> u32 {
+    pub(crate) unsafe fn stops(bytes: &[u8], at: usize) -> u32 {
         debug_assert!(at + 16 <= bytes.len());
         // SAFETY: the caller promises that the sixteen bytes from `at` are inside `bytes`; the
         // load has no alignment requirement.
@@ -153,17 +153,17 @@ mod sse2 {
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(text: &'a str) -> Reader<'a> {
+    pub(crate) fn new(text: &'a str) -> Reader<'a> {
         Reader { text, at: 0 }
     }
 
     /// Where the reader stands, for [`Reader::set_position`].
-    pub(super) fn position(&self) -> usize {
+    pub(crate) fn position(&self) -> usize {
         self.at
     }
 
     /// Goes back to where [`Reader::position`] said it stood.
-    pub(super) fn set_position(&mut self, at: usize) {
+    pub(crate) fn set_position(&mut self, at: usize) {
         self.at = at;
     }
 
@@ -172,7 +172,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next byte that is not whitespace, not consumed.
-    pub(super) fn peek(&mut self) -> Option<u8> {
+    pub(crate) fn peek(&mut self) -> Option<u8> {
         let bytes = self.bytes();
         while self.at < bytes.len() && is_space(bytes[self.at]) {
             self.at += 1;
@@ -181,7 +181,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes `b`, after any whitespace.
-    pub(super) fn eat(&mut self, b: u8) -> Read<()> {
+    pub(crate) fn eat(&mut self, b: u8) -> Read<()> {
         if self.peek() != Some(b) {
             return Err(Unsure);
         }
@@ -190,14 +190,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes `b` when it comes next, after any whitespace.
-    pub(super) fn eat_if(&mut self, b: u8) -> bool {
+    pub(crate) fn eat_if(&mut self, b: u8) -> bool {
         let next = self.peek() == Some(b);
         self.at += usize::from(next);
         next
     }
 
     /// The end of the text: nothing but whitespace is left.
-    pub(super) fn end(&mut self) -> Read<()> {
+    pub(crate) fn end(&mut self) -> Read<()> {
         match self.peek() {
             None => Ok(()),
             Some(_) => Err(Unsure),
@@ -205,7 +205,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string, after any whitespace.
-    pub(super) fn string(&mut self) -> Read<Text<'a>> {
+    pub(crate) fn string(&mut self) -> Read<Text<'a>> {
         self.eat(b'"')?;
         self.string_body()
     }
@@ -259,7 +259,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `null`, `true` or `false`: `None` for `null`.
-    pub(super) fn null_or_bool(&mut self) -> Read<Option<bool>> {
+    pub(crate) fn null_or_bool(&mut self) -> Read<Option<bool>> {
         let value = match self.peek() {
             Some(b'n') => (b"null".as_slice(), None),
             Some(b't') => (b"true".as_slice(), Some(true)),
@@ -280,7 +280,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `null`: true, and consumed, when it comes next.
-    pub(super) fn null(&mut self) -> Read<bool> {
+    pub(crate) fn null(&mut self) -> Read<bool> {
         if self.peek() != Some(b'n') {
             return Ok(false);
         }
@@ -289,7 +289,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A number's text, checked against JSON's grammar as `serde_json` checks it.
-    pub(super) fn number(&mut self) -> Read<&'a str> {
+    pub(crate) fn number(&mut self) -> Read<&'a str> {
         self.peek();
         let bytes = self.bytes();
         let start = self.at;
@@ -326,7 +326,7 @@ impl<'a> Reader<'a> {
 
     /// The members of an object, after any whitespace: `member` is given each key and must
     /// consume its value.
-    pub(super) fn object(
+    pub(crate) fn object(
         &mut self,
         mut member: impl FnMut(&mut Self, Text<'a>) -> Read<()>,
     ) -> Read<()> {
@@ -346,7 +346,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The elements of an array, after any whitespace: `element` must consume each.
-    pub(super) fn array(&mut self, mut element: impl FnMut(&mut Self) -> Read<()>) -> Read<()> {
+    pub(crate) fn array(&mut self, mut element: impl FnMut(&mut Self) -> Read<()>) -> Read<()> {
         self.eat(b'[')?;
         if self.eat_if(b']') {
             return Ok(());
@@ -361,7 +361,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The text of the next value, after any whitespace, checked and passed over.
-    pub(super) fn value(&mut self) -> Read<&'a str> {
+    pub(crate) fn value(&mut self) -> Read<&'a str> {
         self.peek();
         let start = self.at;
         self.skip()?;
@@ -370,7 +370,7 @@ impl<'a> Reader<'a> {
 
     /// Passes over the next value, checking it as `serde_json` checks a value it ignores.
     /// Containers are followed with one bit each (set for an object) instead of recursion.
-    pub(super) fn skip(&mut self) -> Read<()> {
+    pub(crate) fn skip(&mut self) -> Read<()> {
         let mut objects: u128 = 0;
         let mut depth: u32 = 0;
         loop {
