@@ -28,9 +28,10 @@ else
     # otherwise the binary `make bench` measures.
     host=$(rustc -vV | sed -n 's/^host: //p')
     var="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-    # The flags of `make static` (non-PIE, statically linked), unless PROFILE_RUSTFLAGS says otherwise.
+    # The flags of `make static` (non-PIE, statically linked, hot functions side by side),
+    # unless PROFILE_RUSTFLAGS says otherwise.
     flags=""
-    case "$host" in *-linux-gnu*) flags="-C target-feature=+crt-static -C relocation-model=static" ;; esac
+    case "$host" in *-linux-gnu*) flags=$(bash benches/static-rustflags.sh) ;; esac
     flags=${PROFILE_RUSTFLAGS:-$flags}
     say "profile: building with symbols into $target/profile-build"
     env "$var=$flags" CARGO_PROFILE_RELEASE_STRIP=false CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
