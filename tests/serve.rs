@@ -3,6 +3,7 @@
 //! Many requests at once: [`concurrency`].
 
 mod concurrency;
+mod summary;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -16,6 +16,8 @@ mod handlers;
 #[cfg(unix)]
 mod hardening;
 #[cfg(unix)]
+mod if_filters;
+#[cfg(unix)]
 mod io;
 #[cfg(unix)]
 mod layers;

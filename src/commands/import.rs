@@ -142,8 +142,14 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
         if let Some(on_failure) = handler.get("onFailure") {
             out.insert("onFailure".into(), on_failure.clone());
         }
+        if let Some(filter) = handler.get("if") {
+            out.insert("if".into(), filter.clone());
+        }
         for key in handler.as_object().into_iter().flat_map(Map::keys) {
-            if !matches!(key.as_str(), "type" | "command" | "timeout" | "onFailure") {
+            if !matches!(
+                key.as_str(),
+                "type" | "command" | "timeout" | "onFailure" | "if"
+            ) {
                 notes.push(format!(
                     "{at}: {key:?} has no levelcode equivalent; left out (the handler was imported without it)"
                 ));
@@ -337,6 +343,20 @@ mod tests {
         assert!(!notes.contains("hooks.UserPromptSubmit"), "{notes}");
         assert!(notes.contains("\"prompt\" handler"), "{notes}");
         assert!(notes.contains("\"async\""), "{notes}");
+    }
+
+    #[test]
+    fn the_if_of_a_handler_is_kept_as_written() {
+        let claude = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "./check-commit.sh", "if": "Bash(git commit *)"}
+        ]}]}});
+        let mut out = Conversion::default();
+        convert("s.json", &claude, &mut out);
+        assert_eq!(
+            out.hooks["PreToolUse"][0]["hooks"][0]["if"],
+            "Bash(git commit *)"
+        );
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
     }
 
     #[test]

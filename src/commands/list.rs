@@ -3,18 +3,20 @@
 //!
 //! Without `--event` each handler is `enabled`, `disabled` or `invalid`. With `--event` (and
 //! `--tool` for tool events) each is marked the way a dispatch would treat it: `would_run` with
-//! its place in the chain, or why not (`other_event`, `no_match`, `disabled`, `duplicate`,
-//! `invalid`, `off`). [`plan`] follows the same rules, in the same order, as
+//! its place in the chain, or why not (`other_event`, `no_match`, `filtered`, `disabled`,
+//! `duplicate`, `invalid`, `off`). [`plan`] follows the same rules, in the same order, as
 //! [`crate::dispatch::run_chain`]; `test --dry-run` prints it too.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::commands::inspect::{self, Entry, Inspection, LayerState};
 use crate::dispatch::events::{self, EventKind, Subject};
+use crate::dispatch::filter;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::output::write_stdout;
 use crate::dispatch::settings::{Action, Program};
@@ -34,6 +36,11 @@ pub struct ListArgs {
         events::listed("or", |e| e.matcher == Subject::Tool)
     ))]
     pub tool: Option<String>,
+
+    /// The tool's input, as JSON, to test each handler's "if" against, e.g.
+    /// '{"command":"git commit -m x"}'.
+    #[arg(long, value_name = "JSON", requires = "tool")]
+    pub input: Option<String>,
 
     /// The project root [default: the current directory].
     #[arg(long, value_name = "DIR")]
@@ -63,6 +70,8 @@ pub enum Verdict {
     OtherEvent,
     /// The group's matcher does not match the tool.
     NoMatch,
+    /// An `"if"` of the handler or its group does not match the call (contract §16).
+    Filtered,
     /// `enabled: false` on the handler or its group.
     Disabled,
     /// The same command as the handler at this place already runs.
@@ -84,6 +93,7 @@ impl Verdict {
             Verdict::WouldRun(_) => "would_run",
             Verdict::OtherEvent => "other_event",
             Verdict::NoMatch => "no_match",
+            Verdict::Filtered => "filtered",
             Verdict::Disabled => "disabled",
             Verdict::Duplicate(_) => "duplicate",
             Verdict::Invalid => "invalid",
@@ -122,13 +132,20 @@ pub struct Planned<'a> {
 
 /// Marks every entry for `event` and `tool` (or only enabled/disabled/invalid without an event),
 /// following the rules of a dispatch: layer, group and handler order; disabled groups and
-/// handlers skipped; a tool event's matcher tested against the tool; a repeated command not run
-/// twice.
+/// handlers skipped; a tool event's matcher tested against the tool; each `"if"` tested against
+/// the call, with `input` when it is known; a repeated command not run twice.
 pub fn plan<'a>(
     inspection: &'a Inspection,
     event: Option<&str>,
     tool: Option<&str>,
+    input: Option<&Value>,
 ) -> Vec<Planned<'a>> {
+    let call = Call {
+        event,
+        tool,
+        input,
+        root: &inspection.root,
+    };
     let off = hooks_off();
     let mut order = 0;
     let mut already: Vec<(&Action, usize)> = Vec::new();
@@ -152,7 +169,7 @@ pub fn plan<'a>(
             (_, Some(reason)) if !managed => {
                 // Judged as if it ran, without taking a place in the chain.
                 let (mut order, mut already) = (order, already.clone());
-                match judge(&entry, event, tool, &mut order, &mut already) {
+                match judge(&entry, &call, &mut order, &mut already) {
                     (Verdict::WouldRun(_) | Verdict::Enabled | Verdict::Duplicate(_), _) => {
                         (Verdict::ManagedOnly, Some(reason.clone()))
                     }
@@ -162,14 +179,14 @@ pub fn plan<'a>(
             (Some(reason), _) if entry.layer.kind == LayerKind::Project => {
                 // Judged as if it ran, without taking a place in the chain.
                 let (mut order, mut already) = (order, already.clone());
-                match judge(&entry, event, tool, &mut order, &mut already) {
+                match judge(&entry, &call, &mut order, &mut already) {
                     (Verdict::WouldRun(_) | Verdict::Enabled | Verdict::Duplicate(_), _) => {
                         (Verdict::Untrusted, Some(reason.clone()))
                     }
                     other => other,
                 }
             }
-            _ => judge(&entry, event, tool, &mut order, &mut already),
+            _ => judge(&entry, &call, &mut order, &mut already),
         };
         let (verdict, why) = match (verdict, &off) {
             // Nothing turns the managed layer off (contract §17).
@@ -187,13 +204,21 @@ pub fn plan<'a>(
     out
 }
 
+/// The call a plan is made for.
+struct Call<'c> {
+    event: Option<&'c str>,
+    tool: Option<&'c str>,
+    input: Option<&'c Value>,
+    root: &'c Path,
+}
+
 fn judge<'a>(
     entry: &Entry<'a>,
-    event: Option<&str>,
-    tool: Option<&str>,
+    call: &Call<'_>,
     order: &mut usize,
     already: &mut Vec<(&'a Action, usize)>,
 ) -> (Verdict, Option<String>) {
+    let (event, tool) = (call.event, call.tool);
     if let Some(why) = &entry.invalid {
         return (Verdict::Invalid, Some(why.clone()));
     }
@@ -240,6 +265,37 @@ fn judge<'a>(
     if !handler.enabled {
         return (Verdict::Disabled, Some(disabled_why(true)));
     }
+    let mut condition = None;
+    let tested = tool
+        .filter(|_| kind.is_tool_event())
+        .map(|tool| filter::Call {
+            tool,
+            input: call.input,
+            root: call.root,
+            part: None,
+        });
+    for filter in [&group.filter, &handler.filter].into_iter().flatten() {
+        let rule = filter.text();
+        match filter.evaluate(tested.as_ref()) {
+            filter::Verdict::Runs => {}
+            filter::Verdict::Filtered { why, .. } => {
+                return (
+                    Verdict::Filtered,
+                    Some(format!("\"if\": {rule:?} does not match: {why}")),
+                )
+            }
+            filter::Verdict::NeedsInput => {
+                condition = Some(format!(
+                    "only for calls that \"if\": {rule:?} matches (--input tests one)"
+                ));
+            }
+            filter::Verdict::Unevaluable(why) => {
+                condition = Some(format!(
+                    "\"if\": {rule:?} cannot be evaluated ({why}), so the handler runs"
+                ));
+            }
+        }
+    }
     if let Some((_, first)) = already.iter().find(|(a, _)| **a == handler.action) {
         return (
             Verdict::Duplicate(*first),
@@ -250,7 +306,7 @@ fn judge<'a>(
     }
     *order += 1;
     already.push((&handler.action, *order));
-    (Verdict::WouldRun(*order), None)
+    (Verdict::WouldRun(*order), condition)
 }
 
 fn disabled_why(group_enabled: bool) -> String {
@@ -298,7 +354,13 @@ pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
     };
     let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     let tool = tool_for(args.event.as_deref(), args.tool.as_deref());
-    let planned = plan(&inspection, args.event.as_deref(), tool);
+    let input = match &args.input {
+        Some(text) => Some(serde_json::from_str::<Value>(text).map_err(|e| {
+            anyhow::anyhow!("--input: not valid JSON ({e}); the tool input is JSON, e.g. '{{\"command\":\"git commit -m x\"}}'")
+        })?),
+        None => None,
+    };
+    let planned = plan(&inspection, args.event.as_deref(), tool, input.as_ref());
     let text = if args.json {
         let mut line =
             serde_json::to_string(&to_json(&inspection, args.event.as_deref(), tool, &planned))?;
@@ -360,6 +422,11 @@ pub struct HandlerJson {
     pub enabled: bool,
     /// The handler's protocol, by name (contract §12).
     pub protocol: Option<&'static str>,
+    /// The handler's `"if"` (contract §16).
+    #[serde(rename = "if")]
+    pub filter: Option<String>,
+    /// Its group's `"if"`.
+    pub group_if: Option<String>,
     pub state: &'static str,
     pub order: Option<usize>,
     pub why: Option<String>,
@@ -388,6 +455,13 @@ impl HandlerJson {
             timeout: handler.map(|h| h.timeout.as_secs_f64()),
             enabled: entry.enabled(),
             protocol: handler.map(|h| h.protocol.name()),
+            filter: handler
+                .and_then(|h| h.filter.as_ref())
+                .map(|f| f.text().to_string()),
+            group_if: entry
+                .group
+                .and_then(|g| g.filter.as_ref())
+                .map(|f| f.text().to_string()),
             state: planned.verdict.name(),
             order: match planned.verdict {
                 Verdict::WouldRun(n) => Some(n),
@@ -584,6 +658,12 @@ fn table(
                 "{}",
                 painter.paint(Style::Dim, format!("    {file}: {}", p.entry.path))
             );
+            let group_if = p.entry.group.and_then(|g| g.filter.as_ref());
+            let own_if = p.entry.handler.and_then(|h| h.filter.as_ref());
+            for filter in [group_if, own_if].into_iter().flatten() {
+                let rule = crate::commands::visible::escape(filter.text());
+                let _ = writeln!(out, "    if: {rule}");
+            }
             if let Some(why) = &p.why {
                 let style = if p.verdict == Verdict::Invalid {
                     Style::Bad

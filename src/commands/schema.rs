@@ -95,6 +95,10 @@ pub fn document() -> Value {
                         "type": ["string", "null"],
                         "examples": ["write_file|str_replace", "run_terminal_command", "*", "^mcp__"]
                     },
+                    "if": {
+                        "description": "A permission rule in Claude Code's syntax, Tool or Tool(pattern): each handler of the group runs only for the tool calls it matches (and those its own \"if\" matches).",
+                        "$ref": "#/$defs/if"
+                    },
                     "enabled": {
                         "description": "false turns off every handler of the group.",
                         "type": ["boolean", "null"],
@@ -162,6 +166,10 @@ pub fn document() -> Value {
                     "protocol": {
                         "description": format!("What the handler reads and how its reply is read; default: its group's, else \"{levelcode}\"."),
                         "$ref": "#/$defs/protocol"
+                    },
+                    "if": {
+                        "description": "A permission rule in Claude Code's syntax, Tool or Tool(pattern): the handler runs only for the tool calls it matches, tested before anything is spawned.",
+                        "$ref": "#/$defs/if"
                     }
                 },
                 "oneOf": [
@@ -169,6 +177,11 @@ pub fn document() -> Value {
                     { "required": ["argv"], "not": { "required": ["command"] } }
                 ],
                 "additionalProperties": false
+            },
+            "if": {
+                "description": "The tool by its levelcode or Claude Code name (Bash, Write, Edit, MultiEdit, Read, Grep, Glob); for run_terminal_command a command pattern tested against each subcommand (* is any text), for write_file, str_replace and read_files a gitignore-style path pattern relative to the project root (//abs, ~/home), for code_search and glob one tested against the directory searched. A rule that cannot be evaluated lets the handler run, with a warning; on an event without a tool call a handler with \"if\" never runs.",
+                "type": ["string", "null"],
+                "examples": ["Bash(git commit *)", "Edit(src/**)", "Write(*.env)", "Read(//etc/**)", "run_terminal_command"]
             },
             "protocol": {
                 "description": protocols.join(" "),

@@ -175,7 +175,8 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
     let root = dispatch::project_root(payload, options);
     let inspection = inspect::inspect(options, root);
     let tool = payload.tool_name.as_deref();
-    let planned = list::plan(&inspection, Some(&payload.event), tool);
+    let input = payload.tool_input();
+    let planned = list::plan(&inspection, Some(&payload.event), tool, Some(&input));
     let (runs, others): (Vec<&Planned<'_>>, Vec<&Planned<'_>>) = planned
         .iter()
         .partition(|p| matches!(p.verdict, Verdict::WouldRun(_)));
@@ -247,6 +248,10 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
                 format!("{} {file}: {}", p.entry.layer.kind.name(), p.entry.path)
             )
         );
+        // Why it runs, when an `"if"` could have kept it from running.
+        if let Some(why) = &p.why {
+            let _ = writeln!(out, "     {}", painter.paint(Style::Dim, why));
+        }
     }
     let relevant: Vec<&&Planned<'_>> = others
         .iter()

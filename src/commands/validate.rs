@@ -61,7 +61,7 @@ pub struct Problem {
 }
 
 const TOP_KEYS: &[&str] = &["hooks"];
-const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol"];
+const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol", "if"];
 const HANDLER_KEYS: &[&str] = &[
     "type",
     "command",
@@ -71,6 +71,7 @@ const HANDLER_KEYS: &[&str] = &[
     "name",
     "protocol",
     "onFailure",
+    "if",
 ];
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
@@ -128,6 +129,7 @@ fn check_layer(layer: &LayerView, inspection: &Inspection, problems: &mut Vec<Pr
                 check_raw(text, &mut found);
             }
             check_commands(layer, &inspection.root, &mut found);
+            check_filters(layer, &mut found);
             let parsed = parse_warnings(&mut found);
             found.problems.extend(parsed);
         }
@@ -188,6 +190,7 @@ fn parse_warnings(found: &mut Found<'_>) -> Vec<Problem> {
                 }
             }
             (Some(_), Some("matcher")) => ("invalid_matcher", message),
+            (Some(_), Some("if")) => ("invalid_if", message),
             (Some(_), _) => ("invalid_entry", message),
         };
         out.push(Problem {
@@ -487,6 +490,60 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
                     problem.kind,
                     problem.message,
                 );
+            }
+        }
+    }
+}
+
+/// Each `"if"` (contract §16): a rule that cannot be evaluated (the handler then runs for every
+/// call, with a warning), a tool that no call has (it never runs), a pattern on a tool nothing
+/// is tested against, an `"if"` on an event without a tool call (it never runs).
+fn check_filters(layer: &LayerView, found: &mut Found<'_>) {
+    for group in &layer.groups {
+        let tool_event = EventKind::of(&group.event).is_tool_event();
+        let own = group
+            .handlers
+            .iter()
+            .map(|h| (h.filter.as_ref(), h.path(group)));
+        for (filter, path) in std::iter::once((group.filter.as_ref(), group.path())).chain(own) {
+            let Some(filter) = filter else { continue };
+            let place = Some(format!("{path}.if"));
+            let rule = filter.text();
+            if !tool_event {
+                found.add(place, "if_ignored", format!(
+                    "{} has no tool call for \"if\": {rule:?} to match, so the handler never runs; remove the \"if\"",
+                    group.event
+                ));
+                continue;
+            }
+            if let Some(why) = filter.problem() {
+                found.add(place, "invalid_if", format!(
+                    "{rule:?} cannot be evaluated ({why}); until it is fixed the handler runs for every call its matcher matches, with a warning"
+                ));
+                continue;
+            }
+            let Ok(tool) = filter.tool() else { continue };
+            let ours = match Protocol::agent_tool(tool) {
+                Some((_, ours)) => ours.is_some(),
+                None => crate::commands::tools::is_known(tool),
+            };
+            if !ours {
+                let mut names: Vec<&str> = crate::commands::tools::TOOLS.to_vec();
+                for protocol in Protocol::all() {
+                    let theirs = protocol.rules().agent_tools().iter();
+                    names.extend(theirs.filter(|(_, ours)| ours.is_some()).map(|(n, _)| *n));
+                }
+                let hint = crate::commands::tools::did_you_mean(tool)
+                    .or_else(|| suggest::nearest(tool, &names))
+                    .map(|t| format!("; did you mean {t:?}?"))
+                    .unwrap_or_default();
+                found.add(place, "if_tool", format!(
+                    "{rule:?} is about {tool:?}, which is no levelcode tool (nor another agent's name for one), so the handler never runs{hint}"
+                ));
+            } else if filter.unreadable_pattern() {
+                found.add(place, "if_pattern", format!(
+                    "levelcode-hooks tests patterns against run_terminal_command, file and search calls only: {rule:?} cannot be evaluated, so the handler runs for every {tool} call, with a warning; write {tool:?} alone"
+                ));
             }
         }
     }

@@ -78,6 +78,20 @@ impl<'a> Inputs<'a> {
             .unwrap_or(Value::Null)
     }
 
+    /// The tool input as it stands, borrowed: the last rewrite, else the payload's (`null` when
+    /// it has none).
+    pub fn current_input(&mut self) -> &Value {
+        static NULL: Value = Value::Null;
+        if self.rewritten.is_none() {
+            self.fields();
+        }
+        match (&self.rewritten, &self.fields) {
+            (Some(input), _) => input,
+            (None, Some(fields)) => fields.get("tool_input").unwrap_or(&NULL),
+            (None, None) => &NULL,
+        }
+    }
+
     /// Returns true if and only if `input` differs from the tool input as it stands.
     pub fn differs(&mut self, input: &Value) -> bool {
         &self.tool_input() != input

@@ -61,6 +61,14 @@ pub fn find(warnings: &mut Vec<String>) -> Found {
     find_at(&system_path(), environment::managed_settings(), warnings)
 }
 
+/// The files whose appearance or change changes what [`find`] finds: the system path, and the
+/// variable's file when it is set. What a client that keeps answers watches (docs/serve.md).
+pub fn candidates() -> Vec<PathBuf> {
+    let mut paths = vec![system_path()];
+    paths.extend(environment::managed_settings().map(Path::to_path_buf));
+    paths
+}
+
 /// [`find`] with the system path and the variable's value given.
 pub fn find_at(system: &Path, named: Option<&Path>, warnings: &mut Vec<String>) -> Found {
     let found = open_checked(system, false);

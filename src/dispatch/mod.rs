@@ -11,6 +11,7 @@ use crate::signals;
 use crate::trust::Gate;
 use action::{Action, Done, Ending, Stop};
 use events::EventKind;
+use filter::{Call, Verdict};
 use handler_input::Inputs;
 use layers::LayerPath;
 use outcome::{Judgement, Outcome};
@@ -25,6 +26,7 @@ pub mod action;
 pub mod events;
 pub mod exec_log;
 pub mod exit;
+pub mod filter;
 mod handler_input;
 mod json;
 pub mod layers;
@@ -251,6 +253,39 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     report
 }
 
+/// Returns true if and only if an `"if"` of `group` or `handler` certainly rules out the call
+/// of `payload` with `input` (contract §16): a call the chain would not run the handler for.
+pub fn filtered_out(
+    group: &Group,
+    handler: &Handler,
+    payload: &Payload,
+    input: &serde_json::Value,
+    root: &Path,
+) -> bool {
+    let call = tool_call(payload, input, root, None);
+    [&group.filter, &handler.filter]
+        .into_iter()
+        .flatten()
+        .any(|filter| matches!(filter.evaluate(call.as_ref()), Verdict::Filtered { .. }))
+}
+
+/// The tool call of `payload` with `input`, as an `"if"` is tested against it; `None` on an
+/// event without one.
+fn tool_call<'c>(
+    payload: &'c Payload,
+    input: &'c serde_json::Value,
+    root: &'c Path,
+    part: Option<usize>,
+) -> Option<Call<'c>> {
+    let tool = payload.tool_name.as_deref()?;
+    payload.kind.is_tool_event().then_some(Call {
+        tool,
+        input: Some(input),
+        root,
+        part,
+    })
+}
+
 /// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
 /// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
 pub fn run_chain<'g>(
@@ -323,6 +358,9 @@ struct Chain<'a> {
 impl<'a> Chain<'a> {
     /// One enabled handler of a group that applies: held back, or each of its runs.
     fn handler(&mut self, group: &Group, handler: &'a Handler, report: &mut Report, trace: &Trace) {
+        if self.filtered_out(group, handler, None, report, trace) {
+            return;
+        }
         let label = handler.label();
         let entry = || {
             let mut entry = HandlerReport::new(group, &label);
@@ -352,6 +390,11 @@ impl<'a> Chain<'a> {
                 _ => rules.runs(&mut self.inputs).into_iter().nth(i).or(first),
             };
             let Some(run) = run else { break };
+            // A run about one part of the call (a `Read` of one path) is filtered on its own.
+            let part = run.call.as_ref().and_then(|call| call.part);
+            if part.is_some() && self.filtered_out(group, handler, part, report, trace) {
+                continue;
+            }
             let mut entry = entry();
             self.run(handler, &label, run, &mut entry, report);
             trace.handler(&entry);
@@ -360,6 +403,58 @@ impl<'a> Chain<'a> {
                 break;
             }
         }
+    }
+
+    /// Returns true if and only if an `"if"` of `group` or of `handler` rules out this call, or
+    /// its part `part`: such a handler is not run and not reported (contract §16). An `"if"`
+    /// that cannot be evaluated lets it run, with a warning.
+    fn filtered_out(
+        &mut self,
+        group: &Group,
+        handler: &Handler,
+        part: Option<usize>,
+        report: &mut Report,
+        trace: &Trace,
+    ) -> bool {
+        if group.filter.is_none() && handler.filter.is_none() {
+            return false;
+        }
+        let call = tool_call(self.payload, self.inputs.current_input(), self.root, part);
+        for (filter, own) in [(&group.filter, false), (&handler.filter, true)] {
+            let Some(filter) = filter else { continue };
+            let at = || match own {
+                true => handler.path(group),
+                false => group.path(),
+            };
+            match filter.evaluate(call.as_ref()) {
+                Verdict::Runs | Verdict::NeedsInput => {}
+                Verdict::Unevaluable(why) => {
+                    let warning = format!(
+                        "{}: {}.if: {:?} cannot be evaluated ({why}); the handler runs",
+                        group.source.file.display(),
+                        at(),
+                        filter.text()
+                    );
+                    if !report.warnings.contains(&warning) {
+                        report.warnings.push(warning);
+                    }
+                }
+                Verdict::Filtered { why, by_input } => {
+                    report.depends_on_input |= by_input;
+                    if trace.enabled() {
+                        trace.line(format_args!(
+                            "  {} {}: \"if\": {:?} does not match ({why}); {} not run",
+                            group.source.file.display(),
+                            at(),
+                            filter.text(),
+                            handler.label()
+                        ));
+                    }
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Why `handler` does not run, when it does not: the outcome, the message and whether the

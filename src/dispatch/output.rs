@@ -40,6 +40,9 @@ pub struct Report {
     pub interrupted: Option<i32>,
     /// Why the project layer was held back, when it was (contract §13).
     pub project_trust: Option<crate::trust::ProjectTrust>,
+    /// An `"if"` kept a handler from running that another input of the same tool could have
+    /// run: the answer holds for this tool input only, never for the tool (contract §16).
+    pub depends_on_input: bool,
 }
 
 /// One matched handler in the output.
@@ -115,6 +118,7 @@ impl Report {
             started,
             interrupted: None,
             project_trust: None,
+            depends_on_input: false,
         }
     }
 

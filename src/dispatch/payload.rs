@@ -378,6 +378,18 @@ impl Payload {
         &self.raw
     }
 
+    /// The payload's `tool_input`, `null` when it has none; only that member is built.
+    pub fn tool_input(&self) -> Value {
+        #[derive(Deserialize)]
+        struct Only {
+            #[serde(default)]
+            tool_input: Value,
+        }
+        serde_json::from_slice::<Only>(&self.raw)
+            .map(|only| only.tool_input)
+            .unwrap_or(Value::Null)
+    }
+
     /// The bytes handlers read on stdin: the payload unchanged, with `event` and `cwd` appended
     /// when it lacks them (`cwd` is the project root).
     pub fn handler_input(&self, project_root: &Path) -> Cow<'_, [u8]> {

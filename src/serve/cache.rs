@@ -287,6 +287,11 @@ struct Meta {
     created: Option<SystemTime>,
 }
 
+/// A file's stamp as a client compares it with its own `stat` ([`Stamp::text`]).
+pub fn stamp_text(path: &Path) -> String {
+    Stamp::of(path).text()
+}
+
 impl Stamp {
     fn of(path: &Path) -> Stamp {
         match std::fs::metadata(path) {

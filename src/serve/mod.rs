@@ -86,6 +86,12 @@ struct Ready {
     /// The files the answer depends on, with their stamps, when the request asked for them
     /// (`options.watch`).
     watch: Option<Vec<(std::path::PathBuf, String)>>,
+    /// The subjects a group may apply to, when they can be told and `watch` was asked: the
+    /// answer's `no_match_except` when no handler ran.
+    except: Option<Vec<String>>,
+    /// `options.probe`: `Some` with why the probe cannot be answered without running something,
+    /// else `Some("")`.
+    probe: Option<&'static str>,
 }
 
 /// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N). Either way, every
@@ -342,6 +348,26 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
             assessment = gate.assessment;
             groups
         };
+    let mut watch = (asked.watch.unwrap_or(false) && asked.hooks.is_none()).then_some(watch);
+    if let Some(watch) = &mut watch {
+        // The managed layer is read by each dispatch itself; its appearance changes every answer.
+        for path in crate::dispatch::managed::candidates() {
+            let stamp = cache::stamp_text(&path);
+            watch.push((path, stamp));
+        }
+    }
+    let except = watch
+        .as_ref()
+        .and_then(|_| dispatch::settings::subjects_that_may_match(groups.iter(), payload.kind));
+    let probe = asked
+        .probe
+        .unwrap_or(false)
+        .then(|| probe_declined(&payload, &options));
+    let groups = match probe {
+        // A probe's dispatch is that of a subject no group applies to.
+        Some(_) => Arc::new([]),
+        None => groups,
+    };
     Ok(Ready {
         id,
         output: asked.output.unwrap_or(args.dispatch.output),
@@ -350,8 +376,27 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         groups,
         warnings,
         assessment,
-        watch: (asked.watch.unwrap_or(false) && asked.hooks.is_none()).then_some(watch),
+        watch,
+        except,
+        probe,
     })
+}
+
+/// Why a probe (`options.probe`) cannot be answered without doing something a subject outside
+/// every matcher would do too: the managed layer's handlers, a compliance line, a line in the
+/// execution log. `""` when it can.
+fn probe_declined(payload: &Payload, options: &Options) -> &'static str {
+    if crate::dispatch::managed::present() {
+        "the managed layer is there, and its handlers would run"
+    } else if payload.kind == crate::dispatch::events::EventKind::PostToolUse
+        && (options.team.is_some() || payload.team.is_some() || environment::team().is_some())
+    {
+        "a team run's PostToolUse writes a compliance line"
+    } else if environment::exec_log().is_some() {
+        "LEVELCODE_HOOKS_LOG is set, and each dispatch writes a line there"
+    } else {
+        ""
+    }
 }
 
 /// What the chain of handlers of a request will do, as its groups tell before it runs.
@@ -374,11 +419,32 @@ fn chain(ready: &Ready, trace: &Trace) -> Chain {
     if crate::dispatch::managed::present() {
         return Chain::Runs;
     }
+    if ready.probe.is_some_and(|why| !why.is_empty()) {
+        return Chain::Nothing;
+    }
     let mut says = trace.enabled();
+    // The tool input and the root, found only when an `"if"` of a group that applies is
+    // tested against them.
+    let mut call = None;
     for group in ready.groups.iter().filter(|g| g.enabled) {
         match group.applies(kind, tool) {
-            Ok(true) if group.handlers.iter().any(|h| h.enabled) => return Chain::Runs,
-            Ok(_) => {}
+            Ok(true) => {
+                for handler in group.handlers.iter().filter(|h| h.enabled) {
+                    if group.filter.is_none() && handler.filter.is_none() {
+                        return Chain::Runs;
+                    }
+                    let (input, root) = call.get_or_insert_with(|| {
+                        let root = dispatch::project_root(&ready.payload, &ready.options);
+                        (ready.payload.tool_input(), root)
+                    });
+                    if !dispatch::filtered_out(group, handler, &ready.payload, input, root) {
+                        return Chain::Runs;
+                    }
+                    // The chain says why it runs nothing: an answer for this input only.
+                    says = true;
+                }
+            }
+            Ok(false) => {}
             Err(_) => says = true,
         }
     }
@@ -401,7 +467,14 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
         warnings,
         assessment,
         watch,
+        except,
+        probe,
     } = *ready;
+    if let Some(why) = probe.filter(|why| !why.is_empty()) {
+        let answer =
+            serde_json::json!({ "event": payload.event, "probe": "declined", "reason": why });
+        return with_id(answer.to_string(), id);
+    }
     let report = dispatch::dispatch_with(&payload, &options, trace, started, |_, found, gate| {
         found.extend(warnings);
         gate.assessment = assessment;
@@ -409,8 +482,13 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
     });
     trace.summary(&report);
     let mut json = report.to_json(output);
-    if let Some(watch) = &watch {
+    // An answer that an `"if"` made for this tool input holds for no other: nothing to watch,
+    // so a client keeps no answer for the tool (contract §16).
+    if let Some(watch) = watch.as_ref().filter(|_| !report.depends_on_input) {
         add_watch(&mut json, watch);
+        if let Some(except) = except.filter(|_| report.handlers.is_empty()) {
+            add_member(&mut json, "no_match_except", &serde_json::json!(except));
+        }
     }
     with_id(json, id)
 }
@@ -421,13 +499,20 @@ fn add_watch(object: &mut String, watch: &[(std::path::PathBuf, String)]) {
         .iter()
         .map(|(path, stamp)| serde_json::json!([path.to_string_lossy(), stamp]))
         .collect();
+    add_member(object, "watch", &serde_json::Value::Array(entries));
+}
+
+/// Adds one member at the end of the answer object `object`.
+fn add_member(object: &mut String, name: &str, value: &serde_json::Value) {
     debug_assert!(object.ends_with('}'));
     object.pop();
     if !object.ends_with('{') {
         object.push(',');
     }
-    object.push_str("\"watch\":");
-    object.push_str(&serde_json::Value::Array(entries).to_string());
+    object.push('"');
+    object.push_str(name);
+    object.push_str("\":");
+    object.push_str(&value.to_string());
     object.push('}');
 }
 

@@ -47,6 +47,8 @@ pub struct RequestOptions {
     pub hooks: Option<Value>,
     /// Add the files the answer depends on, with their stamps, as `watch` (docs/serve.md).
     pub watch: Option<bool>,
+    /// Run nothing: answer as a subject no group applies to would be answered (docs/serve.md).
+    pub probe: Option<bool>,
 }
 
 fn inline_hooks<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Error> {

@@ -79,9 +79,12 @@ fn schema_describes_the_hooks_key() {
             "enabled",
             "name",
             "onFailure",
-            "protocol"
+            "protocol",
+            "if"
         ]
     );
+    assert_eq!(defs["group"]["properties"]["if"]["$ref"], "#/$defs/if");
+    assert_eq!(handler["properties"]["if"]["$ref"], "#/$defs/if");
     assert_eq!(
         defs["protocol"]["enum"],
         serde_json::json!(["levelcode", "claude", null])

@@ -17,7 +17,7 @@
 import { lstatSync, readlinkSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, sep } from "node:path";
 
-import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, Inotify } from "./inotify.js";
+import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, Inotify, WATCH_ALL, WATCH_ENTRIES } from "./inotify.js";
 import type { HookDispatchOutcome } from "./types.js";
 
 export type CacheStats = { hits: number; misses: number; stored: number; invalidations: number };
@@ -44,6 +44,21 @@ export function isNoMatch(outcome: HookDispatchOutcome): boolean {
 const RECENT_NS = 2_000_000_000n;
 /** Symlinks followed on one path at most, as the kernel does (ELOOP). */
 const MAX_LINKS = 40;
+/** How long after a store the folders further up are watched whole (see `upgrade`). */
+const UPGRADE_DELAY_MS = 20;
+
+/** A folder's owner and permissions, as `lstat` gives them; null when it cannot be read. */
+function attributesOf(dir: string): string | null {
+  try {
+    const s = lstatSync(dir);
+    return `${s.mode}:${s.uid}:${s.gid}`;
+  } catch {
+    return null;
+  }
+}
+
+/** What one answer says of every subject of its scope (see `store`). */
+type Summary = { outcome: HookDispatchOutcome; except: Set<string> };
 
 /**
  * A file's stamp as `serve` writes it in `watch` (docs/serve.md): `dev:ino:mode:size:mtime_ns:
@@ -72,6 +87,16 @@ export class NoMatchCache {
   private readonly unremembered = new Set<string>();
   /** Stamps found to be the files' own since their ways were watched. */
   private readonly verified = new Map<string, string>();
+  /** For a scope (an event in a project), the answer every subject outside `except` gets. */
+  private readonly summaries = new Map<string, Summary>();
+  /** Scopes whose last answer came without a summary: their calls are not held back for one. */
+  private readonly unsummarized = new Set<string>();
+  /**
+   * Folders further up a way, watched for their entries only, each with its descriptor and the
+   * attributes seen then, until `upgrade` watches them whole.
+   */
+  private readonly partial = new Map<string, { wd: number; attributes: string | null }>();
+  private upgradeTimer: ReturnType<typeof setTimeout> | undefined;
   private generation = 0;
   readonly stats: CacheStats = { hits: 0, misses: 0, stored: 0, invalidations: 0 };
 
@@ -82,20 +107,45 @@ export class NoMatchCache {
     return probe !== null;
   }
 
-  /** The remembered answer for `key`, after reading the watches; null when there is none. */
-  lookup(key: string): HookDispatchOutcome | null {
-    const hit = this.answers.get(key);
-    if (hit === undefined) {
+  /**
+   * The remembered answer for `key`, after reading the watches; null when there is none. `scope`
+   * and `subject` (the tool, or the value the event's matcher is tested against) find it in a
+   * summary when `key` itself was never asked.
+   */
+  lookup(key: string, scope?: string, subject?: string): HookDispatchOutcome | null {
+    if (this.answers.get(key) === undefined && this.summarized(scope, subject) === undefined) {
       this.stats.misses++;
       return null;
     }
     this.check();
-    if (!this.answers.has(key)) {
+    const hit = this.answers.get(key) ?? this.summarized(scope, subject);
+    if (hit === undefined) {
       this.stats.misses++;
       return null;
     }
     this.stats.hits++;
     return { ...hit, results: [], warnings: [] };
+  }
+
+  private summarized(scope: string | undefined, subject: string | undefined): HookDispatchOutcome | undefined {
+    if (scope === undefined || subject === undefined) return undefined;
+    const summary = this.summaries.get(scope);
+    return summary !== undefined && !summary.except.has(subject) ? summary.outcome : undefined;
+  }
+
+  /** Counts an answer given from an answer not yet remembered (see the runner's `answerFrom`). */
+  countHit(): void {
+    this.stats.hits++;
+  }
+
+  /** Whether an answer for `scope` may still bring a summary worth waiting for. */
+  mayBeSummarized(scope: string): boolean {
+    return !this.unsummarized.has(scope) && !this.summaries.has(scope);
+  }
+
+  /** Notes that an answer for `scope` came without a summary. */
+  noteUnsummarized(scope: string): void {
+    this.unsummarized.add(scope);
   }
 
   /** Whether an answer for `key` was seen that could not be remembered (handlers ran, say). */
@@ -121,11 +171,17 @@ export class NoMatchCache {
    * the server's reading and the watches. Nothing is stored when a way cannot be watched, a
    * stamp differs, or a file's times are too recent to tell.
    */
-  store(key: string, ticket: number, outcome: HookDispatchOutcome, watch: Array<[string, string]>): void {
+  store(
+    key: string | null,
+    ticket: number,
+    outcome: HookDispatchOutcome,
+    watch: Array<[string, string]>,
+    summary?: { scope: string; except: string[] },
+  ): void {
     this.check();
     if (ticket !== this.generation) return;
     if (!isNoMatch(outcome)) {
-      this.unremembered.add(key);
+      if (key !== null) this.unremembered.add(key);
       return;
     }
     for (const [path] of watch) if (!this.watchWay(path)) return;
@@ -139,8 +195,26 @@ export class NoMatchCache {
       if (current.recent || current.text !== stamp) return;
       this.verified.set(path, stamp);
     }
-    this.answers.set(key, { ...outcome, durationMs: 0 });
+    const kept = { ...outcome, durationMs: 0 };
+    if (key !== null) this.answers.set(key, kept);
+    // The answer of a subject no group may apply to (docs/serve.md, `no_match_except`): every
+    // other subject outside the list gets the same one.
+    if (summary) this.summaries.set(summary.scope, { outcome: kept, except: new Set(summary.except) });
     this.stats.stored++;
+  }
+
+  /**
+   * Whether each file of `watch` still has the stamp the server read, and none changed too
+   * recently to tell: then an answer read from those files is still the answer now, watched or
+   * not.
+   */
+  stampsHold(watch: Array<[string, string]>): boolean {
+    const now = BigInt(Date.now()) * 1_000_000n;
+    for (const [path, stamp] of watch) {
+      const current = stampOf(path, now);
+      if (current.recent || current.text !== stamp) return false;
+    }
+    return true;
   }
 
   /** Forgets every answer and every watch. */
@@ -151,10 +225,41 @@ export class NoMatchCache {
     this.covered.clear();
     this.verified.clear();
     this.unremembered.clear();
+    this.summaries.clear();
+    this.unsummarized.clear();
+    this.partial.clear();
+    clearTimeout(this.upgradeTimer);
+    this.upgradeTimer = undefined;
     this.inotify?.close();
     this.inotify = null;
     this.generation++;
     this.stats.invalidations++;
+  }
+
+  /**
+   * Watches whole each folder that was watched for its entries only. A folder further up can only
+   * change an answer by being created, removed or renamed, which its entry watch sees; a change
+   * of its permissions meanwhile could only make a file unreadable, and so add a warning to an
+   * answer whose decision stays "proceed": that is caught here, by the attributes seen when its
+   * watch was set, and from here on by the watch itself.
+   */
+  private upgrade(): void {
+    this.upgradeTimer = undefined;
+    for (const dir of [...this.partial.keys()]) {
+      if (!this.watchWhole(dir)) {
+        this.invalidate();
+        return;
+      }
+    }
+  }
+
+  /** Watches a folder of `partial` whole; false when it changed since its entry watch was set. */
+  private watchWhole(dir: string): boolean {
+    const entry = this.partial.get(dir);
+    if (entry === undefined) return true;
+    this.partial.delete(dir);
+    const wd = this.inotify?.watch(dir, WATCH_ALL) ?? -1;
+    return wd === entry.wd && attributesOf(dir) === entry.attributes;
   }
 
   /** Reads the watches; drops everything when one of them saw something that matters. */
@@ -195,7 +300,9 @@ export class NoMatchCache {
         at = dirname(at);
         continue;
       }
-      if (!this.interest(at, name)) return false;
+      // The folder that holds the file is watched whole at once; those further up for their
+      // entries only, until `upgrade`.
+      if (!this.interest(at, name, pending.length === 0)) return false;
       const next = join(at, name);
       let stat;
       try {
@@ -217,7 +324,7 @@ export class NoMatchCache {
       }
       if (pending.length === 0 && stat.isFile() && stat.nlink > 1) return false;
       // A folder stands for what is in it (a seal's nearest folder of a path not there yet).
-      if (pending.length === 0 && stat.isDirectory() && !this.interest(next, null)) return false;
+      if (pending.length === 0 && stat.isDirectory() && !this.interest(next, null, true)) return false;
       if (pending.length > 0 && !stat.isDirectory()) return true; // the way ends in a file: nothing further to watch
       at = next;
     }
@@ -225,11 +332,23 @@ export class NoMatchCache {
     return true;
   }
 
-  /** Watches `dir` for `name` (null: for every name in it). */
-  private interest(dir: string, name: string | null): boolean {
+  /**
+   * Watches `dir` for `name` (null: for every name in it): whole, or (`whole` false) for its
+   * entries only, which the kernel sets up at once however many entries the folder has.
+   */
+  private interest(dir: string, name: string | null, whole: boolean): boolean {
     let wd = this.watched.get(dir);
+    if (wd !== undefined && whole && this.partial.has(dir)) {
+      if (!this.watchWhole(dir)) return false;
+    }
     if (wd === undefined) {
-      wd = this.inotify!.watch(dir);
+      const attributes = whole ? null : attributesOf(dir);
+      wd = this.inotify!.watch(dir, whole ? WATCH_ALL : WATCH_ENTRIES);
+      if (wd >= 0 && !whole) {
+        this.partial.set(dir, { wd, attributes });
+        this.upgradeTimer ??= setTimeout(() => this.upgrade(), UPGRADE_DELAY_MS);
+        (this.upgradeTimer as { unref?: () => void }).unref?.();
+      }
       if (wd < 0) {
         // A folder that is not there is fine (the one above sees it appear); one that is there
         // and cannot be watched is not.

@@ -24,8 +24,16 @@ const IN_ONLYDIR = 0x01000000;
 const IN_NONBLOCK = 0x800;
 const IN_CLOEXEC = 0x80000;
 
-const WATCH_MASK =
+/** Everything about a folder and the entries in it. */
+export const WATCH_ALL =
   IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+/**
+ * Entries of a folder created, removed or renamed, and the folder itself removed or moved, but
+ * not changes of the entries' contents or attributes. The kernel sets up a watch with this mask
+ * at once, where one that also asks for the entries' changes first marks each entry the folder
+ * has in its cache: milliseconds for a folder such as a busy `/tmp`.
+ */
+export const WATCH_ENTRIES = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 
 type Libc = {
   inotify_init1: (flags: number) => number;
@@ -103,10 +111,13 @@ export class Inotify {
     return fd < 0 ? null : new Inotify(libc, fd);
   }
 
-  /** Watches a folder and the entries in it; the watch descriptor, or -1 when it cannot. */
-  watch(dir: string): number {
+  /**
+   * Watches a folder for `mask` (`WATCH_ALL` or `WATCH_ENTRIES`); the watch descriptor, or -1
+   * when it cannot. Watching a folder again replaces its mask and keeps its descriptor.
+   */
+  watch(dir: string, mask: number = WATCH_ALL): number {
     if (this.closed) return -1;
-    return this.c.inotify_add_watch(this.fd, new TextEncoder().encode(`${dir}\0`), WATCH_MASK);
+    return this.c.inotify_add_watch(this.fd, new TextEncoder().encode(`${dir}\0`), mask);
   }
 
   /**

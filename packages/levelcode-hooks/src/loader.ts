@@ -103,10 +103,12 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (typeof h.name === "string") handler.name = h.name;
     // Only the protocol that is not the default: what a person would have had to write.
     if (h.protocol === "claude") handler.protocol = h.protocol;
+    if (typeof h.if === "string") handler.if = h.if;
     const groups = (hooks[event] ??= []);
     if (groupKey !== lastGroup || groups.length === 0) {
       const group: HookMatcher = { hooks: [] };
       if (typeof h.matcher === "string") group.matcher = h.matcher;
+      if (typeof h.group_if === "string") group.if = h.group_if;
       groups.push(group);
       lastGroup = groupKey;
     }

@@ -68,8 +68,8 @@ export class Pool {
   }
 
   /** Writes `line` to a server before returning; resolves with the answer or a fault. */
-  send(server: Server, line: string, id: number): Promise<Reply> {
-    return server.send(line, id);
+  send(server: Server, line: string, id: number, quiet = false): Promise<Reply> {
+    return server.send(line, id, quiet);
   }
 
   /** Ends every server as a caller would: each answers what it was given, then exits. */

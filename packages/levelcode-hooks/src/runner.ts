@@ -16,7 +16,7 @@ import { isAbsolute, join } from "node:path";
 
 import { failOpen, outcomeFromAnswer } from "./answer.js";
 import { findBinary } from "./binary.js";
-import { NoMatchCache, type CacheStats } from "./cache.js";
+import { isNoMatch, NoMatchCache, type CacheStats } from "./cache.js";
 import { inotifyLoaded } from "./inotify.js";
 import { listArgs, listAsync } from "./loader.js";
 import { newId, poolFor, type Pool } from "./pool.js";
@@ -71,6 +71,9 @@ export type TrustStatus = ProjectTrust & {
 
 /** A request unanswered this long gets its time limit worked out from what it runs. */
 const SLOW_MS = 1000;
+/** How long a tool call waits for another tool's answer that may say no group applies to it. */
+const HOLD_MS = 10;
+const TOOL_EVENTS = new Set(["PreToolUse", "PostToolUse", "PostToolUseFailure"]);
 /** A handler may cost its timeout plus about 1.5 s (contract §6). */
 const PER_HANDLER_GRACE_MS = 1500;
 const DEFAULT_TIMEOUT_S = 10;
@@ -268,43 +271,197 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
 
     const memory = cacheNow();
     const cwd = payload.cwd;
-    // A dispatch that writes a log leaves a trace that an answer from memory would not.
-    if (memory && typeof cwd === "string" && isAbsolute(cwd) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM)) {
-      // What the matcher is tested against: a no-match holds for that value only.
-      const member = MATCHER_MEMBERS[event as HookEventName];
-      const subject = typeof payload.tool_name === "string" ? payload.tool_name : member && typeof payload[member] === "string" ? `${member}=${payload[member]}` : "\u0003";
-      const key = `${envId}\u0002${cwd}\u0002${event}\u0002${subject}`;
-      const hit = memory.lookup(key);
+    if (memory && typeof cwd === "string" && cacheable(event, payload)) {
+      const { key, scope, subject } = cacheKey(event, cwd, payload);
+      let hit = memory.lookup(key, scope, subject);
+      if (!hit) {
+        const pending = fresh.get(scope);
+        hit = pending ? answerFrom(memory, pending.verdict, key, subject, true) : null;
+        // A host that never lets a timer run (calls answered from memory, one after another)
+        // gets the watches now, on the second call that needs them.
+        if (hit && pending && ++pending.uses > 1) pending.storeNow();
+      }
       if (hit) return Promise.resolve(hit);
-      // A tool call of a step whose twin is on its way: the twin's answer, once it is remembered,
-      // answers this one too (both were asked before the server read the settings). An answer
-      // that ran handlers is not remembered: then this call is sent on its own. Tool events only:
-      // levelcode awaits them, while Stop may be the host's last act.
-      const twin = (event === "PreToolUse" || event === "PostToolUse") && !memory.matched(key) ? inflight.get(key) : undefined;
-      if (twin) return twin.then(() => memory.lookup(key) ?? send(bin, event, payload, memory, key));
-      const sent = send(bin, event, payload, memory, key);
+      // A tool call of a step whose twin is on its way: the twin's answer answers this one too,
+      // and so does the answer of another tool's call, or of the probe, when it says which tools
+      // no group applies to (and the files it was read from still hold what it read). An answer
+      // that ran handlers answers nothing else: then this call is sent on its own. Tool events
+      // only: levelcode awaits them, while Stop may be the host's last act.
       if (event === "PreToolUse" || event === "PostToolUse") {
-        inflight.set(key, sent);
-        void sent.then(() => {
-          if (inflight.get(key) === sent) inflight.delete(key);
+        const twin = !memory.matched(key) ? inflight.get(key) : undefined;
+        const waiting = subject !== undefined && memory.mayBeSummarized(scope) ? scopeAhead.get(scope) : undefined;
+        waiting?.wake?.();
+        const ahead = twin ?? waiting?.answered;
+        if (ahead) {
+          return ahead.then(
+            (verdict) => answerFrom(memory, verdict, key, subject) ?? memory.lookup(key, scope, subject) ?? send(bin, event, payload, memory, key, scope),
+          );
+        }
+      }
+      let settle: (verdict: Verdict | null) => void = () => {};
+      const verdict = new Promise<Verdict | null>((resolve) => (settle = resolve));
+      const sent = send(bin, event, payload, memory, key, scope, settle);
+      if (event === "PreToolUse" || event === "PostToolUse") {
+        void sent.then(() => settle(null));
+        inflight.set(key, verdict);
+        void verdict.then(() => {
+          if (inflight.get(key) === verdict) inflight.delete(key);
         });
+        if (!scopeAhead.has(scope)) hold(scope, verdict, HOLD_MS);
       }
       return sent;
     }
-    return send(bin, event, payload, null, "");
+    return send(bin, event, payload, null, "", undefined);
+  }
+
+  /**
+   * What an answer says of a call that waited for it: its outcome, when the answer was the plain
+   * no-match for this very key, or for a scope whose summary leaves this subject out, and the
+   * files it was read from still hold what the server read (checked once per answer).
+   */
+  function answerFrom(memory: NoMatchCache, verdict: Verdict | null, key: string, subject: string | undefined, again = false): HookDispatchOutcome | null {
+    if (verdict === null) return null;
+    if (verdict.key !== key && !(verdict.except !== null && subject !== undefined && !verdict.except.has(subject))) return null;
+    const holds = again ? memory.stampsHold(verdict.watch) : (verdict.holds ??= memory.stampsHold(verdict.watch));
+    if (!holds) return null;
+    memory.countHit();
+    return { ...verdict.outcome, results: [], warnings: [], durationMs: 0 };
+  }
+
+  /**
+   * For each scope, its latest no-match answer until the memory has it (`storeLater`): a call
+   * made meanwhile is answered from it once the files are seen to hold what the server read.
+   */
+  const fresh = new Map<string, { verdict: Verdict; uses: number; storeNow: () => void }>();
+
+  /**
+   * Remembers an answer, after the callers waiting for it have it: watching the files it depends
+   * on costs more than the answer itself the first time (see cache.ts).
+   */
+  function storeLater(memory: NoMatchCache, verdict: Verdict, ticket: number, summary?: { scope: string; except: string[] }): void {
+    let done = false;
+    const entry = { verdict, uses: 0, storeNow };
+    function storeNow(): void {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      memory.store(verdict.key, ticket, verdict.outcome, verdict.watch, summary);
+      if (summary && fresh.get(summary.scope) === entry) fresh.delete(summary.scope);
+    }
+    if (summary) fresh.set(summary.scope, entry);
+    const timer = setTimeout(storeNow, 0);
+    (timer as Unrefable).unref?.();
+  }
+
+  /** Whether an answer from memory could stand for this event's (docs/serve.md). */
+  function cacheable(event: string, payload: HookPayload): boolean {
+    // A dispatch that writes a log leaves a trace that an answer from memory would not.
+    return isAbsolute(payload.cwd as string) && !("team" in payload) && !env.LEVELCODE_HOOKS_LOG && !(event === "PostToolUse" && env.LEVELCODE_TEAM);
+  }
+
+  /**
+   * Where an event's answer is kept: `key` for this very subject, `scope` for the event in this
+   * project and environment (what a summary covers), and `subject`, what the matcher is tested
+   * against, when a summary may answer it (a tool event's `tool_name` must be a string).
+   */
+  function cacheKey(event: string, cwd: string, payload: HookPayload): { key: string; scope: string; subject: string | undefined } {
+    const scope = `${envId}\u0002${cwd}\u0002${event}`;
+    const member = MATCHER_MEMBERS[event as HookEventName];
+    if (typeof payload.tool_name === "string") return { key: `${scope}\u0002${payload.tool_name}`, scope, subject: payload.tool_name };
+    if (member && typeof payload[member] === "string") return { key: `${scope}\u0002${member}=${payload[member]}`, scope, subject: payload[member] as string };
+    // A tool event without a tool's name is an error the dispatcher answers itself.
+    return { key: `${scope}\u0002\u0003`, scope, subject: TOOL_EVENTS.has(event) ? undefined : "\u0003" };
   }
 
   /** Requests not answered yet, by cache key: what a twin of one waits for. */
-  const inflight = new Map<string, Promise<HookDispatchOutcome>>();
+  const inflight = new Map<string, Promise<Verdict | null>>();
+  /**
+   * For each scope, the request whose answer may say which subjects no group applies to: what
+   * another tool's call of the same step waits for, at most `HOLD_MS` when that request may run
+   * handlers (a probe runs none, so its answer is waited for).
+   */
+  const scopeAhead = new Map<string, { answered: Promise<Verdict | null>; wake?: (() => void) | undefined }>();
+  function hold(scope: string, sent: Promise<Verdict | null>, bound: number | null, wake?: () => void): void {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const limit =
+      bound === null
+        ? null
+        : new Promise<null>((resolve) => {
+            timer = setTimeout(() => resolve(null), bound);
+            (timer as Unrefable).unref?.();
+          });
+    const answered = (limit ? Promise.race([sent, limit]) : sent).then((verdict) => {
+      clearTimeout(timer);
+      return verdict;
+    });
+    const entry = { answered, wake };
+    scopeAhead.set(scope, entry);
+    void answered.then(() => {
+      if (scopeAhead.get(scope) === entry) scopeAhead.delete(scope);
+    });
+  }
+
+  /**
+   * Asks, for the tool events in the host's own directory, which tools no group applies to, so
+   * that the first tool call of the process is answered from memory. Sent when the runner is
+   * made, as a quiet request: it runs nothing (docs/serve.md, `options.probe`), it does not hold
+   * the host, and its answer is read along with the first event's, or as soon as a tool call
+   * waits for it.
+   */
+  function probe(bin: string): void {
+    const memory = cacheNow();
+    const cwd = process.cwd();
+    if (!memory || inlineJson !== null || serveFailure !== null) return;
+    for (const event of ["PreToolUse", "PostToolUse"]) {
+      const payload: HookPayload = { event, cwd, tool_name: "", tool_input: {} };
+      if (!cacheable(event, payload)) continue;
+      const { scope } = cacheKey(event, cwd, payload);
+      if (scopeAhead.has(scope) || !memory.mayBeSummarized(scope)) continue;
+      const chosen = poolOf(bin);
+      const server = chosen.pick();
+      if (!server.watch) return;
+      const ticket = memory.ticket();
+      const id = newId();
+      const line = `{"id":${id},"options":{"watch":true,"probe":true},${payloadJson(event, payload).slice(1)}\n`;
+      const answered = chosen.send(server, line, id, true).then((reply): Verdict | null => {
+        if (reply.kind !== "answer") return null;
+        const watch = watchList(reply.answer.watch);
+        const except = stringList(reply.answer.no_match_except);
+        const outcome = outcomeFromAnswer(reply.answer);
+        if (!watch || !except || !isNoMatch(outcome)) return null;
+        const verdict = { outcome, key: null, except: new Set(except), watch };
+        storeLater(memory, verdict, ticket, { scope, except });
+        return verdict;
+      });
+      hold(scope, answered, null, () => server.wake(id));
+    }
+  }
 
   /** Writes the request to a server before returning (see `dispatch`). */
-  function send(bin: string, event: string, payload: HookPayload, memory: NoMatchCache | null, key: string): Promise<HookDispatchOutcome> {
+  function send(
+    bin: string,
+    event: string,
+    payload: HookPayload,
+    memory: NoMatchCache | null,
+    key: string,
+    scope: string | undefined,
+    settle?: (verdict: Verdict | null) => void,
+  ): Promise<HookDispatchOutcome> {
     const ticket = memory ? memory.ticket() : null;
     const remember = (reply: Reply, outcome: HookDispatchOutcome): HookDispatchOutcome => {
-      if (ticket !== null && reply.kind === "answer") {
+      if (memory && ticket !== null && reply.kind === "answer") {
         const watch = inlineJson !== null ? [] : watchList(reply.answer.watch);
-        if (watch) memory?.store(key, ticket, outcome, watch);
-        else memory?.noteMatched(key);
+        const except = inlineJson !== null ? null : stringList(reply.answer.no_match_except);
+        // An answer that ran nothing and says nothing of other subjects: its scope has matchers
+        // that only a subject can tell (regular expressions), so no call waits for a summary.
+        if (scope !== undefined && except === null && outcome.results.length === 0) memory.noteUnsummarized(scope);
+        if (!watch || !isNoMatch(outcome)) memory.noteMatched(key);
+        else {
+          const summary = scope !== undefined && except !== null ? { scope, except } : undefined;
+          const verdict = { outcome, key, except: summary ? new Set(except) : null, watch };
+          settle?.(verdict);
+          storeLater(memory, verdict, ticket, summary);
+        }
       }
       return outcome;
     };
@@ -404,6 +561,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     reportedServeFailure = false;
     pool = null;
     seenWarnings.clear();
+    fresh.clear();
     cache?.invalidate();
   }
 
@@ -414,6 +572,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   function close(): void {
     if (closed) return;
     closed = true;
+    fresh.clear();
     cache?.invalidate();
     if (settingsDir) rmSync(settingsDir, { recursive: true, force: true });
     settingsDir = null;
@@ -464,6 +623,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const bin = findOnce();
     if (bin) {
       poolOf(bin).warm();
+      probe(bin);
     }
   } catch {
     // the first runEvent reports it
@@ -484,6 +644,24 @@ function releasePool(pool: Pool): void {
     holders.delete(pool);
     pool.endAll();
   }
+}
+
+/**
+ * What one answer can say of calls other than its own (see `answerFrom`): its plain no-match
+ * outcome, for its own key, and for each subject of its scope outside `except`.
+ */
+type Verdict = {
+  outcome: HookDispatchOutcome;
+  key: string | null;
+  except: Set<string> | null;
+  watch: Array<[string, string]>;
+  /** Whether the files still hold what the server read, once asked. */
+  holds?: boolean;
+};
+
+/** A list of strings, or null when `value` is not one. */
+function stringList(value: unknown): string[] | null {
+  return Array.isArray(value) && value.every((item) => typeof item === "string") ? (value as string[]) : null;
 }
 
 /** The `watch` member of an answer (docs/serve.md): each file with its stamp; null when absent. */

@@ -53,6 +53,12 @@ export class Server {
   private buffered = "";
   /** Requests written and not answered yet, the oldest first. */
   private readonly pending = new Map<string, (reply: Reply) => void>();
+  /**
+   * Requests among `pending` that nobody waits for yet (a probe sent when the runner was made):
+   * they neither hold the host nor count as work out, and their answers are read along with the
+   * next request's, or once `wake` is called.
+   */
+  private readonly quiet = new Set<string>();
   private answeredAny = false;
   private dead = false;
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -112,36 +118,44 @@ export class Server {
     return this.proc.pid;
   }
 
-  /** Requests out. */
+  /** Requests out that someone waits for. */
   get outstanding(): number {
-    return this.pending.size;
+    return this.pending.size - this.quiet.size;
   }
 
-  /** Whether `id` is the oldest request still out. */
+  /** Whether `id` is the oldest request still out that someone waits for. */
   isOldest(id: number): boolean {
-    return this.pending.keys().next().value === String(id);
+    return this.oldest() === String(id);
+  }
+
+  private oldest(): string | undefined {
+    for (const key of this.pending.keys()) if (!this.quiet.has(key)) return key;
+    return undefined;
+  }
+
+  /** Someone now waits for the quiet request `id`: it holds the host and is read like any other. */
+  wake(id: number): void {
+    const key = String(id);
+    if (!this.quiet.has(key) || this.dead) return;
+    const idle = this.outstanding === 0;
+    this.quiet.delete(key);
+    if (idle) this.busy();
+    this.watchStart();
   }
 
   /**
    * Writes one request line (ending in a newline) before returning, and resolves with its answer
    * or a fault. `id` is the line's `id`, a number unique in this process.
    */
-  send(line: string, id: number): Promise<Reply> {
+  send(line: string, id: number, quiet = false): Promise<Reply> {
     if (this.dead) {
       return Promise.resolve({ kind: "fault", warning: "levelcode-hooks serve had already ended", neverStarted: false });
     }
     return new Promise<Reply>((resolve) => {
-      if (this.outstanding === 0) {
-        this.lastProgress = Date.now();
-        this.progressTurn = currentTurn();
-        this.refAll();
-      }
-      clearTimeout(this.idleTimer);
-      if (!this.answeredAny && this.startTimer === undefined) {
-        this.startTimer = setTimeout(() => {
-          if (!this.answeredAny) this.kill(`levelcode-hooks serve did not answer its first line within ${this.startTimeoutMs} ms`);
-        }, Math.max(0, this.spawnedAt + this.startTimeoutMs - Date.now()));
-        (this.startTimer as Unrefable).unref?.();
+      if (quiet) this.quiet.add(String(id));
+      else {
+        if (this.outstanding === 0) this.busy();
+        this.watchStart();
       }
       this.pending.set(String(id), resolve);
       if (!this.proc.write(line)) {
@@ -152,11 +166,36 @@ export class Server {
     });
   }
 
-  /** Ends the server as a caller would: end of input; it answers what it has and exits 0. */
+  /** From idle to busy: the host waits for the server, and its answers are read. */
+  private busy(): void {
+    this.lastProgress = Date.now();
+    this.progressTurn = currentTurn();
+    this.refAll();
+    clearTimeout(this.idleTimer);
+  }
+
+  /** A server that has answered nothing within its start time is given up. */
+  private watchStart(): void {
+    if (this.answeredAny || this.startTimer !== undefined) return;
+    this.startTimer = setTimeout(() => {
+      if (!this.answeredAny) this.kill(`levelcode-hooks serve did not answer its first line within ${this.startTimeoutMs} ms`);
+    }, Math.max(0, this.spawnedAt + this.startTimeoutMs - Date.now()));
+    (this.startTimer as Unrefable).unref?.();
+  }
+
+  /**
+   * Ends the server as a caller would: end of input; it answers what it has and exits 0. A quiet
+   * request, which nobody waits for, is settled now.
+   */
   end(): void {
     if (this.dead) return;
     this.proc.end();
     this.dead = true;
+    for (const key of this.quiet) {
+      this.pending.get(key)?.({ kind: "fault", warning: "levelcode-hooks serve ended before this was read", neverStarted: false });
+      this.pending.delete(key);
+    }
+    this.quiet.clear();
     this.onDeath(this);
   }
 
@@ -179,6 +218,7 @@ export class Server {
     this.unrefAll();
     const held = [...this.pending.values()];
     this.pending.clear();
+    this.quiet.clear();
     for (const resolve of held) resolve({ kind: "fault", warning: reason, neverStarted: !this.answeredAny });
     if (!wasDead) this.onDeath(this);
   }
@@ -210,8 +250,9 @@ export class Server {
       this.kill(`levelcode-hooks serve wrote a line that answers no request: ${line.slice(0, 120)}`);
       return;
     }
-    if (this.pending.keys().next().value !== key) this.concurrent = true;
+    if (!this.quiet.has(key) && this.oldest() !== key) this.concurrent = true;
     this.pending.delete(key);
+    this.quiet.delete(key);
     this.answeredAny = true;
     clearTimeout(this.startTimer);
     this.lastProgress = Date.now();

@@ -56,6 +56,12 @@ export type HookHandler = {
   /** A label for output and logs. */
   name?: string | undefined;
   protocol?: HookProtocol | undefined;
+  /**
+   * A permission rule in Claude Code's syntax, `Tool` or `Tool(pattern)`, such as
+   * `"Bash(git commit *)"` or `"Edit(src/**)"`: the handler runs only for the tool calls it
+   * matches (docs/hooks.md, "Filtering by arguments: if").
+   */
+  if?: string | undefined;
 };
 
 /** One group: a matcher and the handlers it runs. */
@@ -64,6 +70,8 @@ export type HookMatcher = {
   matcher?: string | undefined;
   enabled?: boolean | undefined;
   protocol?: HookProtocol | undefined;
+  /** A permission rule each handler of the group must match too (see `HookHandler.if`). */
+  if?: string | undefined;
   hooks: HookHandler[];
 };
 

@@ -150,6 +150,34 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     expect(runner.cacheStats().hits - before.hits).toBe(100);
   });
 
+  test("a call an \"if\" filtered out is a no-match for that input only, never for the tool", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    for (const folder of [join(home, ".config", "levelcode"), project]) mkdirSync(folder, { recursive: true });
+    const checker = { command: "cat > /dev/null; echo commit checker >&2; exit 2", if: "Bash(git commit *)" };
+    writeFileSync(join(home, ".config", "levelcode", "settings.json"), settings({ PreToolUse: [{ matcher: "run_terminal_command", hooks: [checker] }] }));
+    // Old enough that an answer may be remembered.
+    await sleep(2100);
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    // A tool the group never applies to: a no-match for the tool, remembered and answered from
+    // memory, so the cache is at work here.
+    const write = { event: "PreToolUse", cwd: project, tool_name: "write_file", tool_input: { path: "a.ts" } };
+    await runner.runEvent("PreToolUse", write);
+    await runner.runEvent("PreToolUse", write);
+    expect(runner.cacheStats().hits).toBe(1);
+    const bash = (command: string) => ({ event: "PreToolUse", cwd: project, tool_name: "run_terminal_command", tool_input: { command } });
+    for (let round = 0; round < 3; round++) {
+      const ls = await runner.runEvent("PreToolUse", bash("ls"));
+      expect(ls.blocked).toBe(false);
+      expect(ls.results).toEqual([]);
+      const commit = await runner.runEvent("PreToolUse", bash("git add . && git commit -m x"));
+      expect(commit.blocked).toBe(true);
+      expect(commit.reason).toBe("commit checker");
+    }
+    expect(runner.cacheStats().hits).toBe(1);
+  });
+
   test("nothing is remembered in a team's PostToolUse, which writes the compliance log", async () => {
     const runner = createHookRunner({ env: { LEVELCODE_TEAM: "alpha", LEVELCODE_DIR: join(dir, "data") } });
     runners.push(runner);
@@ -159,6 +187,59 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
       await sleep(100);
     }
     expect(runner.cacheStats().hits).toBe(0);
+  });
+});
+
+describe.skipIf(!cacheAvailable)("the no-match cache and what one answer says of other tools", () => {
+  test("a tool no matcher names is answered from another tool's answer; a tool a matcher names, or one given a hook since, is not", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    const user = join(home, ".config", "levelcode");
+    for (const folder of [user, project]) mkdirSync(folder, { recursive: true });
+    const file = join(user, "settings.json");
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "guarded|Bash", protocol: "claude", hooks: [{ command: "echo 'no' >&2; exit 2" }] }] }));
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+    await sleep(2100);
+
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    const call = (tool: string) => runner.runEvent("PreToolUse", { event: "PreToolUse", cwd: project, tool_name: tool, tool_input: { command: "ls" } });
+    expect((await call("write_file")).blocked).toBe(false);
+    await sleep(50);
+    const before = runner.cacheStats().hits;
+    // Never asked about, and named by no matcher: from memory.
+    expect((await call("glob")).blocked).toBe(false);
+    expect(runner.cacheStats().hits).toBe(before + 1);
+    // Named by a matcher, directly or by its Claude Code name: to the dispatcher, which blocks.
+    expect((await call("guarded")).blocked).toBe(true);
+    expect((await call("run_terminal_command")).blocked).toBe(true);
+    expect(runner.cacheStats().hits).toBe(before + 1);
+
+    // A hook for a tool that was answered from memory: the next call runs it.
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "glob", hooks: [{ command: "echo 'now' >&2; exit 2" }] }] }));
+    const after = await call("glob");
+    expect(after.blocked).toBe(true);
+    expect(after.reason).toBe("now");
+  });
+
+  test("calls of a step that wait for the first answer get the dispatcher's answers", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    const user = join(home, ".config", "levelcode");
+    for (const folder of [user, project]) mkdirSync(folder, { recursive: true });
+    const file = join(user, "settings.json");
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "tool_7", hooks: [{ command: "echo 'seven' >&2; exit 2" }] }] }));
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+    await sleep(2100);
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined } });
+    runners.push(runner);
+    const tools = Array.from({ length: 60 }, (_, i) => `tool_${i % 12}`);
+    const outcomes = await Promise.all(tools.map((tool) => runner.runEvent("PreToolUse", { event: "PreToolUse", cwd: project, tool_name: tool, tool_input: {} })));
+    expect(outcomes.map((o) => o.blocked)).toEqual(tools.map((tool) => tool === "tool_7"));
+    expect(outcomes.filter((o) => o.blocked).every((o) => o.reason === "seven")).toBe(true);
+    expect(runner.cacheStats().hits).toBeGreaterThan(0);
   });
 });
 

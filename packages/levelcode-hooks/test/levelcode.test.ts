@@ -173,6 +173,27 @@ say({ blocked: outcomes.filter((o) => o.blocked).length, reason: outcomes[117]!.
     expect(survivors((step?.counts as { pids: number[] }).pids)).toEqual([]);
   });
 
+  test("the first tool call of a fresh process is answered from what the runner asked when it was made", async () => {
+    const project = guardedProject();
+    // Settings older than two seconds: their stamps alone tell that nothing changed.
+    await Bun.sleep(2100);
+    const got = host(
+      `${EXECUTOR}
+await new Promise((r) => setTimeout(r, 300));
+const first = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "write_file", tool_input: { path: "a" } });
+const afterFirst = hookRunner.cacheStats();
+const guarded = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "guarded", tool_input: {} });
+say({ first: first.blocked, afterFirst, guarded: guarded.blocked, reason: guarded.reason, counts: hooks.serverCounts() });`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [seen] = got.lines;
+    expect(seen).toMatchObject({ first: false, afterFirst: { hits: 1 }, guarded: true, reason: "not this one" });
+    expect((seen?.counts as { alive: number }).alive).toBe(1);
+    expect(survivors((seen?.counts as { pids: number[] }).pids)).toEqual([]);
+  });
+
   test("Stop fired without await, then process.exit (levelcode -p): its handler still runs", () => {
     const project = join(dir, "project");
     mkdirSync(project);

@@ -156,7 +156,8 @@ describe("faults resolve fail-open", () => {
     const project = join(dir, "p");
     writeProjectHooks(project, { PreToolUse: [{ matcher: "a", hooks: [{ command: "true", timeout: 0.2 }] }, { matcher: "b", hooks: [{ command: "true", timeout: 60 }] }] });
     const binary = fakeBinary(`${ANSWER_FIRST}; while read -r line; do :; done`);
-    const runner = runnerWith({ binary, hangMarginMs: 300 });
+    // Without the no-match cache, the runner sends no probe: the first line is the "warm" event.
+    const runner = runnerWith({ binary, hangMarginMs: 300, noMatchCache: false });
     await runner.runEvent("PreToolUse", { ...pre("warm"), cwd: project });
     const outcome = await runner.runEvent("PreToolUse", { ...pre("a"), cwd: project });
     expect(outcome.warnings.join("\n")).toContain("no answer within 2000 ms");

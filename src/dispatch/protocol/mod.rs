@@ -51,6 +51,12 @@ pub trait Rules: Sync {
         &[]
     }
 
+    /// Every levelcode tool for which [`Rules::tool_names`] has names, with those names: what
+    /// tells, without a tool at hand, which tools a matcher of plain names can apply to.
+    fn named_tools(&self) -> &'static [(&'static str, &'static [&'static str])] {
+        &[]
+    }
+
     /// What a group's matcher is tested against on an event of `kind` that has no tool, when it
     /// is tested at all.
     fn event_subject(&self, _kind: EventKind) -> Option<&'static str> {

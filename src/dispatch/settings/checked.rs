@@ -190,6 +190,7 @@ pub(super) fn parse_group(
         None | Some(Value::Null) => None,
         Some(value) => Some(parse_protocol(value, path.key("protocol"), "group", at)?),
     };
+    let filter = parse_filter(fields.get("if"), path.key("if"), "group", at);
     let mut handlers = Vec::with_capacity(hooks.len());
     for (h, value) in hooks.into_iter().enumerate() {
         if let Some(handler) = parse_handler(h, value, protocol, path.handler(h), at) {
@@ -203,6 +204,7 @@ pub(super) fn parse_group(
         matcher,
         enabled,
         protocol,
+        filter,
         handlers,
         compiled: OnceLock::new(),
         parses: OnceLock::new(),
@@ -377,6 +379,7 @@ pub(super) fn parse_handler(
             OnFailure::Proceed
         }
     };
+    let filter = parse_filter(fields.get("if"), path.key("if"), "handler", at);
     Some(Handler {
         index,
         action: program,
@@ -385,7 +388,32 @@ pub(super) fn parse_handler(
         name,
         protocol,
         on_failure,
+        filter,
     })
+}
+
+/// An `"if"`: a string, read as a rule when a call is tested against it (a string that is no
+/// rule lets the handler run, with a warning then); anything else is ignored, with a warning.
+fn parse_filter(
+    value: Option<&Value>,
+    path: EntryPath<'_>,
+    what: &str,
+    at: &mut Location<'_>,
+) -> Option<Filter> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(rule)) => Some(Filter::new(rule.as_str())),
+        Some(other) => {
+            at.warn(
+                path,
+                format!(
+                    "must be a permission rule such as \"Bash(git commit *)\" or \"Edit(src/**)\", not {}; ignored, so the {what} runs for every call its matcher matches",
+                    short_json(other)
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// The timeout in seconds for a handler's `timeout` value, and the warning to give, if any

@@ -83,6 +83,8 @@ pub(super) struct CleanGroup<'a> {
     enabled: Option<bool>,
     #[serde(borrow, default)]
     protocol: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "if")]
+    filter: Option<std::borrow::Cow<'a, str>>,
 }
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -101,6 +103,8 @@ pub(super) struct CleanHandler<'a> {
     name: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     protocol: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "if")]
+    filter: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// An event's groups when they have the shape nearly every settings file has, with nothing to
@@ -148,6 +152,7 @@ fn read_groups(
         hooks: Vec::new(),
         enabled: None,
         protocol: None,
+        filter: None,
     };
     reader
         .array(|reader| {
@@ -194,7 +199,7 @@ fn optional_text<'a>(reader: &mut Reader<'a>) -> Read<Option<Cow<'a, str>>> {
 /// empty.
 fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<()> {
     let mut seen = Seen(0);
-    let (mut matcher, mut enabled, mut protocol) = (None, None, None);
+    let (mut matcher, mut enabled, mut protocol, mut filter) = (None, None, None, None);
     entry.hooks.clear();
     reader.object(|reader, key| {
         match key.plain().ok_or(Unsure)? {
@@ -217,6 +222,10 @@ fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<(
                 seen.first(3)?;
                 protocol = optional_text(reader)?;
             }
+            "if" => {
+                seen.first(4)?;
+                filter = optional_text(reader)?;
+            }
             _ => return Err(Unsure),
         }
         Ok(())
@@ -228,6 +237,7 @@ fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<(
     entry.matcher = matcher;
     entry.enabled = enabled;
     entry.protocol = protocol;
+    entry.filter = filter;
     Ok(())
 }
 
@@ -242,6 +252,7 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
         enabled: None,
         name: None,
         protocol: None,
+        filter: None,
     };
     reader.object(|reader, key| {
         match key.plain().ok_or(Unsure)? {
@@ -281,6 +292,10 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
             "protocol" => {
                 seen.first(6)?;
                 handler.protocol = optional_text(reader)?;
+            }
+            "if" => {
+                seen.first(7)?;
+                handler.filter = optional_text(reader)?;
             }
             _ => return Err(Unsure),
         }
@@ -433,6 +448,7 @@ pub(super) fn clean_group(
             name: handler.name.map(std::borrow::Cow::into_owned),
             protocol: handler_protocol,
             on_failure: OnFailure::Proceed,
+            filter: handler.filter.map(Filter::new),
         });
     }
     if !build {
@@ -445,6 +461,7 @@ pub(super) fn clean_group(
         matcher: entry.matcher.take().map(std::borrow::Cow::into_owned),
         enabled,
         protocol,
+        filter: entry.filter.take().map(Filter::new),
         handlers,
         compiled: OnceLock::new(),
         parses: OnceLock::new(),

@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::dispatch::events::EventKind;
+use crate::dispatch::events::{EventKind, Subject};
+use crate::dispatch::filter::Filter;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher::{self, Matcher};
 use crate::dispatch::protocol::Protocol;
@@ -48,6 +49,9 @@ pub struct Group {
     pub enabled: bool,
     /// The group's own `"protocol"`, when it has one; its handlers' default.
     pub protocol: Option<Protocol>,
+    /// The group's `"if"` (contract §16): each of its handlers runs only for the calls it
+    /// matches, and only for those its own `"if"` matches too.
+    pub filter: Option<Filter>,
     pub handlers: Vec<Handler>,
     /// The matcher, compiled the first time a tool event needs it.
     compiled: OnceLock<Result<Matcher, String>>,
@@ -69,6 +73,8 @@ pub struct Handler {
     pub protocol: Protocol,
     /// What the handler's own failure means (contract §16).
     pub on_failure: OnFailure,
+    /// The handler's `"if"` (contract §16).
+    pub filter: Option<Filter>,
 }
 
 /// What a handler's own failure (it could not start, timed out, died by a signal, exited with a
@@ -141,7 +147,50 @@ impl Group {
     }
 }
 
+/// The subjects (tool names, or the values of the event's matcher member) for which a group of
+/// `groups` may apply to an event of `kind`, when that can be told without the subject: every
+/// other subject is certain to run no handler. `None` when it cannot be told: a group that runs
+/// whatever the subject, a matcher that is a regular expression, a matcher in error. Sorted, each
+/// once. This is what lets a client answer a tool it has not asked about yet (docs/serve.md,
+/// `no_match_except`), so it must never leave out a subject that a group applies to.
+pub fn subjects_that_may_match<'g>(
+    groups: impl IntoIterator<Item = &'g Group>,
+    kind: EventKind,
+) -> Option<Vec<String>> {
+    let mut subjects = std::collections::BTreeSet::new();
+    for group in groups
+        .into_iter()
+        .filter(|g| g.enabled && g.handlers.iter().any(|h| h.enabled))
+    {
+        if kind.subject() == Subject::Nothing {
+            // The matcher is not consulted, but for a protocol's own fixed subject.
+            match group.applies(kind, None) {
+                Ok(false) => continue,
+                _ => return None,
+            }
+        }
+        let Ok(Matcher::Names(names)) = group.compiled_matcher() else {
+            return None;
+        };
+        subjects.extend(names.iter().cloned());
+        if kind.subject() == Subject::Tool {
+            // A tool the protocol names otherwise applies by one of those names too.
+            for (tool, _) in group.matcher_protocol().rules().named_tools() {
+                if group.applies(kind, Some(tool)) == Ok(true) {
+                    subjects.insert((*tool).to_string());
+                }
+            }
+        }
+    }
+    Some(subjects.into_iter().collect())
+}
+
 impl Handler {
+    /// The entry's path as warnings print it, e.g. `hooks.PreToolUse[1].hooks[0]`.
+    pub fn path(&self, group: &Group) -> String {
+        format!("{}.hooks[{}]", group.path(), self.index)
+    }
+
     /// The handler's name, else its action as people read it ([`Action::text`]).
     pub fn label(&self) -> String {
         match &self.name {

@@ -54,6 +54,10 @@ impl Rules for Claude {
         tool_names(tool)
     }
 
+    fn named_tools(&self) -> &'static [(&'static str, &'static [&'static str])] {
+        TOOL_NAMES
+    }
+
     fn event_subject(&self, kind: EventKind) -> Option<&'static str> {
         (kind == EventKind::SessionStart).then_some(SESSION_SOURCE)
     }
@@ -153,19 +157,25 @@ const AGENT_TOOLS: &[(&str, Option<&str>)] = &[
     ("TodoWrite", None),
 ];
 
+/// levelcode's tools that Claude Code names otherwise, each with its Claude Code names.
+/// `str_replace` has two, since Claude Code calls it `Edit` or `MultiEdit` by the number of
+/// replacements, and a guard on either must see every edit.
+const TOOL_NAMES: &[(&str, &[&str])] = &[
+    ("write_file", &["Write"]),
+    ("str_replace", &["Edit", "MultiEdit"]),
+    ("run_terminal_command", &["Bash"]),
+    ("read_files", &["Read"]),
+    ("code_search", &["Grep"]),
+    ("glob", &["Glob"]),
+];
+
 /// Claude Code's names for a levelcode tool: those a `claude` group's matcher is tested against
-/// besides the levelcode name. `str_replace` has two, since Claude Code calls it `Edit` or
-/// `MultiEdit` by the number of replacements, and a guard on either must see every edit.
+/// besides the levelcode name.
 pub fn tool_names(tool: &str) -> &'static [&'static str] {
-    match tool {
-        "write_file" => &["Write"],
-        "str_replace" => &["Edit", "MultiEdit"],
-        "run_terminal_command" => &["Bash"],
-        "read_files" => &["Read"],
-        "code_search" => &["Grep"],
-        "glob" => &["Glob"],
-        _ => &[],
-    }
+    TOOL_NAMES
+        .iter()
+        .find(|(ours, _)| *ours == tool)
+        .map_or(&[], |(_, theirs)| theirs)
 }
 
 /// The tool calls a Claude Code handler runs for: one, except for `read_files`, which gives one

@@ -1,0 +1,433 @@
+//! `"if"` on a handler or a group (contract §16): one permission rule in Claude Code's syntax,
+//! tested against the tool call before anything is spawned, so that a handler meant for some
+//! calls of a tool (`"Bash(git commit *)"`, `"Edit(src/**)"`) never starts for the others.
+//!
+//! A rule is `Tool` (every call of the tool) or `Tool(pattern)`. The tool is named by its
+//! levelcode name or by a protocol's name for it (Claude Code's `Bash`, `Write`, `Edit`,
+//! `MultiEdit`, `Read`, `Grep`, `Glob`, `Task`); an MCP server's name (`mcp__github`, `mcp__github__*`)
+//! stands for each of its tools. What the pattern is tested against depends on the tool:
+//!
+//! | tool | tested against |
+//! |---|---|
+//! | `run_terminal_command` | each subcommand of `command` ([`shell`]): any that matches is a match |
+//! | `write_file`, `str_replace` | `path` ([`path`]) |
+//! | `read_files` | each of `paths`: any that matches is a match (for Claude Code's one `Read` per path, that run's path) |
+//! | `code_search`, `glob` | `cwd`, the directory searched (the project root when there is none) |
+//!
+//! A command pattern is Claude Code's: `*` is any text, spaces included; a pattern without one
+//! is the exact command; a single `*` after a space at the end may also match nothing
+//! (`git commit *` is `git commit` too); `prefix:*` is `prefix *`; `\*` is a `*` itself.
+//!
+//! A rule that cannot be evaluated (it is not a rule, its pattern is invalid, the command
+//! cannot be split, the input lacks what the pattern is tested against, the tool has nothing a
+//! pattern could be tested against) lets the handler run, as Claude Code does, and says why.
+
+pub mod path;
+pub mod shell;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::dispatch::protocol::Protocol;
+use path::PathPattern;
+
+/// One `"if"` as written, read and compiled the first time a call is tested against it.
+#[derive(Debug)]
+pub struct Filter {
+    text: String,
+    rule: OnceLock<Result<Rule, String>>,
+}
+
+#[derive(Debug)]
+struct Rule {
+    tool: String,
+    /// `None`: every call of the tool.
+    pattern: Option<String>,
+    compiled: OnceLock<Result<Pattern, String>>,
+}
+
+#[derive(Debug)]
+enum Pattern {
+    Command(CommandPattern),
+    Path(PathPattern),
+}
+
+/// The tool call a filter is tested against.
+pub struct Call<'a> {
+    /// levelcode's name of the tool.
+    pub tool: &'a str,
+    /// The tool input as the handler would read it; `None` when it is not known (`list`).
+    pub input: Option<&'a Value>,
+    pub root: &'a Path,
+    /// The part a protocol runs on its own (Claude Code's `Read` of one path of `read_files`).
+    pub part: Option<usize>,
+}
+
+/// What a filter makes of a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The rule matches: the handler runs.
+    Runs,
+    /// The rule does not match: the handler is not run. `by_input` when another input of the
+    /// same tool could have matched.
+    Filtered { why: String, by_input: bool },
+    /// The rule cannot be evaluated, and why: the handler runs.
+    Unevaluable(String),
+    /// The rule's pattern is tested against the tool input, which is not known.
+    NeedsInput,
+}
+
+/// What a pattern is tested against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Subject {
+    /// `command`, split into subcommands.
+    Command,
+    /// `path`.
+    Path,
+    /// Each of `paths`.
+    Paths,
+    /// `cwd`, a directory; the project root without one.
+    Directory,
+}
+
+/// The levelcode tools whose calls a pattern can be tested against, and what it is tested
+/// against.
+const SUBJECTS: &[(&str, Subject)] = &[
+    ("run_terminal_command", Subject::Command),
+    ("write_file", Subject::Path),
+    ("str_replace", Subject::Path),
+    ("read_files", Subject::Paths),
+    ("code_search", Subject::Directory),
+    ("glob", Subject::Directory),
+];
+
+impl Filter {
+    pub fn new(text: impl Into<String>) -> Filter {
+        Filter {
+            text: text.into(),
+            rule: OnceLock::new(),
+        }
+    }
+
+    /// The rule as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn rule(&self) -> &Result<Rule, String> {
+        self.rule.get_or_init(|| parse_rule(&self.text))
+    }
+
+    /// The tool the rule names, as written, or why the text is not a rule.
+    pub fn tool(&self) -> Result<&str, &str> {
+        match self.rule() {
+            Ok(rule) => Ok(&rule.tool),
+            Err(why) => Err(why),
+        }
+    }
+
+    /// Why the rule cannot be evaluated for the calls it names, when that can be told without a
+    /// call: it is not a rule, or its pattern is not valid for the tool it names.
+    pub fn problem(&self) -> Option<String> {
+        let rule = match self.rule() {
+            Ok(rule) => rule,
+            Err(why) => return Some(why.clone()),
+        };
+        rule.pattern.as_ref()?;
+        let subject = SUBJECTS
+            .iter()
+            .find(|(tool, _)| names(&rule.tool, tool))
+            .map(|(_, subject)| *subject)?;
+        rule.compiled(subject).as_ref().err().cloned()
+    }
+
+    /// Returns true if and only if the rule has a pattern for a tool whose calls levelcode-hooks
+    /// cannot test one against (`WebFetch(domain:…)`): such a rule lets every call run.
+    pub fn unreadable_pattern(&self) -> bool {
+        matches!(self.rule(), Ok(rule) if rule.pattern.is_some()
+            && !SUBJECTS.iter().any(|(tool, _)| names(&rule.tool, tool)))
+    }
+
+    /// What the filter makes of `call`; `None` for an event without a tool call, which a rule
+    /// about tool calls never matches.
+    pub fn evaluate(&self, call: Option<&Call<'_>>) -> Verdict {
+        let rule = match self.rule() {
+            Ok(rule) => rule,
+            Err(why) => return Verdict::Unevaluable(why.clone()),
+        };
+        let Some(call) = call else {
+            return Verdict::Filtered {
+                why: "it filters tool calls, and this event has none".into(),
+                by_input: false,
+            };
+        };
+        if !names(&rule.tool, call.tool) {
+            return Verdict::Filtered {
+                why: format!("it is about {}, not {}", rule.tool, call.tool),
+                by_input: false,
+            };
+        }
+        let Some(text) = &rule.pattern else {
+            return Verdict::Runs;
+        };
+        let Some(subject) = subject_of(call.tool) else {
+            return Verdict::Unevaluable(format!(
+                "levelcode-hooks tests no pattern against {} calls; write {:?} alone to match every call",
+                call.tool, rule.tool
+            ));
+        };
+        let pattern = match rule.compiled(subject) {
+            Ok(pattern) => pattern,
+            Err(why) => return Verdict::Unevaluable(why.clone()),
+        };
+        let Some(input) = call.input else {
+            return Verdict::NeedsInput;
+        };
+        match pattern {
+            Pattern::Command(command) => command.test(text, input),
+            Pattern::Path(path) => test_paths(path, text, subject, input, call),
+        }
+    }
+}
+
+impl Rule {
+    fn compiled(&self, subject: Subject) -> &Result<Pattern, String> {
+        self.compiled.get_or_init(|| {
+            let text = self.pattern.as_deref().unwrap_or_default();
+            match subject {
+                Subject::Command => Ok(Pattern::Command(CommandPattern::parse(text))),
+                Subject::Path | Subject::Paths | Subject::Directory => {
+                    PathPattern::parse(text).map(Pattern::Path)
+                }
+            }
+        })
+    }
+}
+
+/// What a pattern is tested against for calls of levelcode's `tool`.
+fn subject_of(tool: &str) -> Option<Subject> {
+    SUBJECTS
+        .iter()
+        .find(|(name, _)| *name == tool)
+        .map(|(_, subject)| *subject)
+}
+
+/// Returns true if and only if a rule about `rule_tool` is about levelcode's `tool`: its own
+/// name, a protocol's name for it, or the MCP server it belongs to.
+fn names(rule_tool: &str, tool: &str) -> bool {
+    let theirs = |p: Protocol| {
+        p.rules()
+            .agent_tools()
+            .iter()
+            .any(|(name, ours)| *name == rule_tool && *ours == Some(tool))
+    };
+    if rule_tool == tool || Protocol::all().any(theirs) {
+        return true;
+    }
+    let Some(server) = rule_tool.strip_prefix("mcp__") else {
+        return false;
+    };
+    let server = server.strip_suffix("__*").unwrap_or(server);
+    !server.is_empty()
+        && !server.contains("__")
+        && tool
+            .strip_prefix("mcp__")
+            .and_then(|t| t.strip_prefix(server))
+            .is_some_and(|t| t.starts_with("__"))
+}
+
+/// `Tool` or `Tool(pattern)`, or why `text` is neither.
+fn parse_rule(text: &str) -> Result<Rule, String> {
+    const EXAMPLE: &str =
+        "write Tool or Tool(pattern), such as \"Bash(git commit *)\" or \"Edit(src/**)\"";
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(format!("it is empty; {EXAMPLE}"));
+    }
+    let (tool, pattern) = match trimmed.find('(') {
+        None if trimmed.contains(')') => {
+            return Err(format!(
+                "{trimmed:?} has a ) without a ( before it; {EXAMPLE}"
+            ))
+        }
+        None => (trimmed, None),
+        Some(open) => match trimmed[open + 1..].strip_suffix(')') {
+            Some(inner) => (trimmed[..open].trim_end(), Some(inner.trim())),
+            None => {
+                return Err(format!(
+                    "{trimmed:?} does not end with the ) that closes its pattern; {EXAMPLE}"
+                ))
+            }
+        },
+    };
+    if tool.is_empty() {
+        return Err(format!("{trimmed:?} names no tool; {EXAMPLE}"));
+    }
+    if let Some(bad) = tool
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*')))
+    {
+        return Err(format!(
+            "{tool:?} is not a tool name (it holds {bad:?}); {EXAMPLE}"
+        ));
+    }
+    Ok(Rule {
+        tool: tool.to_string(),
+        // `Tool()` and `Tool(*)` are `Tool`.
+        pattern: pattern
+            .filter(|p| !p.is_empty() && *p != "*")
+            .map(str::to_string),
+        compiled: OnceLock::new(),
+    })
+}
+
+/// The paths of `input` that `subject` names, tested against `pattern`.
+fn test_paths(
+    pattern: &PathPattern,
+    text: &str,
+    subject: Subject,
+    input: &Value,
+    call: &Call<'_>,
+) -> Verdict {
+    let home = crate::environment::home();
+    let key = match subject {
+        Subject::Path => "path",
+        Subject::Paths => "paths",
+        Subject::Directory | Subject::Command => "cwd",
+    };
+    let value = input.get(key);
+    let mut paths: Vec<&str> = Vec::new();
+    match (subject, value) {
+        (Subject::Directory, None | Some(Value::Null)) => paths.push("."),
+        (Subject::Paths, Some(Value::Array(list))) => {
+            let chosen: Vec<&Value> = match call.part {
+                Some(part) => list.get(part).into_iter().collect(),
+                None => list.iter().collect(),
+            };
+            for item in chosen {
+                match item.as_str() {
+                    Some(path) => paths.push(path),
+                    None => return missing(key, "strings"),
+                }
+            }
+        }
+        (Subject::Paths, _) => return missing(key, "an array of paths"),
+        (_, Some(Value::String(path))) => paths.push(path),
+        (_, _) => return missing(key, "a path"),
+    }
+    let is_dir = subject == Subject::Directory;
+    if paths
+        .iter()
+        .any(|p| pattern.matches(p, call.root, home, is_dir))
+    {
+        return Verdict::Runs;
+    }
+    let what = match paths.as_slice() {
+        [] => "no path".to_string(),
+        [one] => format!("{one:?}"),
+        many => format!("none of the {} paths", many.len()),
+    };
+    Verdict::Filtered {
+        why: format!("{what} does not match {text:?}"),
+        by_input: true,
+    }
+}
+
+fn missing(key: &str, what: &str) -> Verdict {
+    Verdict::Unevaluable(format!(
+        "the tool input has no {key:?} holding {what} to test"
+    ))
+}
+
+/// A command pattern of Claude Code's permission rules.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CommandPattern {
+    /// The literal text between the wildcards; one part when there is no wildcard.
+    parts: Vec<String>,
+    /// A single wildcard after a space at the end, which may also match nothing.
+    optional_tail: bool,
+}
+
+impl CommandPattern {
+    pub fn parse(pattern: &str) -> CommandPattern {
+        let legacy = pattern.strip_suffix(":*").filter(|p| !p.ends_with('\\'));
+        let owned;
+        let pattern = match legacy {
+            Some(prefix) => {
+                owned = format!("{prefix} *");
+                owned.as_str()
+            }
+            None => pattern,
+        };
+        let mut parts = vec![String::new()];
+        let mut chars = pattern.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if matches!(chars.peek(), Some('*' | '\\')) => {
+                    parts
+                        .last_mut()
+                        .unwrap()
+                        .push(chars.next().unwrap_or_default());
+                }
+                '*' => parts.push(String::new()),
+                other => parts.last_mut().unwrap().push(other),
+            }
+        }
+        let optional_tail = parts.len() == 2 && parts[1].is_empty() && parts[0].ends_with(' ');
+        CommandPattern {
+            parts,
+            optional_tail,
+        }
+    }
+
+    /// Returns true if and only if the pattern matches `command`, a whole subcommand.
+    pub fn matches(&self, command: &str) -> bool {
+        let [first, middle @ .., last] = self.parts.as_slice() else {
+            return self.parts.first().is_some_and(|p| p == command);
+        };
+        if self.optional_tail && command == first.trim_end_matches(' ') {
+            return true;
+        }
+        if command.len() < first.len() + last.len()
+            || !command.starts_with(first.as_str())
+            || !command.ends_with(last.as_str())
+        {
+            return false;
+        }
+        let mut rest = &command[first.len()..command.len() - last.len()];
+        for part in middle {
+            match rest.find(part.as_str()) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Whether any subcommand of `input`'s `command` matches.
+    fn test(&self, text: &str, input: &Value) -> Verdict {
+        let Some(command) = input.get("command").and_then(Value::as_str) else {
+            return missing("command", "a command");
+        };
+        let parts = match shell::subcommands(command) {
+            Ok(parts) => parts,
+            Err(e) => {
+                return Verdict::Unevaluable(format!(
+                    "the command cannot be split into its subcommands: {e}"
+                ))
+            }
+        };
+        if parts.iter().any(|part| self.matches(part)) {
+            return Verdict::Runs;
+        }
+        Verdict::Filtered {
+            why: format!("no subcommand of the command matches {text:?}"),
+            by_input: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
