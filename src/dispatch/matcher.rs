@@ -233,10 +233,12 @@ fn is_meta(b: u8) -> bool {
 /// [`anchors_rule_out`]; a pattern that does not parse is never ruled out, since its group must
 /// still be warned about.
 pub fn ruled_out(pattern: &str, tool: &str) -> bool {
-    let mut plain = None;
-    let mut plain = || *plain.get_or_insert_with(|| plainly_valid(pattern));
-    rule_out(pattern, tool, &mut plain)
-        && (plain()
+    if never_ruled_out(pattern) {
+        return false;
+    }
+    let plain = plain_shape(pattern);
+    rule_out(pattern, tool, plain)
+        && (plain.is_some()
             || regex_syntax::ast::parse::Parser::new()
                 .parse(pattern)
                 .is_ok())
@@ -251,30 +253,33 @@ pub fn ruled_out(pattern: &str, tool: &str) -> bool {
 /// each of its branches is, and only in that plain syntax. A pattern with flags is never ruled
 /// out. Whether the pattern is valid at all is [`parses`]' question.
 pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
-    let mut plain = None;
-    rule_out(pattern, tool, &mut || {
-        *plain.get_or_insert_with(|| plainly_valid(pattern))
-    })
+    !never_ruled_out(pattern) && rule_out(pattern, tool, plain_shape(pattern))
 }
 
-/// [`anchors_rule_out`], asking `plain` (at most once each time it is needed) whether the
-/// pattern is [`plainly_valid`].
-fn rule_out(pattern: &str, tool: &str, plain: &mut impl FnMut() -> bool) -> bool {
-    if pattern.is_empty()
-        || pattern == "*"
-        || is_name_list(pattern)
-        || pattern.as_bytes().windows(2).any(|w| w == b"(?")
-        // A plainly valid pattern has no stacked quantifier: each of its quantifiers follows
-        // something it can repeat, which a quantifier is not.
-        || (!plain() && has_stacked_quantifiers(pattern))
-    {
+/// Returns true for what matches every tool or is a list of names: no regex to rule out.
+fn never_ruled_out(pattern: &str) -> bool {
+    pattern.is_empty() || pattern == "*" || is_name_list(pattern)
+}
+
+/// [`anchors_rule_out`] of a regex whose [`plain_shape`] is `plain`.
+fn rule_out(pattern: &str, tool: &str, plain: Option<Plain>) -> bool {
+    let (excluded, alternation) = match plain {
+        // A plainly valid pattern has no stacked quantifier (each of its quantifiers follows
+        // something it can repeat, which a quantifier is not), and its scan saw the rest.
+        Some(shape) => (shape.flag_text, shape.top_level_alternation),
+        None => (
+            pattern.as_bytes().windows(2).any(|w| w == b"(?") || has_stacked_quantifiers(pattern),
+            has_top_level_alternation(pattern),
+        ),
+    };
+    if excluded {
         return false;
     }
-    if !has_top_level_alternation(pattern) {
+    if !alternation {
         return anchored_text_rules_out(pattern, tool)
-            || (plain() && literal_runs_rule_out(pattern, tool));
+            || (plain.is_some() && literal_runs_rule_out(pattern, tool));
     }
-    plain()
+    plain.is_some()
         && top_level_branches(pattern)
             .iter()
             .all(|b| anchored_text_rules_out(b, tool) || literal_runs_rule_out(b, tool))
@@ -458,6 +463,21 @@ pub fn parses(pattern: &str) -> bool {
 /// syntax parser then decides. Building the parser's syntax tree costs tens of thousands of
 /// instructions per pattern; this scan, a few per byte.
 fn plainly_valid(pattern: &str) -> bool {
+    plain_shape(pattern).is_some()
+}
+
+/// What the scan of a plainly valid pattern found besides its validity.
+#[derive(Clone, Copy)]
+struct Plain {
+    /// A `|` outside every group and class, as [`has_top_level_alternation`] finds it (in a
+    /// plainly valid pattern a class holds no `[`, `]` or `|`, and every escape is one byte).
+    top_level_alternation: bool,
+    /// The text `(?` somewhere: in a plainly valid pattern, only an escaped `\(` made optional.
+    flag_text: bool,
+}
+
+/// [`plainly_valid`], in the same scan telling what [`rule_out`] also asks.
+fn plain_shape(pattern: &str) -> Option<Plain> {
     /// What the scan just passed: whether a quantifier may follow, and whether a `|` or `)` may.
     #[derive(Clone, Copy, PartialEq)]
     enum Last {
@@ -469,6 +489,10 @@ fn plainly_valid(pattern: &str) -> bool {
         Item,
     }
     let bytes = pattern.as_bytes();
+    let mut shape = Plain {
+        top_level_alternation: false,
+        flag_text: false,
+    };
     let mut depth = 0usize;
     let mut last = Last::Open;
     let mut i = 0;
@@ -478,36 +502,40 @@ fn plainly_valid(pattern: &str) -> bool {
         last = match b {
             b'\\' => match bytes.get(i) {
                 Some(c) if b"\\.+*?()|[]{}^$dwsDWSbB".contains(c) => {
+                    shape.flag_text |= *c == b'(' && bytes.get(i + 1) == Some(&b'?');
                     i += 1;
                     Last::Item
                 }
-                _ => return false,
+                _ => return None,
             },
             b'[' => match class_end(&bytes[i..]) {
                 Some(len) => {
                     i += len;
                     Last::Item
                 }
-                None => return false,
+                None => return None,
             },
             b'(' => {
                 if bytes.get(i) == Some(&b'?') || depth == 64 {
-                    return false;
+                    return None;
                 }
                 depth += 1;
                 Last::Open
             }
-            b')' | b'|' if last == Last::Open => return false,
+            b')' | b'|' if last == Last::Open => return None,
             b')' => {
                 if depth == 0 {
-                    return false;
+                    return None;
                 }
                 depth -= 1;
                 Last::Item
             }
-            b'|' => Last::Open,
+            b'|' => {
+                shape.top_level_alternation |= depth == 0;
+                Last::Open
+            }
             b'^' | b'$' => Last::Fixed,
-            b'*' | b'+' | b'?' | b'{' if last != Last::Item => return false,
+            b'*' | b'+' | b'?' | b'{' if last != Last::Item => return None,
             b'*' | b'+' | b'?' => {
                 if bytes.get(i) == Some(&b'?') {
                     i += 1;
@@ -519,13 +547,13 @@ fn plainly_valid(pattern: &str) -> bool {
                     i += len;
                     Last::Fixed
                 }
-                None => return false,
+                None => return None,
             },
-            b']' | b'}' => return false,
+            b']' | b'}' => return None,
             _ => Last::Item,
         };
     }
-    depth == 0 && last != Last::Open
+    (depth == 0 && last != Last::Open).then_some(shape)
 }
 
 /// The length of a plain class body after its `[`, through the closing `]`: ASCII letters,
