@@ -42,10 +42,19 @@ done
 # The functions named in the profiles (callgrind gives each name once, with a number reused
 # after), less those it knows only by address or by a name of its own (`(below main)`), and
 # less the `'2` it marks a recursive call with; sorted, so that a new list shows as a diff.
+sed -n 's/^c\{0,1\}fn=([0-9]*) \(.*\)$/\1/p' "$work"/*.callgrind.out \
+    | sed "s/'[0-9]*$//" | grep -v -e '^0x' -e '^(' | LC_ALL=C sort -u >"$work/run.txt"
+# The C library picks one version of memcpy, strlen and the like for the processor it starts on,
+# and valgrind's is not the real one: beside each version it ran, the ones a processor with
+# AVX-512 takes (`__memmove_avx_unaligned_erms` beside `__memmove_avx512_unaligned_erms` and
+# `__memmove_evex_unaligned_erms`).
+families=$(sed -n 's/^\(__[a-z0-9]*\)_\(sse2\|sse42\|ssse3\|avx\|avx2\|evex\|avx512\)\(_.*\)\{0,1\}$/\1_/p' "$work/run.txt" | sort -u)
+for family in $families; do
+    nm "$bin" | awk '{print $3}' | grep "^${family}\(evex\|avx512\)" | grep -v '_rtm$' || true
+done >"$work/variants.txt"
 {
     echo "# The functions a dispatch runs, for the static build's linker to lay out side by side"
     echo "# (benches/static-rustflags.sh). Written by benches/hot-symbols.sh; do not edit."
-    sed -n 's/^c\{0,1\}fn=([0-9]*) \(.*\)$/\1/p' "$work"/*.callgrind.out \
-        | sed "s/'[0-9]*$//" | grep -v -e '^0x' -e '^(' | LC_ALL=C sort -u
+    LC_ALL=C sort -u "$work/run.txt" "$work/variants.txt"
 } >benches/hot-symbols.txt
 echo "hot-symbols: $(grep -vc '^#' benches/hot-symbols.txt) functions in benches/hot-symbols.txt" >&2

@@ -172,7 +172,19 @@ impl<'a> Reader<'a> {
     }
 
     /// The next byte that is not whitespace, not consumed.
+    #[inline(always)]
     pub(crate) fn peek(&mut self) -> Option<u8> {
+        let bytes = self.bytes();
+        match bytes.get(self.at) {
+            // Every byte above the space is no whitespace: the usual case, at one comparison.
+            Some(&b) if b > b' ' => Some(b),
+            _ => self.peek_past_space(),
+        }
+    }
+
+    /// [`Reader::peek`] past whitespace.
+    #[inline(never)]
+    fn peek_past_space(&mut self) -> Option<u8> {
         let bytes = self.bytes();
         while self.at < bytes.len() && is_space(bytes[self.at]) {
             self.at += 1;
