@@ -641,7 +641,7 @@ mod tests {
 
     #[test]
     fn the_stop_is_found_in_every_position() {
-        for len in 0..20 {
+        for len in 0..40 {
             for stop in [b'"', b'\\', b'\n', 0] {
                 let mut bytes = vec![b'a'; len];
                 bytes.push(stop);
