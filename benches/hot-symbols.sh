@@ -21,7 +21,10 @@ if [ $# -ge 1 ]; then
 else
     host=$(rustc -vV | sed -n 's/^host: //p')
     var="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-    env "$var=$(bash benches/static-rustflags.sh)" CARGO_PROFILE_RELEASE_STRIP=false \
+    # The release profile as `make static` has it, so that every symbol has the name it has
+    # there (the profile is part of what names them); its symbols are kept by a rustflag
+    # instead, which is not.
+    env "$var=$(bash benches/static-rustflags.sh) -C strip=none" \
         cargo build --release --target "$host" --target-dir "$target/profile-build" >&2
     bin=$target/profile-build/$host/release/levelcode-hooks
 fi
