@@ -5,7 +5,7 @@
 //!
 //! It vouches only for what it reads exactly as `serde_json` reads it, and answers [`Unsure`]
 //! for anything else: invalid JSON, an escape in a key, a `\u` escape of a surrogate in a
-//! string it must decode, nesting deeper than 128, any shape it was not asked for. The caller
+//! string it must decode, nesting deeper than 64, any shape it was not asked for. The caller
 //! then hands the same text to `serde_json`, which decides and words the error, so a text this
 //! reader does not take costs what it cost before and reads exactly as before.
 
@@ -17,8 +17,10 @@ pub(crate) struct Unsure;
 
 pub(crate) type Read<T> = Result<T, Unsure>;
 
-/// Containers deeper than this are left to `serde_json`, which limits what it builds to 128.
-const MAX_DEPTH: u32 = 128;
+/// Containers deeper than this in a value passed over are left to `serde_json` (which limits
+/// what it builds to 128 levels, and follows what it passes over at any depth): one bit for
+/// each open container fits in a `u64`.
+const MAX_DEPTH: u32 = 64;
 
 /// A position in a JSON text.
 pub(crate) struct Reader<'a> {
@@ -41,10 +43,17 @@ impl<'a> Text<'a> {
 
     /// The string decoded, borrowed when it has no escape. A `\u` escape of a surrogate (whose
     /// pairing `serde_json` checks) is [`Unsure`].
+    #[inline(always)]
     pub(crate) fn decoded(self) -> Read<Cow<'a, str>> {
         if !self.escaped {
             return Ok(Cow::Borrowed(self.raw));
         }
+        self.unescaped().map(Cow::Owned)
+    }
+
+    /// The string of [`Text::decoded`], which has escapes.
+    #[inline(never)]
+    fn unescaped(self) -> Read<String> {
         let mut out = String::with_capacity(self.raw.len());
         let mut rest = self.raw;
         while let Some(at) = rest.find('\\') {
@@ -69,7 +78,7 @@ impl<'a> Text<'a> {
             });
         }
         out.push_str(rest);
-        Ok(Cow::Owned(out))
+        Ok(out)
     }
 }
 
@@ -193,6 +202,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes `b`, after any whitespace.
+    #[inline(always)]
     pub(crate) fn eat(&mut self, b: u8) -> Read<()> {
         if self.peek() != Some(b) {
             return Err(Unsure);
@@ -202,6 +212,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes `b` when it comes next, after any whitespace.
+    #[inline(always)]
     pub(crate) fn eat_if(&mut self, b: u8) -> bool {
         let next = self.peek() == Some(b);
         self.at += usize::from(next);
@@ -217,6 +228,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string, after any whitespace.
+    #[inline(always)]
     pub(crate) fn string(&mut self) -> Read<Text<'a>> {
         self.eat(b'"')?;
         self.string_body()
@@ -271,6 +283,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `null`, `true` or `false`: `None` for `null`.
+    #[inline(always)]
     pub(crate) fn null_or_bool(&mut self) -> Read<Option<bool>> {
         let value = match self.peek() {
             Some(b'n') => (b"null".as_slice(), None),
@@ -283,6 +296,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes `word` (`null`, `true`, `false`), which must come next.
+    #[inline(always)]
     fn literal(&mut self, word: &[u8]) -> Read<()> {
         if !self.bytes()[self.at..].starts_with(word) {
             return Err(Unsure);
@@ -292,6 +306,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `null`: true, and consumed, when it comes next.
+    #[inline(always)]
     pub(crate) fn null(&mut self) -> Read<bool> {
         if self.peek() != Some(b'n') {
             return Ok(false);
@@ -383,7 +398,7 @@ impl<'a> Reader<'a> {
     /// Passes over the next value, checking it as `serde_json` checks a value it ignores.
     /// Containers are followed with one bit each (set for an object) instead of recursion.
     pub(crate) fn skip(&mut self) -> Read<()> {
-        let mut objects: u128 = 0;
+        let mut objects: u64 = 0;
         let mut depth: u32 = 0;
         loop {
             // A value.
@@ -399,7 +414,7 @@ impl<'a> Reader<'a> {
                         if depth == MAX_DEPTH {
                             return Err(Unsure);
                         }
-                        objects = (objects << 1) | u128::from(open == b'{');
+                        objects = (objects << 1) | u64::from(open == b'{');
                         depth += 1;
                         if open == b'{' {
                             self.string()?;
@@ -512,12 +527,13 @@ mod tests {
 
     #[test]
     fn deep_nesting_is_left_to_serde_json() {
-        // The innermost array is empty, so 129 brackets open 128 containers with something in.
-        let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
+        // The innermost array is empty, so 65 brackets open 64 containers with something in.
+        let deep = format!("{}{}", "[".repeat(66), "]".repeat(66));
         assert!(!skips(&deep));
-        let fine = format!("{}{}", "[".repeat(129), "]".repeat(129));
+        assert!(serde_json::from_str::<serde::de::IgnoredAny>(&deep).is_ok());
+        let fine = format!("{}{}", "[".repeat(65), "]".repeat(65));
         assert!(skips(&fine));
-        let objects = format!("{}1{}", "{\"a\":[".repeat(64), "]}".repeat(64));
+        let objects = format!("{}1{}", "{\"a\":[".repeat(32), "]}".repeat(32));
         assert!(skips(&objects));
         assert!(!skips(&objects.replace("1", "{\"b\":1}")));
     }

@@ -329,14 +329,18 @@ fn has_stacked_quantifiers(pattern: &str) -> bool {
 /// Returns true if and only if the literal text that `branch` anchors at its start or end is
 /// not where `tool` has it.
 fn anchored_text_rules_out(branch: &str, tool: &str) -> bool {
-    let by_prefix = branch
-        .strip_prefix('^')
-        .is_some_and(|rest| !tool.starts_with(literal_prefix(rest)));
-    let by_suffix = branch
-        .strip_suffix('$')
-        .filter(|rest| !rest.ends_with('\\'))
-        .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)));
-    by_prefix || by_suffix
+    let by_prefix = || {
+        branch
+            .strip_prefix('^')
+            .is_some_and(|rest| !tool.starts_with(literal_prefix(rest)))
+    };
+    let by_suffix = || {
+        branch
+            .strip_suffix('$')
+            .filter(|rest| !rest.ends_with('\\'))
+            .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)))
+    };
+    by_prefix() || by_suffix()
 }
 
 /// The length of a group's text after its `(`, through its `)`, in a plainly valid pattern.
@@ -466,6 +470,18 @@ fn plainly_valid(pattern: &str) -> bool {
     plain_shape(pattern).is_some()
 }
 
+/// The bytes [`plain_shape`] reads as syntax; every other byte is a literal.
+const SYNTAX: [bool; 256] = {
+    let mut table = [false; 256];
+    let syntax = b"\\[()|^$*+?{]}";
+    let mut i = 0;
+    while i < syntax.len() {
+        table[syntax[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// What the scan of a plainly valid pattern found besides its validity.
 #[derive(Clone, Copy)]
 struct Plain {
@@ -499,6 +515,11 @@ fn plain_shape(pattern: &str) -> Option<Plain> {
     while i < bytes.len() {
         let b = bytes[i];
         i += 1;
+        if !SYNTAX[usize::from(b)] {
+            // A literal character (or a byte of one), the most of most patterns.
+            last = Last::Item;
+            continue;
+        }
         last = match b {
             b'\\' => match bytes.get(i) {
                 Some(c) if b"\\.+*?()|[]{}^$dwsDWSbB".contains(c) => {

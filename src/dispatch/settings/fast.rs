@@ -189,10 +189,13 @@ impl Seen {
 
 /// A string or `null`, as `Option<Cow<str>>` takes it.
 fn optional_text<'a>(reader: &mut Reader<'a>) -> Read<Option<Cow<'a, str>>> {
-    if reader.null()? {
-        return Ok(None);
+    if reader.peek() == Some(b'"') {
+        return reader.string()?.decoded().map(Some);
     }
-    reader.string()?.decoded().map(Some)
+    match reader.null()? {
+        true => Ok(None),
+        false => Err(Unsure),
+    }
 }
 
 /// A group object with only [`CleanGroup`]'s fields, read into `entry`, whose `hooks` are
@@ -471,22 +474,26 @@ pub(super) fn clean_group(
 /// Returns true unless a group with `matcher` certainly passes over `tool`, judged as the
 /// dispatch judges it: a list of names without it, or a regex its anchors rule out.
 pub(super) fn may_apply(matcher: Option<&str>, tool: &str) -> bool {
-    match matcher {
-        None => true,
-        Some(m) if matcher::is_name_list(m) => {
-            // A list with no name at all (`""`, `" | "`) matches every tool. Its only
-            // characters are ASCII letters, digits, `_`, `-`, `|` and spaces, so the names
-            // are its bytes between `|`s, less their spaces.
-            let mut named = false;
-            for name in m.as_bytes().split(|b| *b == b'|') {
-                let name = name.trim_ascii();
-                if name == tool.as_bytes() && !name.is_empty() {
-                    return true;
-                }
-                named |= !name.is_empty();
-            }
-            !named
+    let Some(m) = matcher else {
+        return true;
+    };
+    // A list of names when every byte is an ASCII letter, digit, `_`, `-`, `|` or a space
+    // ([`matcher::is_name_list`]), read as it is checked: the names are the bytes between
+    // `|`s, less their spaces. A list with no name at all (`""`, `" | "`) matches every tool.
+    let bytes = m.as_bytes();
+    let (mut start, mut named, mut found) = (0, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'|' {
+            let name = bytes[start..i].trim_ascii();
+            named |= !name.is_empty();
+            found |= !name.is_empty() && name == tool.as_bytes();
+            start = i + 1;
+        } else if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b' ') {
+            return !matcher::ruled_out(m, tool);
         }
-        Some(m) => !matcher::ruled_out(m, tool),
     }
+    let name = bytes[start..].trim_ascii();
+    named |= !name.is_empty();
+    found |= !name.is_empty() && name == tool.as_bytes();
+    found || !named
 }

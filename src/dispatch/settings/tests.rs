@@ -618,3 +618,23 @@ fn subjects_that_may_match_leave_out_only_subjects_nothing_applies_to() {
         Vec::<String>::new()
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(3000))]
+
+    /// `may_apply` reads a list of names in the one pass that tells it is one: the same answer
+    /// as telling it first and splitting it then.
+    #[test]
+    fn a_list_of_names_is_read_as_it_is_told(
+        matcher in "[ab_ |-]{0,8}|[ab_ |.^$]{0,8}",
+        tool in proptest::sample::select(vec!["a", "ab", "b_", "a-b", "", "x"]),
+    ) {
+        let told = if matcher::is_name_list(&matcher) {
+            let mut names = matcher.split('|').map(str::trim).filter(|n| !n.is_empty()).peekable();
+            names.peek().is_none() || names.any(|n| n == tool)
+        } else {
+            !matcher::ruled_out(&matcher, tool)
+        };
+        proptest::prop_assert_eq!(fast::may_apply(Some(&matcher), tool), told, "{:?} {:?}", matcher, tool);
+    }
+}
