@@ -4,8 +4,9 @@ PREFIX ?= $(HOME)/.local
 
 .PHONY: build static test lint install bench example npm package-deps bun otlp-python
 
-# The host triple; on Linux with glibc `make static` links the C library in and skips position
-# independence, so the dispatcher starts about as fast as /bin/true (see docs/BENCHMARKS.md).
+# The host triple; on Linux with glibc `make static` links the C library in, skips position
+# independence and lays the functions a dispatch runs out side by side, so the dispatcher starts
+# about as fast as /bin/true (benches/static-rustflags.sh gives the flags; docs/BENCHMARKS.md).
 # The flags are scoped to an explicit --target so that build scripts and proc-macro crates,
 # which cannot be static, are built as usual.
 HOST := $(shell rustc -vV | sed -n 's/^host: //p')
@@ -17,7 +18,7 @@ build:
 ifneq (,$(findstring linux-gnu,$(HOST)))
 RELEASE_BIN := target/$(HOST)/release/levelcode-hooks
 static:
-	$(STATIC_ENV)='-C target-feature=+crt-static -C relocation-model=static' $(CARGO) build --release --target $(HOST)
+	$(STATIC_ENV)="$$(bash benches/static-rustflags.sh)" $(CARGO) build --release --target $(HOST)
 else
 RELEASE_BIN := target/release/levelcode-hooks
 static: build

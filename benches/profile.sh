@@ -24,16 +24,19 @@ say() { printf '%s\n' "$*" >&2; }
 if [ $# -ge 1 ]; then
     bin=$1
 else
-    # The release profile strips symbols; this build keeps them, in its own directory, and is
-    # otherwise the binary `make bench` measures.
+    # The release profile strips symbols; this build keeps them and line tables, in its own
+    # directory, and is otherwise the binary `make bench` measures: the same profile, so the
+    # same symbol names and the same layout of the hot functions (benches/hot-symbols.txt),
+    # the symbols and line tables kept by rustflags, which do not name symbols.
     host=$(rustc -vV | sed -n 's/^host: //p')
     var="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-    # The flags of `make static` (non-PIE, statically linked), unless PROFILE_RUSTFLAGS says otherwise.
+    # The flags of `make static` (non-PIE, statically linked, hot functions side by side),
+    # unless PROFILE_RUSTFLAGS says otherwise.
     flags=""
-    case "$host" in *-linux-gnu*) flags="-C target-feature=+crt-static -C relocation-model=static" ;; esac
+    case "$host" in *-linux-gnu*) flags=$(bash benches/static-rustflags.sh) ;; esac
     flags=${PROFILE_RUSTFLAGS:-$flags}
     say "profile: building with symbols into $target/profile-build"
-    env "$var=$flags" CARGO_PROFILE_RELEASE_STRIP=false CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+    env "$var=$flags -C strip=none -C debuginfo=line-tables-only" \
         cargo build --release --target "$host" --target-dir "$target/profile-build" >&2
     bin=$target/profile-build/$host/release/levelcode-hooks
 fi

@@ -8,7 +8,7 @@
 #
 # Knobs (environment):
 #   BENCH_BIN=path     measure this binary instead of building one (no dynamic comparison)
-#   BENCH_STATIC_RUSTFLAGS   flags of the static build (default: -C target-feature=+crt-static -C relocation-model=static, as make static)
+#   BENCH_STATIC_RUSTFLAGS   flags of the static build (default: those of make static, from benches/static-rustflags.sh)
 #   BENCH_QUICK=1      few runs, for checking that the script works
 #   BENCH_ROUNDS, BENCH_RUNS, BENCH_HEAVY_RUNS, BENCH_EVENTS   override the defaults (10, 100, 8, 1000)
 #   BENCH_ONLY="no_match no_match_regex"   measure only these scenarios
@@ -107,7 +107,7 @@ else
     case "$host" in
         *-linux-gnu*)
             var="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-            static_flags=${BENCH_STATIC_RUSTFLAGS:--C target-feature=+crt-static -C relocation-model=static}
+            static_flags=${BENCH_STATIC_RUSTFLAGS:-$(bash benches/static-rustflags.sh)}
             say "bench: $var='$static_flags' cargo build --release --target $host"
             if env "$var=$static_flags" cargo build --release --target "$host" >&2; then
                 static_bin=$target/$host/release/levelcode-hooks

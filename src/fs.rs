@@ -47,6 +47,51 @@ pub(crate) fn read_regular(path: &Path) -> io::Result<String> {
     Ok(text)
 }
 
+/// The rest of `file`, whose metadata gave its length as `expected`, up to `limit` bytes (one
+/// more, to tell a file that grew past it). A small file's first read asks for one byte more
+/// than expected: when it gives exactly the expected bytes, the end is reached and no second
+/// read is made to hear it; a file that grew or a read that stopped short goes on to the end.
+/// A larger file is read into memory that is not zeroed first, which costs more than that
+/// second read saves.
+pub(crate) fn read_expected(file: &mut File, expected: u64, limit: u64) -> io::Result<Vec<u8>> {
+    use io::Read as _;
+    const SMALL: u64 = 16 << 10;
+    let first = usize::try_from(expected.min(limit)).unwrap_or(0) + 1;
+    if expected > SMALL {
+        let mut bytes = Vec::with_capacity(first);
+        file.take(limit + 1).read_to_end(&mut bytes)?;
+        return Ok(bytes);
+    }
+    let mut bytes = vec![0; first];
+    let n = loop {
+        match file.read(&mut bytes) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            read => break read?,
+        }
+    };
+    bytes.truncate(n);
+    if n + 1 != first {
+        let rest = (limit + 1).saturating_sub(n as u64);
+        file.take(rest).read_to_end(&mut bytes)?;
+    }
+    Ok(bytes)
+}
+
+/// `path` made absolute with every symbolic link resolved, as [`Path::canonicalize`] makes it;
+/// with one system call instead of one per component when it names the current directory.
+/// The kernel gives the current directory's path with nothing left to resolve, so a path that
+/// equals it (component by component) is its own canonical form.
+pub(crate) fn canonical(path: &Path) -> io::Result<PathBuf> {
+    if path.is_absolute() {
+        if let Ok(cwd) = std::env::current_dir() {
+            if cwd == path {
+                return Ok(cwd);
+            }
+        }
+    }
+    path.canonicalize()
+}
+
 /// Sets the permissions a file created through `options` gets (Unix; the umask still applies).
 /// Elsewhere it does nothing.
 pub(crate) fn with_mode(options: &mut OpenOptions, mode: u32) -> &mut OpenOptions {
@@ -173,6 +218,54 @@ mod tests {
         let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
         // SAFETY: `name` is a valid NUL-terminated path that outlives the call.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_file_is_read_whole_whatever_its_metadata_said_up_to_one_byte_past_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        for len in [0usize, 1, 100, 16 << 10, (16 << 10) + 1, 100_000] {
+            let contents: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            std::fs::write(&path, &contents).unwrap();
+            // As stat said, as if it grew after stat, as if it shrank.
+            for expected in [len, len.saturating_sub(7), len + 7, 0] {
+                let mut file = File::open(&path).unwrap();
+                let read = read_expected(&mut file, expected as u64, 1 << 20).unwrap();
+                assert_eq!(read, contents, "{len} bytes, {expected} expected");
+            }
+            let mut file = File::open(&path).unwrap();
+            let limited = read_expected(&mut file, len as u64, 50).unwrap();
+            assert_eq!(limited, contents[..len.min(51)], "{len} bytes, limit 50");
+        }
+    }
+
+    #[test]
+    fn a_canonical_path_is_what_canonicalize_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let mut paths = vec![
+            cwd.clone(),
+            cwd.join("."),
+            real.clone(),
+            dir.path().join("missing"),
+        ];
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&real, &link).unwrap();
+            paths.push(link.join("."));
+            paths.push(link);
+        }
+        for path in paths {
+            assert_eq!(
+                canonical(&path).ok(),
+                path.canonicalize().ok(),
+                "{}",
+                path.display()
+            );
+        }
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! Which settings files are read, in which order, and reading them without ever blocking or
 //! failing (contract §3).
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::dispatch::protocol::{OwnFile, Protocol};
@@ -308,7 +307,19 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// Reads the file at `path`; its metadata in [`Loaded::Contents`] is taken once it was read.
     pub fn read(&mut self, path: &Path) -> Loaded {
+        self.read_file(path, true)
+    }
+
+    /// Reads one layer of a dispatch. Only the project layer's metadata is looked at (by the
+    /// trust seal), so only its file's is taken again once it was read; the others carry what
+    /// it was before.
+    pub fn read_layer(&mut self, layer: &LayerPath) -> Loaded {
+        self.read_file(&layer.path, layer.kind == LayerKind::Project)
+    }
+
+    fn read_file(&mut self, path: &Path, identity_after: bool) -> Loaded {
         let file = match crate::fs::open_nonblocking(path, std::fs::OpenOptions::new().read(true)) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
@@ -349,13 +360,16 @@ impl Reader {
                 MAX_SETTINGS_BYTES >> 20
             ));
         }
-        let mut contents = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
-        let mut file = file.take(MAX_SETTINGS_BYTES + 1);
-        match file.read_to_end(&mut contents) {
-            Ok(_) => Loaded::Contents(
+        let mut file = file;
+        match crate::fs::read_expected(&mut file, meta.len(), MAX_SETTINGS_BYTES) {
+            Ok(contents) => Loaded::Contents(
                 contents,
                 // A write while it was read moves the change time, and this shows it.
-                file.get_ref().metadata().unwrap_or(meta),
+                if identity_after {
+                    file.metadata().unwrap_or(meta)
+                } else {
+                    meta
+                },
             ),
             Err(e) => Loaded::Unusable(format!(
                 "{}: cannot read: {e}; layer skipped",

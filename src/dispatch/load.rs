@@ -17,7 +17,7 @@ pub fn load_groups(
 ) -> Vec<Group> {
     let mut reader = layers::Reader::default();
     load_groups_from(paths, events, warnings, trace, gate, |layer| {
-        reader.read(&layer.path)
+        reader.read_layer(layer)
     })
 }
 

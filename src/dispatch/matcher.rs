@@ -207,16 +207,41 @@ pub fn needs_backtracking(pattern: &str) -> bool {
     }
 }
 
-/// Characters that end a run of literal text in a pattern.
-const META: &[char] = &[
-    '\\', '.', '+', '*', '?', '(', ')', '[', ']', '{', '}', '|', '^', '$',
-];
+/// Returns true if and only if `b` is a character that ends a run of literal text in a
+/// pattern. All of them are ASCII, so a byte of a longer UTF-8 character is never one.
+fn is_meta(b: u8) -> bool {
+    matches!(
+        b,
+        b'\\'
+            | b'.'
+            | b'+'
+            | b'*'
+            | b'?'
+            | b'('
+            | b')'
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'|'
+            | b'^'
+            | b'$'
+    )
+}
 
 /// Returns true if and only if the regex `pattern` certainly cannot match `tool`: see
 /// [`anchors_rule_out`]; a pattern that does not parse is never ruled out, since its group must
 /// still be warned about.
 pub fn ruled_out(pattern: &str, tool: &str) -> bool {
-    anchors_rule_out(pattern, tool) && parses(pattern)
+    if never_ruled_out(pattern) {
+        return false;
+    }
+    let plain = plain_shape(pattern);
+    rule_out(pattern, tool, plain)
+        && (plain.is_some()
+            || regex_syntax::ast::parse::Parser::new()
+                .parse(pattern)
+                .is_ok())
 }
 
 /// Returns true if and only if literal text that every match of `pattern` must contain rules
@@ -228,19 +253,33 @@ pub fn ruled_out(pattern: &str, tool: &str) -> bool {
 /// each of its branches is, and only in that plain syntax. A pattern with flags is never ruled
 /// out. Whether the pattern is valid at all is [`parses`]' question.
 pub fn anchors_rule_out(pattern: &str, tool: &str) -> bool {
-    if pattern.is_empty()
-        || pattern == "*"
-        || is_name_list(pattern)
-        || pattern.contains("(?")
-        || has_stacked_quantifiers(pattern)
-    {
+    !never_ruled_out(pattern) && rule_out(pattern, tool, plain_shape(pattern))
+}
+
+/// Returns true for what matches every tool or is a list of names: no regex to rule out.
+fn never_ruled_out(pattern: &str) -> bool {
+    pattern.is_empty() || pattern == "*" || is_name_list(pattern)
+}
+
+/// [`anchors_rule_out`] of a regex whose [`plain_shape`] is `plain`.
+fn rule_out(pattern: &str, tool: &str, plain: Option<Plain>) -> bool {
+    let (excluded, alternation) = match plain {
+        // A plainly valid pattern has no stacked quantifier (each of its quantifiers follows
+        // something it can repeat, which a quantifier is not), and its scan saw the rest.
+        Some(shape) => (shape.flag_text, shape.top_level_alternation),
+        None => (
+            pattern.as_bytes().windows(2).any(|w| w == b"(?") || has_stacked_quantifiers(pattern),
+            has_top_level_alternation(pattern),
+        ),
+    };
+    if excluded {
         return false;
     }
-    if !has_top_level_alternation(pattern) {
+    if !alternation {
         return anchored_text_rules_out(pattern, tool)
-            || (plainly_valid(pattern) && literal_runs_rule_out(pattern, tool));
+            || (plain.is_some() && literal_runs_rule_out(pattern, tool));
     }
-    plainly_valid(pattern)
+    plain.is_some()
         && top_level_branches(pattern)
             .iter()
             .all(|b| anchored_text_rules_out(b, tool) || literal_runs_rule_out(b, tool))
@@ -290,14 +329,18 @@ fn has_stacked_quantifiers(pattern: &str) -> bool {
 /// Returns true if and only if the literal text that `branch` anchors at its start or end is
 /// not where `tool` has it.
 fn anchored_text_rules_out(branch: &str, tool: &str) -> bool {
-    let by_prefix = branch
-        .strip_prefix('^')
-        .is_some_and(|rest| !tool.starts_with(literal_prefix(rest)));
-    let by_suffix = branch
-        .strip_suffix('$')
-        .filter(|rest| !rest.ends_with('\\'))
-        .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)));
-    by_prefix || by_suffix
+    let by_prefix = || {
+        branch
+            .strip_prefix('^')
+            .is_some_and(|rest| !tool.starts_with(literal_prefix(rest)))
+    };
+    let by_suffix = || {
+        branch
+            .strip_suffix('$')
+            .filter(|rest| !rest.ends_with('\\'))
+            .is_some_and(|rest| !tool.ends_with(literal_suffix(rest)))
+    };
+    by_prefix() || by_suffix()
 }
 
 /// The length of a group's text after its `(`, through its `)`, in a plainly valid pattern.
@@ -424,6 +467,33 @@ pub fn parses(pattern: &str) -> bool {
 /// syntax parser then decides. Building the parser's syntax tree costs tens of thousands of
 /// instructions per pattern; this scan, a few per byte.
 fn plainly_valid(pattern: &str) -> bool {
+    plain_shape(pattern).is_some()
+}
+
+/// The bytes [`plain_shape`] reads as syntax; every other byte is a literal.
+const SYNTAX: [bool; 256] = {
+    let mut table = [false; 256];
+    let syntax = b"\\[()|^$*+?{]}";
+    let mut i = 0;
+    while i < syntax.len() {
+        table[syntax[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// What the scan of a plainly valid pattern found besides its validity.
+#[derive(Clone, Copy)]
+struct Plain {
+    /// A `|` outside every group and class, as [`has_top_level_alternation`] finds it (in a
+    /// plainly valid pattern a class holds no `[`, `]` or `|`, and every escape is one byte).
+    top_level_alternation: bool,
+    /// The text `(?` somewhere: in a plainly valid pattern, only an escaped `\(` made optional.
+    flag_text: bool,
+}
+
+/// [`plainly_valid`], in the same scan telling what [`rule_out`] also asks.
+fn plain_shape(pattern: &str) -> Option<Plain> {
     /// What the scan just passed: whether a quantifier may follow, and whether a `|` or `)` may.
     #[derive(Clone, Copy, PartialEq)]
     enum Last {
@@ -435,45 +505,58 @@ fn plainly_valid(pattern: &str) -> bool {
         Item,
     }
     let bytes = pattern.as_bytes();
+    let mut shape = Plain {
+        top_level_alternation: false,
+        flag_text: false,
+    };
     let mut depth = 0usize;
     let mut last = Last::Open;
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
         i += 1;
+        if !SYNTAX[usize::from(b)] {
+            // A literal character (or a byte of one), the most of most patterns.
+            last = Last::Item;
+            continue;
+        }
         last = match b {
             b'\\' => match bytes.get(i) {
                 Some(c) if b"\\.+*?()|[]{}^$dwsDWSbB".contains(c) => {
+                    shape.flag_text |= *c == b'(' && bytes.get(i + 1) == Some(&b'?');
                     i += 1;
                     Last::Item
                 }
-                _ => return false,
+                _ => return None,
             },
             b'[' => match class_end(&bytes[i..]) {
                 Some(len) => {
                     i += len;
                     Last::Item
                 }
-                None => return false,
+                None => return None,
             },
             b'(' => {
                 if bytes.get(i) == Some(&b'?') || depth == 64 {
-                    return false;
+                    return None;
                 }
                 depth += 1;
                 Last::Open
             }
-            b')' | b'|' if last == Last::Open => return false,
+            b')' | b'|' if last == Last::Open => return None,
             b')' => {
                 if depth == 0 {
-                    return false;
+                    return None;
                 }
                 depth -= 1;
                 Last::Item
             }
-            b'|' => Last::Open,
+            b'|' => {
+                shape.top_level_alternation |= depth == 0;
+                Last::Open
+            }
             b'^' | b'$' => Last::Fixed,
-            b'*' | b'+' | b'?' | b'{' if last != Last::Item => return false,
+            b'*' | b'+' | b'?' | b'{' if last != Last::Item => return None,
             b'*' | b'+' | b'?' => {
                 if bytes.get(i) == Some(&b'?') {
                     i += 1;
@@ -485,13 +568,13 @@ fn plainly_valid(pattern: &str) -> bool {
                     i += len;
                     Last::Fixed
                 }
-                None => return false,
+                None => return None,
             },
-            b']' | b'}' => return false,
+            b']' | b'}' => return None,
             _ => Last::Item,
         };
     }
-    depth == 0 && last != Last::Open
+    (depth == 0 && last != Last::Open).then_some(shape)
 }
 
 /// The length of a plain class body after its `[`, through the closing `]`: ASCII letters,
@@ -560,17 +643,19 @@ fn counted_repetition_end(rest: &[u8]) -> Option<usize> {
 fn has_top_level_alternation(pattern: &str) -> bool {
     let mut depth = 0usize;
     let mut in_class = false;
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
+    // Bytes, not characters: every byte that matters is ASCII, and an escape that skips only
+    // the first byte of a longer character leaves bytes that are never one of them.
+    let mut bytes = pattern.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\\' => {
+                bytes.next();
             }
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => depth = depth.saturating_sub(1),
-            '|' if !in_class && depth == 0 => return true,
+            b'[' if !in_class => in_class = true,
+            b']' if in_class => in_class = false,
+            b'(' if !in_class => depth += 1,
+            b')' if !in_class => depth = depth.saturating_sub(1),
+            b'|' if !in_class && depth == 0 => return true,
             _ => {}
         }
     }
@@ -579,7 +664,7 @@ fn has_top_level_alternation(pattern: &str) -> bool {
 
 /// The literal text a pattern starts with, less a last character that a quantifier makes optional.
 fn literal_prefix(rest: &str) -> &str {
-    let end = rest.find(META).unwrap_or(rest.len());
+    let end = rest.bytes().position(is_meta).unwrap_or(rest.len());
     let literal = &rest[..end];
     if rest[end..].starts_with(['?', '*', '{']) {
         let mut chars = literal.chars();
@@ -592,7 +677,7 @@ fn literal_prefix(rest: &str) -> &str {
 /// The literal text a pattern ends with, less a first character that an escape makes special;
 /// nothing after an escaped letter or digit.
 fn literal_suffix(rest: &str) -> &str {
-    match rest.rfind(META) {
+    match rest.bytes().rposition(is_meta) {
         None => rest,
         Some(i) => {
             let literal = &rest[i + 1..];

@@ -337,3 +337,25 @@ fn invalid_regex_is_an_error() {
     assert!(Matcher::compile(Some("(unclosed")).is_err());
     assert!(Matcher::compile(Some("*foo")).is_err());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(4000))]
+
+    /// The one scan of a plainly valid pattern tells what the separate scans tell: whether it
+    /// has a top-level alternation and the text `(?`, and that it stacks no quantifier.
+    #[test]
+    fn the_plain_scan_tells_what_the_separate_scans_tell(
+        parts in proptest::collection::vec(proptest::sample::select(vec![
+            "a", "b", "_", "\u{e9}", ".", "*", "+", "?", "??", "+?", "(", ")", "[", "]", "{", "}",
+            "|", "^", "$", "\\", "\\(", "\\)", "\\|", "\\[", "\\?", "\\d", "\\w", "[a-z]", "[^0-9_]",
+            "[\\d]", "{1,2}", "{2}", "{0,}?", "(?", "(a|b)", "[|]",
+        ]), 0..12),
+    ) {
+        let pattern = parts.concat();
+        if let Some(shape) = plain_shape(&pattern) {
+            proptest::prop_assert_eq!(shape.top_level_alternation, has_top_level_alternation(&pattern), "{}", pattern);
+            proptest::prop_assert_eq!(shape.flag_text, pattern.contains("(?"), "{}", pattern);
+            proptest::prop_assert!(!has_stacked_quantifiers(&pattern), "{}", pattern);
+        }
+    }
+}

@@ -29,6 +29,7 @@ pub mod exit;
 pub mod filter;
 mod ground;
 mod handler_input;
+mod json;
 pub mod layers;
 mod load;
 pub mod managed;

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::dispatch::events::{self, EventKind, Subject};
+use crate::dispatch::json::{self, Reader, Unsure};
 
 /// Reading stops here; a larger payload is an error.
 pub const MAX_BYTES: usize = 64 << 20;
@@ -54,9 +55,59 @@ impl Fields {
     /// of those names are the payload's, skipped like any other). A member given twice is an
     /// error, as serde's derived readers make it.
     fn read(json: &[u8], request: bool) -> serde_json::Result<Fields> {
+        Fields::read_plain(json, request).or_else(|Unsure| Fields::read_by_serde(json, request))
+    }
+
+    /// [`Fields::read`] by `serde_json` alone: what it says of any text is what a payload's
+    /// error says.
+    fn read_by_serde(json: &[u8], request: bool) -> serde_json::Result<Fields> {
         let mut de = serde_json::Deserializer::from_slice(json);
         let fields = de.deserialize_map(FieldsVisitor { request })?;
         de.end()?;
+        Ok(fields)
+    }
+
+    /// [`Fields::read`] by the hand-written [`json`] reader, for the usual payload: an object
+    /// whose keys have no escapes, each member it reads at most once and a string or `null`
+    /// (`id` and `options` anything). Whatever else is [`Unsure`], for `serde_json` to read.
+    fn read_plain(json: &[u8], request: bool) -> json::Read<Fields> {
+        let text = std::str::from_utf8(json).map_err(|_| Unsure)?;
+        let mut reader = Reader::new(text);
+        let mut fields = Fields::default();
+        reader.object(|reader, key| {
+            let slot = match key.plain().ok_or(Unsure)? {
+                "event" => &mut fields.event,
+                "hook_event_name" => &mut fields.hook_event_name,
+                "cwd" => &mut fields.cwd,
+                "tool_name" => &mut fields.tool_name,
+                "team" => &mut fields.team,
+                name @ ("id" | "options") if request => {
+                    let slot = if name == "id" {
+                        &mut fields.id
+                    } else {
+                        &mut fields.options
+                    };
+                    if slot.is_some() {
+                        return Err(Unsure);
+                    }
+                    let raw = reader.value()?.to_string();
+                    *slot = Some(RawValue::from_string(raw).map_err(|_| Unsure)?);
+                    return Ok(());
+                }
+                _ => return reader.skip(),
+            };
+            if slot.is_some() {
+                // A member given twice: `serde_json` says so.
+                return Err(Unsure);
+            }
+            *slot = Some(if reader.null()? {
+                Value::Null
+            } else {
+                Value::String(reader.string()?.decoded()?.into_owned())
+            });
+            Ok(())
+        })?;
+        reader.end()?;
         Ok(fields)
     }
 }
@@ -178,7 +229,9 @@ pub fn read_stdin() -> Result<Vec<u8>, ReadError> {
 /// few KiB, sometimes many MiB: neither should pay for clearing buffers).
 #[cfg(unix)]
 fn read_more(_stdin: &mut std::io::StdinLock<'_>, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    if buf.capacity() - buf.len() < 16 * 1024 {
+    // Grown only when nearly full: a payload of a few KiB ends in the first buffer, whose room
+    // is enough to hear the end of the input in.
+    if buf.capacity() - buf.len() < 4 * 1024 {
         buf.reserve(buf.len().max(64 * 1024));
     }
     let spare = buf.spare_capacity_mut();
@@ -549,87 +602,5 @@ fn trim_ascii(mut bytes: Vec<u8>) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<Payload, String> {
-        Payload::parse(text.as_bytes().to_vec(), None)
-    }
-
-    #[test]
-    fn event_and_cwd_are_appended_in_order() {
-        let p = parse(r#" {"tool_name":"x","event":"PreToolUse"} "#).unwrap();
-        assert_eq!(
-            &*p.handler_input(Path::new("/p")),
-            br#"{"tool_name":"x","event":"PreToolUse","cwd":"/p"}"#
-        );
-        let p = Payload::parse(b"{ }".to_vec(), Some("Stop")).unwrap();
-        assert_eq!(
-            &*p.handler_input(Path::new("/p")),
-            br#"{ "event":"Stop","cwd":"/p"}"#
-        );
-    }
-
-    #[test]
-    fn alias_counts_as_event_and_stays() {
-        let p = parse(r#"{"hook_event_name":"Stop","cwd":"/x"}"#).unwrap();
-        assert_eq!(p.event, "Stop");
-        assert_eq!(
-            &*p.handler_input(Path::new("/p")),
-            br#"{"hook_event_name":"Stop","cwd":"/x","event":"Stop"}"#
-        );
-    }
-
-    #[test]
-    fn depth_limit_is_128() {
-        let ok = format!(
-            "{{\"event\":\"Stop\",\"x\":{}{}}}",
-            "[".repeat(127),
-            "]".repeat(127)
-        );
-        assert!(parse(&ok).is_ok());
-        let deep = format!(
-            "{{\"event\":\"Stop\",\"x\":{}{}}}",
-            "[".repeat(128),
-            "]".repeat(128)
-        );
-        assert!(parse(&deep).unwrap_err().contains("deeper than 128"));
-        // Many brackets, but side by side or inside strings: not deep.
-        let wide = format!(
-            "{{\"event\":\"Stop\",\"x\":[{}],\"s\":\"{}\\\"{}\"}}",
-            "[],".repeat(200) + "[]",
-            "[".repeat(200),
-            "{".repeat(200)
-        );
-        assert!(too_deep(wide.as_bytes(), MAX_DEPTH).is_none());
-        assert!(parse(&wide).is_ok());
-    }
-
-    #[test]
-    fn members_are_read_in_one_pass_as_a_derived_reader_would() {
-        // `id` and `options` are a payload's own members like any other; only serve reads them.
-        let twice = parse(r#"{"event":"Stop","id":1,"id":2,"options":[],"options":{}}"#);
-        assert!(twice.is_ok(), "{twice:?}");
-        let request = Payload::read_request(br#"{"event":"Stop","id":[1],"options":{"a":1}}"#)
-            .expect("a request line");
-        assert_eq!(request.id.as_deref().map(RawValue::get), Some("[1]"));
-        assert_eq!(
-            request.options.as_deref().map(RawValue::get),
-            Some(r#"{"a":1}"#)
-        );
-        assert!(Payload::read_request(br#"{"event":"Stop","id":1,"id":2}"#).is_none());
-        let error = parse(r#"{"event":"Stop","x":{"event":1},"event":"Stop"}"#).unwrap_err();
-        assert!(error.contains("duplicate field `event`"), "{error}");
-        let error = parse(r#"{"event":"Stop"} {}"#).unwrap_err();
-        assert!(error.contains("trailing characters"), "{error}");
-        let escaped = parse(r#"{"\u0065vent":"Stop","tool_name":5}"#).unwrap();
-        assert_eq!(escaped.event, "Stop");
-    }
-
-    #[test]
-    fn null_event_is_not_missing() {
-        assert!(parse(r#"{"event":null}"#)
-            .unwrap_err()
-            .contains("not a string"));
-    }
-}
+#[path = "payload_tests.rs"]
+mod tests;

@@ -175,7 +175,7 @@ impl Cache {
         );
         warnings.extend(read_warnings.iter().cloned());
         let root = (!gate.assessments.is_empty())
-            .then(|| gate.root().canonicalize().ok())
+            .then(|| crate::fs::canonical(gate.root()).ok())
             .flatten();
         let groups: Arc<[Group]> = groups.into();
         let watched: Vec<_> = gate
@@ -225,7 +225,7 @@ impl Entry {
     fn root_unchanged(&self, gate: &Gate) -> bool {
         self.root
             .as_ref()
-            .is_none_or(|root| gate.root().canonicalize().is_ok_and(|now| now == *root))
+            .is_none_or(|root| crate::fs::canonical(gate.root()).is_ok_and(|now| now == *root))
     }
 
     /// Returns true if and only if the files the trust depends on are as they were, and were

@@ -84,8 +84,7 @@ pub fn compute(
     bytes: &[u8],
     groups: &[Group],
 ) -> Result<Digest, String> {
-    let root = root
-        .canonicalize()
+    let root = crate::fs::canonical(root)
         .map_err(|e| format!("cannot resolve the project root {}: {e}", root.display()))?;
     let hooks = canonical_hooks(bytes)?;
     let folder = hooks_folder(&root, layer.hooks_folder().unwrap_or(HOOKS_FOLDER))?;

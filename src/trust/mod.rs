@@ -342,8 +342,7 @@ pub fn assess_read(
     let file = layer.project_file().unwrap_or_default();
     let opt_in = opt_in();
     let admitted_by_opt_in = *opt_in == OptIn::All || trust_all;
-    let key = root
-        .canonicalize()
+    let key = crate::fs::canonical(root)
         .ok()
         .and_then(|r| r.to_str().map(str::to_string));
     // What the layer holds: from the memo when its files are unchanged, else read and counted;
@@ -565,7 +564,7 @@ fn sealed(root: &Path, layer: LayerKind, read: &std::fs::Metadata) -> Option<Ass
         return None;
     }
     let store_path = store::path()?;
-    let key = root.canonicalize().ok()?;
+    let key = crate::fs::canonical(root).ok()?;
     let (store, notes) = store::load(&store_path);
     if !notes.is_empty() {
         return None;

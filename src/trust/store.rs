@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -100,11 +100,12 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     if meta.len() > MAX_BYTES {
         return Err(format!("the trust store is over {} MiB", MAX_BYTES >> 20));
     }
-    let mut text = String::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_string(&mut text)
+    let mut file = file;
+    let bytes = crate::fs::read_expected(&mut file, meta.len(), MAX_BYTES)
         .map_err(|e| format!("cannot read the trust store: {e}"))?;
-    Ok(Some(text))
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| "cannot read the trust store: stream did not contain valid UTF-8".into())
 }
 
 /// The store's top level, read in one pass as it is written, borrowing its strings: members of

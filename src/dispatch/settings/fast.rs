@@ -1,6 +1,11 @@
 //! The typed fast path: an event's groups read straight into structs that borrow the file's
 //! strings, when they hold nothing to warn about. Anything unusual falls back to [`super::checked`].
+//!
+//! The file is read by the hand-written [`crate::dispatch::json`] reader first, which passes over the other
+//! events and keys at a few instructions a byte; whatever it cannot vouch for is read by
+//! `serde_json` into the same structs, as before it existed, so the two always agree.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -10,7 +15,61 @@ use serde::Deserialize;
 
 use super::checked::clamp_secs;
 use super::*;
+use crate::dispatch::json::{Read, Reader, Unsure};
 use crate::dispatch::matcher;
+
+/// The `hooks` object's events in file order, those `events` wants read into groups when
+/// they hold nothing to warn about, else kept as written; `None` when the file has no `hooks`
+/// (or `"hooks": null`). [`Unsure`] when the file is not a plain object whose keys have no
+/// escapes, with at most one `hooks` that is an object or `null`: then `serde_json` reads it,
+/// and words what is wrong. Events not wanted are checked and passed over, not listed.
+#[allow(clippy::type_complexity)]
+pub(super) fn hooks_of<'a>(
+    text: &'a str,
+    source: &Arc<Source>,
+    events: Events<'_>,
+) -> Read<Option<Vec<(Cow<'a, str>, super::Reading<'a>)>>> {
+    let mut reader = Reader::new(text);
+    let mut hooks = None;
+    let mut seen = false;
+    reader.object(|reader, key| {
+        if key.plain().ok_or(Unsure)? != "hooks" {
+            return reader.skip();
+        }
+        if std::mem::replace(&mut seen, true) {
+            // A second `hooks` is an error of `serde_json`'s to report.
+            return Err(Unsure);
+        }
+        if reader.null()? {
+            return Ok(());
+        }
+        let mut read = Vec::new();
+        reader.object(|reader, event| {
+            let name = event.plain().ok_or(Unsure)?;
+            let Some(tool) = events.wants(name) else {
+                return reader.skip();
+            };
+            // Read where it stands; when it cannot be, its text is passed over and kept.
+            let start = reader.position();
+            let outcome = read_groups(reader, source, name, tool);
+            let text = match outcome {
+                Ok(Some(groups)) => {
+                    read.push((Cow::Borrowed(name), super::Reading::Clean(groups)));
+                    return Ok(());
+                }
+                Ok(None) => super::Reading::Unclean,
+                Err(Unsure) => super::Reading::Unsure,
+            };
+            reader.set_position(start);
+            read.push((Cow::Borrowed(name), text(reader.value()?)));
+            Ok(())
+        })?;
+        hooks = Some(read);
+        Ok(())
+    })?;
+    reader.end()?;
+    Ok(hooks)
+}
 
 /// A group with only the keys the dispatcher reads; any other key fails the fast read.
 #[derive(Deserialize)]
@@ -58,6 +117,213 @@ pub(super) fn clean_event(
     raw: &str,
     tool: Option<&str>,
 ) -> Option<Vec<Group>> {
+    read_event(source, event, raw, tool)
+        .unwrap_or_else(|Unsure| serde_event(source, event, raw, tool))
+}
+
+/// [`clean_event`] by the [`crate::dispatch::json`] reader: [`Unsure`] for anything but groups of exactly the
+/// fields of [`CleanGroup`] and [`CleanHandler`], each at most once, with the kinds of value
+/// `serde_json` takes for them, which are then judged by the same [`clean_group`].
+fn read_event(
+    source: &Arc<Source>,
+    event: &str,
+    raw: &str,
+    tool: Option<&str>,
+) -> Read<Option<Vec<Group>>> {
+    let mut reader = Reader::new(raw);
+    let groups = read_groups(&mut reader, source, event, tool)?;
+    reader.end()?;
+    Ok(groups)
+}
+
+/// [`read_event`] of the array that comes next in `reader`.
+fn read_groups(
+    reader: &mut Reader<'_>,
+    source: &Arc<Source>,
+    event: &str,
+    tool: Option<&str>,
+) -> Read<Option<Vec<Group>>> {
+    let mut groups = Vec::new();
+    let mut index = 0;
+    let mut clean = true;
+    // One list of handlers for every group: each group's are taken out of it as it is judged.
+    let mut entry = CleanGroup {
+        matcher: None,
+        hooks: Vec::new(),
+        enabled: None,
+        protocol: None,
+        filter: None,
+    };
+    reader
+        .array(|reader| {
+            read_group(reader, &mut entry)?;
+            match clean_group(source, event, index, &mut entry, tool) {
+                Some(Some(group)) => groups.push(group),
+                Some(None) => {}
+                None => {
+                    // Something to warn about: the general path reads the event.
+                    clean = false;
+                    return Err(Unsure);
+                }
+            }
+            index += 1;
+            Ok(())
+        })
+        .or_else(|unsure| if clean { Err(unsure) } else { Ok(()) })?;
+    Ok(clean.then_some(groups))
+}
+
+/// Which fields of a group or handler were read: a second one is `serde_json`'s to refuse.
+struct Seen(u16);
+
+impl Seen {
+    fn first(&mut self, field: u16) -> Read<()> {
+        let bit = 1 << field;
+        if self.0 & bit != 0 {
+            return Err(Unsure);
+        }
+        self.0 |= bit;
+        Ok(())
+    }
+}
+
+/// A string or `null`, as `Option<Cow<str>>` takes it.
+fn optional_text<'a>(reader: &mut Reader<'a>) -> Read<Option<Cow<'a, str>>> {
+    if reader.peek() == Some(b'"') {
+        return reader.string()?.decoded().map(Some);
+    }
+    match reader.null()? {
+        true => Ok(None),
+        false => Err(Unsure),
+    }
+}
+
+/// A group object with only [`CleanGroup`]'s fields, read into `entry`, whose `hooks` are
+/// empty.
+fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<()> {
+    let mut seen = Seen(0);
+    let (mut matcher, mut enabled, mut protocol, mut filter) = (None, None, None, None);
+    entry.hooks.clear();
+    reader.object(|reader, key| {
+        match key.plain().ok_or(Unsure)? {
+            "matcher" => {
+                seen.first(0)?;
+                matcher = optional_text(reader)?;
+            }
+            "hooks" => {
+                seen.first(1)?;
+                reader.array(|reader| {
+                    entry.hooks.push(read_handler(reader)?);
+                    Ok(())
+                })?;
+            }
+            "enabled" => {
+                seen.first(2)?;
+                enabled = reader.null_or_bool()?;
+            }
+            "protocol" => {
+                seen.first(3)?;
+                protocol = optional_text(reader)?;
+            }
+            "if" => {
+                seen.first(4)?;
+                filter = optional_text(reader)?;
+            }
+            _ => return Err(Unsure),
+        }
+        Ok(())
+    })?;
+    if seen.0 & 1 << 1 == 0 {
+        // No `hooks`: `serde_json` says so.
+        return Err(Unsure);
+    }
+    entry.matcher = matcher;
+    entry.enabled = enabled;
+    entry.protocol = protocol;
+    entry.filter = filter;
+    Ok(())
+}
+
+/// A handler object with only [`CleanHandler`]'s fields.
+fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
+    let mut seen = Seen(0);
+    let mut handler = CleanHandler {
+        kind: None,
+        command: None,
+        argv: None,
+        timeout: None,
+        enabled: None,
+        name: None,
+        protocol: None,
+        filter: None,
+    };
+    reader.object(|reader, key| {
+        match key.plain().ok_or(Unsure)? {
+            "type" => {
+                seen.first(0)?;
+                handler.kind = optional_text(reader)?;
+            }
+            "command" => {
+                seen.first(1)?;
+                handler.command = optional_text(reader)?;
+            }
+            "argv" => {
+                seen.first(2)?;
+                if !reader.null()? {
+                    let mut argv = Vec::new();
+                    reader.array(|reader| {
+                        argv.push(reader.string()?.decoded()?);
+                        Ok(())
+                    })?;
+                    handler.argv = Some(argv);
+                }
+            }
+            "timeout" => {
+                seen.first(3)?;
+                if !reader.null()? {
+                    handler.timeout = Some(seconds(reader.number()?)?);
+                }
+            }
+            "enabled" => {
+                seen.first(4)?;
+                handler.enabled = reader.null_or_bool()?;
+            }
+            "name" => {
+                seen.first(5)?;
+                handler.name = optional_text(reader)?;
+            }
+            "protocol" => {
+                seen.first(6)?;
+                handler.protocol = optional_text(reader)?;
+            }
+            "if" => {
+                seen.first(7)?;
+                handler.filter = optional_text(reader)?;
+            }
+            _ => return Err(Unsure),
+        }
+        Ok(())
+    })?;
+    Ok(handler)
+}
+
+/// A number as `serde_json` reads it into an `f64`: a plain integer of up to fifteen digits is
+/// converted exactly as it converts one, and anything else is given to it.
+fn seconds(number: &str) -> Read<f64> {
+    if number.len() <= 15 && number.bytes().all(|b| b.is_ascii_digit()) {
+        #[allow(clippy::cast_precision_loss)] // fifteen digits are exact in an f64
+        return number.parse::<u64>().map(|n| n as f64).map_err(|_| Unsure);
+    }
+    serde_json::from_str(number).map_err(|_| Unsure)
+}
+
+/// [`clean_event`] by `serde_json`, for what the [`crate::dispatch::json`] reader leaves to it.
+pub(super) fn serde_event(
+    source: &Arc<Source>,
+    event: &str,
+    raw: &str,
+    tool: Option<&str>,
+) -> Option<Vec<Group>> {
     /// Reads the groups one at a time, so that a group left unbuilt leaves no memory behind;
     /// the first one with something to warn about stops the read.
     struct Groups<'s> {
@@ -79,8 +345,8 @@ pub(super) fn clean_event(
         ) -> Result<Vec<Group>, A::Error> {
             let mut groups = Vec::new();
             let mut index = 0;
-            while let Some(entry) = seq.next_element::<CleanGroup<'de>>()? {
-                match clean_group(self.source, self.event, index, entry, self.tool) {
+            while let Some(mut entry) = seq.next_element::<CleanGroup<'de>>()? {
+                match clean_group(self.source, self.event, index, &mut entry, self.tool) {
                     Some(Some(group)) => groups.push(group),
                     Some(None) => {}
                     None => return Err(serde::de::Error::custom("not the usual shape")),
@@ -109,7 +375,7 @@ pub(super) fn clean_group(
     source: &Arc<Source>,
     event: &str,
     index: usize,
-    entry: CleanGroup<'_>,
+    entry: &mut CleanGroup<'_>,
     tool: Option<&str>,
 ) -> Option<Option<Group>> {
     if entry.hooks.is_empty() {
@@ -156,7 +422,7 @@ pub(super) fn clean_group(
                     .any(|name| may_apply(entry.matcher.as_deref(), name)))
     });
     let mut handlers = Vec::with_capacity(if build { entry.hooks.len() } else { 0 });
-    for (h, handler) in entry.hooks.into_iter().enumerate() {
+    for (h, handler) in entry.hooks.drain(..).enumerate() {
         let handler_protocol = protocol_of(&handler)?;
         if handler.kind.as_deref().is_some_and(|k| k != "command") {
             return None;
@@ -201,10 +467,10 @@ pub(super) fn clean_group(
         source: Arc::clone(source),
         event: event.to_string(),
         index,
-        matcher: entry.matcher.map(std::borrow::Cow::into_owned),
+        matcher: entry.matcher.take().map(std::borrow::Cow::into_owned),
         enabled,
         protocol,
-        filter: entry.filter.map(Filter::new),
+        filter: entry.filter.take().map(Filter::new),
         handlers,
         compiled: OnceLock::new(),
         parses: OnceLock::new(),
@@ -214,17 +480,26 @@ pub(super) fn clean_group(
 /// Returns true unless a group with `matcher` certainly passes over `tool`, judged as the
 /// dispatch judges it: a list of names without it, or a regex its anchors rule out.
 pub(super) fn may_apply(matcher: Option<&str>, tool: &str) -> bool {
-    match matcher {
-        None => true,
-        Some(m) if matcher::is_name_list(m) => {
-            // A list with no name at all (`""`, `" | "`) matches every tool.
-            let mut names = m
-                .split('|')
-                .map(str::trim)
-                .filter(|n| !n.is_empty())
-                .peekable();
-            names.peek().is_none() || names.any(|n| n == tool)
+    let Some(m) = matcher else {
+        return true;
+    };
+    // A list of names when every byte is an ASCII letter, digit, `_`, `-`, `|` or a space
+    // ([`matcher::is_name_list`]), read as it is checked: the names are the bytes between
+    // `|`s, less their spaces. A list with no name at all (`""`, `" | "`) matches every tool.
+    let bytes = m.as_bytes();
+    let (mut start, mut named, mut found) = (0, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'|' {
+            let name = bytes[start..i].trim_ascii();
+            named |= !name.is_empty();
+            found |= !name.is_empty() && name == tool.as_bytes();
+            start = i + 1;
+        } else if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b' ') {
+            return !matcher::ruled_out(m, tool);
         }
-        Some(m) => !matcher::ruled_out(m, tool),
     }
+    let name = bytes[start..].trim_ascii();
+    named |= !name.is_empty();
+    found |= !name.is_empty() && name == tool.as_bytes();
+    found || !named
 }

@@ -1,6 +1,7 @@
 //! The `hooks` key of one settings file (contract §4): groups and handlers, checked entry by
 //! entry so that one bad entry never costs its valid siblings.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -286,6 +287,19 @@ pub fn parse(
     groups: &mut Vec<Group>,
     warnings: &mut Vec<String>,
 ) {
+    parse_with(source, bytes, events, groups, warnings, true);
+}
+
+/// [`parse`], by the hand-written reader first when `hand_written` (always, but in the tests
+/// that hold its answers to `serde_json`'s alone).
+fn parse_with(
+    source: Source,
+    bytes: &[u8],
+    events: Events<'_>,
+    groups: &mut Vec<Group>,
+    warnings: &mut Vec<String>,
+    hand_written: bool,
+) {
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {
@@ -297,7 +311,25 @@ pub fn parse(
             return;
         }
     };
-    let hooks = match top_level_hooks(text) {
+    let source = Arc::new(source);
+    // The hand-written reader takes the usual file; `serde_json` whatever it leaves.
+    let fast = if hand_written {
+        fast::hooks_of(text, &source, events)
+    } else {
+        Err(crate::dispatch::json::Unsure)
+    };
+    let hooks = match fast {
+        Ok(hooks) => Ok(hooks),
+        Err(crate::dispatch::json::Unsure) => top_level_hooks(text).map(|hooks| {
+            hooks.map(|hooks| {
+                let unread = hooks
+                    .into_iter()
+                    .map(|(event, raw)| (event, Reading::Unread(raw)));
+                unread.collect()
+            })
+        }),
+    };
+    let hooks = match hooks {
         Ok(Some(hooks)) => hooks,
         Ok(None) => return,
         Err(problem) => {
@@ -308,19 +340,23 @@ pub fn parse(
             return;
         }
     };
-    let source = Arc::new(source);
-    for (event, raw) in hooks {
-        let tool = match events {
-            Events::All => None,
-            Events::Only(wanted) | Events::OnlyFor(wanted, _) if event != wanted => continue,
-            Events::Only(_) => None,
-            Events::OnlyFor(_, tool) => Some(tool),
+    for (event, read) in hooks {
+        let Some(tool) = events.wants(&event) else {
+            continue;
         };
-        if let Some(clean) = clean_event(&source, &event, raw.get(), tool) {
+        let (raw, clean) = match read {
+            Reading::Clean(clean) => ("", Some(clean)),
+            Reading::Unread(raw) if hand_written => (raw, clean_event(&source, &event, raw, tool)),
+            Reading::Unread(raw) | Reading::Unsure(raw) => {
+                (raw, fast::serde_event(&source, &event, raw, tool))
+            }
+            Reading::Unclean(raw) => (raw, None),
+        };
+        if let Some(clean) = clean {
             groups.extend(clean);
             continue;
         }
-        let value: Value = match serde_json::from_str(raw.get()) {
+        let value: Value = match serde_json::from_str(raw) {
             Ok(value) => value,
             Err(e) => {
                 warnings.push(format!(
@@ -338,9 +374,35 @@ pub fn parse(
     }
 }
 
+/// One event of a file, as the reading of its top level left it.
+pub(super) enum Reading<'a> {
+    /// Its groups, read by the fast path.
+    Clean(Vec<Group>),
+    /// Its text, not read yet.
+    Unread(&'a str),
+    /// Its text, which the hand-written reader left to `serde_json`.
+    Unsure(&'a str),
+    /// Its text, which has something to warn about: for the general path.
+    Unclean(&'a str),
+}
+
+impl<'a> Events<'a> {
+    /// `None` when `event` is not read; else the tool its groups are read for, if any.
+    fn wants(self, event: &str) -> Option<Option<&'a str>> {
+        match self {
+            Events::All => Some(None),
+            Events::Only(wanted) | Events::OnlyFor(wanted, _) if event != wanted => None,
+            Events::Only(_) => Some(None),
+            Events::OnlyFor(_, tool) => Some(Some(tool)),
+        }
+    }
+}
+
 /// The `hooks` object's entries in file order, without parsing their values; `None` when the
-/// file has no `hooks` (or `"hooks": null`).
-fn top_level_hooks(text: &str) -> Result<Option<Vec<(String, &RawValue)>>, String> {
+/// file has no `hooks` (or `"hooks": null`). `serde_json`'s reading, for the files
+/// [`fast::hooks_of`] leaves to it.
+#[allow(clippy::type_complexity)]
+fn top_level_hooks(text: &str) -> Result<Option<Vec<(Cow<'_, str>, &str)>>, String> {
     /// One pass over the file: `hooks` is split into its events as it is read.
     #[derive(Deserialize)]
     struct Top<'a> {
@@ -357,7 +419,12 @@ fn top_level_hooks(text: &str) -> Result<Option<Vec<(String, &RawValue)>>, Strin
     let top: Top<'_> = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     match top.hooks {
         None | Some(Hooks::Null) => Ok(None),
-        Some(Hooks::Events(events)) => Ok(Some(events)),
+        Some(Hooks::Events(events)) => Ok(Some(
+            events
+                .into_iter()
+                .map(|(event, raw)| (Cow::Owned(event), raw.get()))
+                .collect(),
+        )),
         Some(Hooks::Not(what)) => Err(format!("\"hooks\" must be an object of events, not {what}")),
     }
 }

@@ -62,7 +62,7 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let key = prop::sample::select(vec![
         "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol", "args",
-        "shell",
+        "shell", "if",
     ]);
     let value = prop::sample::select(vec![
         "null",
@@ -110,6 +110,7 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
                 "\"enabled\":false",
                 "\"name\":\"n\"",
                 "\"protocol\":\"claude\"",
+                "\"if\":\"Bash(git *)\"",
             ],
             0..3,
         ),
@@ -168,6 +169,9 @@ fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
             }
             if extra {
                 fields.push("\"comment\":\"x\"".into());
+            }
+            if fields.len() % 3 == 1 {
+                fields.push("\"if\":\"Edit(src/**)\"".into());
             }
             format!("{{{}}}", fields.join(","))
         });
@@ -469,6 +473,175 @@ fn a_shell_where_none_runs_is_ignored_with_a_warning() {
     );
 }
 
+/// A whole settings file: `hooks` (sometimes twice, or under a key spelled with an escape),
+/// other keys of every kind of value, and events of every shape, compact or spaced out.
+fn file_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let event_name = prop::sample::select(vec![
+        "\"PreToolUse\"",
+        "\"Stop\"",
+        "\"PostToolUse\"",
+        "\"Pre\\u0054oolUse\"",
+    ]);
+    let event_value = prop_oneof![
+        4 => event_text(),
+        4 => clean_event_text(),
+        1 => prop::sample::select(vec!["null", "{}", "\"x\"", "[1,[2,{\"a\":[]}]]"]).prop_map(String::from),
+    ];
+    let events = prop::collection::vec((event_name, event_value), 0..4).prop_map(|events| {
+        let members: Vec<String> = events.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        format!("{{{}}}", members.join(","))
+    });
+    let hooks = prop_oneof![
+        8 => events,
+        1 => prop::sample::select(vec!["null", "[]", "\"x\"", "1", "true"]).prop_map(String::from),
+    ];
+    let other = prop::sample::select(vec![
+        "\"dark\"",
+        "-0.5e+3",
+        "0",
+        "[1, 2.25, -3E2, true, false, null]",
+        "{\"a\":{\"b\":[{\"c\":\"\\u00e9\\n\\\"\"}]},\"d\":[]}",
+        "\"\\ud800 lone\"",
+        "\"caf\u{e9} \\/ \\\\\"",
+        "1e400",
+    ]);
+    let member = prop_oneof![
+        4 => hooks.prop_map(|h| format!("\"hooks\":{h}")),
+        2 => other.prop_map(|v| format!("\"theme\":{v}")),
+        1 => Just("\"ho\\u006fks\":{}".to_string()),
+        1 => Just("\"trustAllProjectHooks\":false".to_string()),
+    ];
+    (prop::collection::vec(member, 0..4), any::<bool>()).prop_map(|(members, spaced)| {
+        let text = format!("{{{}}}", members.join(","));
+        if spaced {
+            text.replace(',', " ,\n\t")
+                .replace(':', " : ")
+                .replace('[', "[ \r\n")
+        } else {
+            text
+        }
+    })
+}
+
+/// `text` with one byte of JSON syntax (or one that breaks it) put in, or one taken out, at
+/// `at` (a fraction of the length): most such files are invalid somewhere.
+fn mutated(text: &str, at: f64, edit: usize) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let at = ((bytes.len() as f64) * at) as usize;
+    let at = at.min(bytes.len());
+    let inserts: [&[u8]; 12] = [
+        b"\"",
+        b",",
+        b"]",
+        b"}",
+        b"\\",
+        b" ",
+        b"0",
+        b"\n",
+        b"\x01",
+        "\u{e9}".as_bytes(),
+        b"{",
+        b"-",
+    ];
+    match edit % 14 {
+        12 if at < bytes.len() => {
+            bytes.remove(at);
+        }
+        13 => bytes.truncate(at),
+        n => {
+            let insert = inserts[n.min(11)];
+            bytes.splice(at..at, insert.iter().copied());
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// What reading `text` for `events` gives, by the hand-written reader first or by
+/// `serde_json` alone: the groups as `Debug` prints them, and the warnings.
+fn read_as(text: &str, events: Events<'_>, hand_written: bool) -> (String, Vec<String>) {
+    let mut groups = Vec::new();
+    let mut warnings = Vec::new();
+    let source = Source {
+        layer: LayerKind::Project,
+        file: Path::new("s.json").into(),
+    };
+    parse_with(
+        source,
+        text.as_bytes(),
+        events,
+        &mut groups,
+        &mut warnings,
+        hand_written,
+    );
+    (format!("{groups:?}"), warnings)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(3000))]
+
+    /// The hand-written reader changes nothing: every file, valid or not, gives the same
+    /// groups and the same warnings as when `serde_json` reads it alone, for a dispatch (one
+    /// event, for one tool or any), `list` and `validate` (every event).
+    #[test]
+    fn the_hand_written_reader_reads_as_serde_json_alone(
+        text in file_text(),
+        edit in proptest::option::weighted(0.4, (0.0..1.0f64, 0..14usize)),
+    ) {
+        let text = match edit {
+            Some((at, edit)) => mutated(&text, at, edit),
+            None => text,
+        };
+        for events in [
+            Events::All,
+            Events::Only("Stop"),
+            Events::Only("PreToolUse"),
+            Events::OnlyFor("PreToolUse", "write_file"),
+            Events::OnlyFor("PreToolUse", "read_files"),
+        ] {
+            let fast = read_as(&text, events, true);
+            let serde = read_as(&text, events, false);
+            proptest::prop_assert_eq!(fast, serde, "{}", text);
+        }
+    }
+}
+
+#[test]
+fn the_hand_written_reader_takes_the_usual_file_and_leaves_the_rest() {
+    let source = Arc::new(Source {
+        layer: LayerKind::Project,
+        file: Path::new("s.json").into(),
+    });
+    let usual = r#"{"theme":"dark","n":[1,-2.5e3,{"x":null}],"hooks":{"Stop":[{"hooks":[{"command":"a"}]}],"PreToolUse":[{"matcher":"^x","hooks":[{"argv":["b"],"timeout":5}]}]}}"#;
+    let read = fast::hooks_of(usual, &source, Events::Only("PreToolUse"))
+        .expect("taken")
+        .expect("has hooks");
+    assert_eq!(read.len(), 1, "the events not wanted are passed over");
+    assert!(
+        matches!(&read[0], (name, Reading::Clean(groups)) if name == "PreToolUse" && groups.len() == 1)
+    );
+    for left in [
+        r#"{"hooks":{},"hooks":{}}"#,
+        r#"{"ho\u006fks":{}}"#,
+        r#"{"hooks":{"Pre\u0054oolUse":[]}}"#,
+        r#"{"hooks":[]}"#,
+        r#"{"hooks":{}} x"#,
+        r#"{"hooks":{"Stop":[}}"#,
+        "\u{feff}{}",
+    ] {
+        assert_eq!(
+            fast::hooks_of(left, &source, Events::All).err(),
+            Some(crate::dispatch::json::Unsure),
+            "{left}"
+        );
+    }
+}
+
 /// Every subject a group applies to is among those `subjects_that_may_match` gives, for matchers
 /// of plain names in both protocols; anything it cannot tell is `None`.
 #[test]
@@ -553,4 +726,24 @@ fn subjects_that_may_match_leave_out_only_subjects_nothing_applies_to() {
         subjects_that_may_match(&[] as &[Group], EventKind::PreToolUse).unwrap(),
         Vec::<String>::new()
     );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(3000))]
+
+    /// `may_apply` reads a list of names in the one pass that tells it is one: the same answer
+    /// as telling it first and splitting it then.
+    #[test]
+    fn a_list_of_names_is_read_as_it_is_told(
+        matcher in "[ab_ |-]{0,8}|[ab_ |.^$]{0,8}",
+        tool in proptest::sample::select(vec!["a", "ab", "b_", "a-b", "", "x"]),
+    ) {
+        let told = if matcher::is_name_list(&matcher) {
+            let mut names = matcher.split('|').map(str::trim).filter(|n| !n.is_empty()).peekable();
+            names.peek().is_none() || names.any(|n| n == tool)
+        } else {
+            !matcher::ruled_out(&matcher, tool)
+        };
+        proptest::prop_assert_eq!(fast::may_apply(Some(&matcher), tool), told, "{:?} {:?}", matcher, tool);
+    }
 }
