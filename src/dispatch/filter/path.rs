@@ -14,7 +14,7 @@
 //!   matches. Paths are compared as written, after `.` and `..` are resolved: no symbolic
 //!   link is followed.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// What a pattern is relative to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,11 +78,11 @@ impl PathPattern {
     /// Returns true if and only if `given` (a path as a tool input holds it, relative to
     /// `root` or absolute) matches; `is_dir` says it names a directory.
     pub fn matches(&self, given: &str, root: &Path, home: Option<&Path>, is_dir: bool) -> bool {
-        let path = normalize(&root.join(given));
+        let path = crate::fs::normalize(&root.join(given));
         let base = match self.base {
-            Base::Root => normalize(root),
+            Base::Root => crate::fs::normalize(root),
             Base::Home => match home {
-                Some(home) => normalize(home),
+                Some(home) => crate::fs::normalize(home),
                 None => return false,
             },
             Base::Filesystem => PathBuf::from("/"),
@@ -203,23 +203,4 @@ fn class(chars: &[char]) -> Result<(String, usize), String> {
             }
         }
     }
-}
-
-/// `path` without `.` and with each `..` taking away the component before it, as text.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) {
-                    out.pop();
-                } else if !out.has_root() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }

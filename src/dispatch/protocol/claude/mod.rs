@@ -9,7 +9,7 @@
 //! input. Paths are joined to the project root and normalized lexically, as Claude Code gives
 //! them.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -311,29 +311,13 @@ fn number(value: f64) -> Value {
 /// left as it is.
 fn absolute(root: &Path, path: &Value) -> Value {
     match path {
-        Value::String(path) => Value::String(normalize(&root.join(path)).to_string_lossy().into()),
+        Value::String(path) => Value::String(
+            crate::fs::normalize(&root.join(path))
+                .to_string_lossy()
+                .into(),
+        ),
         other => other.clone(),
     }
-}
-
-/// `path` without `.` and with each `..` taking away the component before it, as text: no
-/// symbolic link is followed, so this is what the path says, not where it leads.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) {
-                    out.pop();
-                } else if !out.has_root() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// A path Claude Code gave back, in levelcode's form: relative to the project root when it is
@@ -346,7 +330,7 @@ fn relative(root: &Path, path: &Value) -> Value {
     if !given.is_absolute() {
         return path.clone();
     }
-    match normalize(given).strip_prefix(normalize(root)) {
+    match crate::fs::normalize(given).strip_prefix(crate::fs::normalize(root)) {
         Ok(rest) if rest.as_os_str().is_empty() => Value::String(".".into()),
         Ok(rest) => Value::String(rest.to_string_lossy().into()),
         Err(_) => path.clone(),
