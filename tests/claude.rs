@@ -514,7 +514,7 @@ fn import_of_a_realistic_claude_settings_file() {
     assert_eq!(settings["hooks"]["Notification"][0]["protocol"], "claude");
     assert!(settings["hooks"].get("Stop").is_none());
     let stderr = printed.stderr();
-    assert!(stderr.contains("\"prompt\" handler"), "{stderr}");
+    assert!(stderr.contains("type \"prompt\""), "{stderr}");
     assert!(!stderr.contains("hooks.UserPromptSubmit"), "{stderr}");
 
     // validate suggests the import before it, and is quiet about it after.

@@ -186,6 +186,9 @@ fn a_dispatch_is_one_span_with_a_child_span_per_handler_that_ran() {
     let record = receiver.request();
     assert_eq!(record["path"], "/v1/traces");
     assert_eq!(record["content_type"], "application/x-protobuf");
+    // The head went first, while the handlers ran; the body followed as one chunk.
+    assert_eq!(record["headers"]["expect"], "100-continue");
+    assert_eq!(record["headers"]["transfer-encoding"], "chunked");
     assert_eq!(
         record["reencoded_equal"], true,
         "protobuf as the definitions encode it"
@@ -440,18 +443,142 @@ fn a_collector_that_is_slow_or_not_there_costs_one_warning_and_never_the_dispatc
 }
 
 #[test]
-fn what_cannot_be_exported_is_one_warning() {
+fn a_collector_that_refuses_the_request_s_head_costs_one_warning() {
+    // As a collector with an authentication extension does: the head is refused at once.
+    let Some(receiver) = Receiver::start(&["--reject", "401"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20wrong")
+        .user_settings(on("PreToolUse", "echo 'blocked by policy' >&2; exit 2"))
+        .tool_event("PreToolUse", "write_file")
+        .run();
+    assert_eq!(out.status(), 2);
+    assert_eq!(out.decision(), "block");
+    let warning = out.warning(&["OpenTelemetry", "not exported", "answered 401"]);
+    assert_eq!(out.warnings().len(), 1, "{warning}");
+    let record = receiver.request();
+    assert_eq!(record["rejected"], 401);
+    assert_eq!(record["headers"]["authorization"], "Bearer wrong");
+}
+
+#[test]
+fn run_goes_on_once_the_collector_takes_the_spans_and_test_waits_for_its_verdict() {
+    // A collector that reads every request and answers 500, two seconds later.
+    let Some(slow) = Receiver::start(&["--status", "500", "--delay", "2"]) else {
+        return;
+    };
+    let settings = on("Stop", "true");
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", slow.endpoint())
+        .user_settings(&settings)
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    // `run` went on at the collector's `100 Continue`, before its verdict, and within the
+    // bound's 200 ms wait it would otherwise have spent.
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    assert_eq!(spans(&slow.request()).len(), 2);
+
+    // `test` waits for the verdict (here one that comes at once).
+    let Some(receiver) = Receiver::start(&["--status", "500"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(&settings)
+        .args(["test", "--event", "Stop"])
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    let warning = out.warning(&["OpenTelemetry", "not exported", "answered 500"]);
+    assert_eq!(out.warnings().len(), 1, "{warning}");
+    assert_eq!(spans(&receiver.request()).len(), 2);
+}
+
+#[test]
+fn a_collector_that_closes_the_idle_connection_during_a_long_handler_still_gets_the_spans() {
+    // The connection is opened as the handler starts; the collector closes it after 0.3 s of
+    // silence, and the dispatch posts on a new one.
+    let Some(receiver) = Receiver::start(&["--read-timeout", "0.3"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(on("Stop", "sleep 1"))
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    let record = receiver.request();
+    assert!(record["headers"].get("expect").is_none(), "{record}");
+    assert_eq!(spans(&record).len(), 2);
+}
+
+#[test]
+fn a_collector_that_takes_no_announced_body_gets_the_spans_with_their_length() {
+    // 417 Expectation Failed to the head: the request again, plainly.
+    let Some(receiver) = Receiver::start(&["--reject", "417"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(on("Stop", "true"))
+        .event("Stop")
+        .run();
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    assert_eq!(receiver.request()["rejected"], 417);
+    let record = receiver.request();
+    assert_eq!(
+        record["headers"]["content-length"]
+            .as_str()
+            .map(str::parse::<usize>),
+        Some(Ok(record["length"].as_u64().unwrap() as usize))
+    );
+    assert_eq!(spans(&record).len(), 2);
+}
+
+#[test]
+fn what_cannot_be_exported_is_one_warning_naming_the_variable_and_what_to_do() {
     for (key, value, says) in [
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "grpc"),
+        (
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "grpc",
+            &[
+                "OTEL_EXPORTER_OTLP_PROTOCOL is \"grpc\"",
+                "http/protobuf",
+                "4318",
+            ][..],
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "grpc",
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL is \"grpc\"",
+                "set OTEL_EXPORTER_OTLP_TRACES_PROTOCOL to http/protobuf",
+            ],
+        ),
         (
             "OTEL_EXPORTER_OTLP_ENDPOINT",
             "https://collector.example:4318",
-            "https",
+            &[
+                "OTEL_EXPORTER_OTLP_ENDPOINT is an https:// URL",
+                "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318,",
+                "Collector",
+            ],
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "HTTPS://collector.example:4318/v1/traces",
+            &[
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is an https:// URL",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces",
+            ],
         ),
         (
             "OTEL_EXPORTER_OTLP_ENDPOINT",
             "collector:4318",
-            "not an http:// URL",
+            &["OTEL_EXPORTER_OTLP_ENDPOINT", "not an http:// URL"],
         ),
     ] {
         let out = Test::new()
@@ -462,9 +589,37 @@ fn what_cannot_be_exported_is_one_warning() {
             .run();
         assert_eq!(out.status(), 0);
         assert_eq!(out.outcomes(), ["proceed"]);
-        out.warning(&["OpenTelemetry export is off", says]);
+        let mut needles = vec!["OpenTelemetry export is off"];
+        needles.extend(says);
+        out.warning(&needles);
         assert_eq!(out.warnings().len(), 1, "{:?}", out.warnings());
     }
+}
+
+#[test]
+fn serve_says_once_what_cannot_be_exported() {
+    let test = Test::new().user_settings(on("Stop", "true"));
+    let (mut child, answers) = serve(
+        &test,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ],
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    let mut said = Vec::new();
+    for id in 0..3 {
+        writeln!(stdin, "{}", json!({ "id": id, "event": "Stop" })).unwrap();
+        stdin.flush().unwrap();
+        let answer: Value =
+            serde_json::from_str(&answers.recv_timeout(Duration::from_secs(20)).unwrap()).unwrap();
+        assert_eq!(answer["handlers"][0]["outcome"], "proceed", "{answer}");
+        said.push(answer["warnings"].as_array().unwrap().len());
+    }
+    // Its configuration cannot change while it runs: the first answer says it, the others not.
+    assert_eq!(said, [1, 0, 0]);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }
 
 /// `serve` with the test's HOME and project; requests written, answers read one by one.

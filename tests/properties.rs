@@ -40,6 +40,8 @@ const KEYS: &[&str] = &[
     "enabled",
     "command",
     "argv",
+    "args",
+    "shell",
     "timeout",
     "type",
     "name",
@@ -151,6 +153,11 @@ fn handler_spec() -> impl Strategy<Value = HandlerSpec> {
         Just(json!({"argv": [""]})),
         Just(json!({"argv": ["a", 1]})),
         Just(json!({"argv": "a"})),
+        Just(json!({"args": ["a"]})),
+        Just(json!({"command": "a", "args": "b"})),
+        Just(json!({"command": "a", "args": ["b", null]})),
+        Just(json!({"argv": ["a"], "args": ["b"]})),
+        Just(json!({"command": "a", "shell": "fish"})),
         Just(json!({"type": "prompt", "command": "a"})),
         Just(json!({"type": 1, "command": "a"})),
         Just(json!(null)),
@@ -252,9 +259,14 @@ fn check_groups(groups: &[Group], warnings: &[String]) -> Result<(), TestCaseErr
         prop_assert!(group.path().starts_with("hooks."));
         for handler in &group.handlers {
             match &handler.action {
-                Action::Process(Program::Shell(c)) => prop_assert!(!c.trim().is_empty()),
+                Action::Process(Program::Shell(c) | Program::PowerShell(c)) => {
+                    prop_assert!(!c.trim().is_empty())
+                }
                 Action::Process(Program::Argv(a)) => {
                     prop_assert!(!a.is_empty() && !a[0].is_empty())
+                }
+                Action::Process(Program::Exec { program, .. }) => {
+                    prop_assert!(!program.is_empty() && program.trim() == program)
                 }
             }
             let secs = handler.timeout.as_secs_f64();
@@ -338,7 +350,8 @@ proptest! {
                 let naming = warnings
                     .iter()
                     .filter(|w| w.starts_with(&format!("{path}:")) || w.starts_with(&format!("{path}.type:"))
-                        || w.starts_with(&format!("{path}.command:")) || w.starts_with(&format!("{path}.argv:")))
+                        || w.starts_with(&format!("{path}.command:")) || w.starts_with(&format!("{path}.argv:"))
+                        || w.starts_with(&format!("{path}.args:")) || w.starts_with(&format!("{path}.shell:")))
                     .count();
                 if let HandlerSpec::Broken(_) = spec {
                     prop_assert_eq!(naming, 1, "{} in {:?}", path, warnings);

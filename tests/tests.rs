@@ -3,6 +3,8 @@
 mod architecture;
 #[cfg(unix)]
 mod claude;
+#[cfg(unix)]
+mod claude_layers;
 mod common;
 mod compliance;
 

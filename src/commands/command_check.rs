@@ -99,14 +99,51 @@ pub fn check(program: &Program, lookup: &Lookup<'_>) -> Vec<CommandProblem> {
                 }
             }
         }
+        // PowerShell's syntax is not a POSIX shell's: only whether PowerShell starts is checked.
+        Program::PowerShell(_) => {
+            check_program(program.line().0, lookup, true, &mut problems);
+        }
         Program::Argv(argv) => {
             if let Some((first, args)) = argv.split_first() {
-                check_program(first, lookup, true, &mut problems);
-                check_args(first, args, lookup, &mut problems);
+                check_direct(first, args, lookup, &mut problems);
             }
         }
+        Program::Exec { program, args } => check_direct(program, args, lookup, &mut problems),
     }
     problems
+}
+
+/// A program started directly (`argv`, or `command` with `args`): no shell expands a variable
+/// in its words, so one written as if it did is a problem of its own; the others are checked
+/// as a shell command's are.
+fn check_direct(
+    program: &str,
+    args: &[String],
+    lookup: &Lookup<'_>,
+    problems: &mut Vec<CommandProblem>,
+) {
+    let mut words = std::iter::once(program).chain(args.iter().map(String::as_str));
+    if let Some(word) = words.find(|w| names_variable(w)) {
+        problems.push(CommandProblem {
+            kind: "variable_not_expanded",
+            message: format!(
+                "{word:?} is passed as written: without a shell no variable is expanded; handlers run in the project root, so a path relative to it (such as \".claude/hooks/guard.js\") works, or write the command as one string to run it by /bin/sh"
+            ),
+        });
+        return;
+    }
+    check_program(program, lookup, true, problems);
+    check_args(program, args, lookup, problems);
+}
+
+/// Returns true if and only if `word` holds `$NAME` or `${NAME}`, as a shell would expand it.
+fn names_variable(word: &str) -> bool {
+    word.match_indices('$').any(|(at, _)| {
+        word[at + 1..]
+            .chars()
+            .next()
+            .is_some_and(|c| c == '{' || c == '_' || c.is_ascii_alphabetic())
+    })
 }
 
 /// Splits words at `&&`, `||`, `;`, `|`, `&` (also a `;` ending a word, as in `a; b`), dropping a

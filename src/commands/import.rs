@@ -21,6 +21,9 @@ pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings
 /// Claude Code's default handler timeout, in seconds: an imported handler keeps it.
 const CLAUDE_TIMEOUT_SECS: u64 = 60;
 
+/// A handler's fields that levelcode reads as Claude Code does, copied as they are.
+const KEPT: &[&str] = &["args", "shell", "onFailure", "if"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Agent {
     /// Claude Code's settings.json.
@@ -118,7 +121,7 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
             .unwrap_or("command");
         if kind != "command" {
             notes.push(format!(
-                "{at}: a {kind:?} handler; levelcode runs only \"command\" handlers, so it was left out"
+                "{at}: a handler of type {kind:?}; levelcode runs only \"command\" handlers, so it was left out"
             ));
             continue;
         }
@@ -132,27 +135,30 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
         };
         let mut out = Map::new();
         out.insert("command".into(), Value::String(command.into()));
+        // Claude Code's fields that levelcode honours as they are (contract §16): the exec
+        // form's arguments and the shell of a command, then what the guard's failure means.
+        for key in ["args", "shell"] {
+            if let Some(value) = handler.get(key) {
+                out.insert(key.into(), value.clone());
+            }
+        }
         let timeout = handler
             .get("timeout")
             .filter(|t| t.is_number())
             .cloned()
             .unwrap_or_else(|| Value::from(CLAUDE_TIMEOUT_SECS));
         out.insert("timeout".into(), timeout);
-        // Claude Code's fields that levelcode honours as they are (contract §16).
-        if let Some(on_failure) = handler.get("onFailure") {
-            out.insert("onFailure".into(), on_failure.clone());
+        if let Some(value) = handler.get("onFailure") {
+            out.insert("onFailure".into(), value.clone());
         }
         if let Some(filter) = handler.get("if") {
             out.insert("if".into(), filter.clone());
         }
         for key in handler.as_object().into_iter().flat_map(Map::keys) {
-            if !matches!(
-                key.as_str(),
-                "type" | "command" | "timeout" | "onFailure" | "if"
-            ) {
-                notes.push(format!(
-                    "{at}: {key:?} has no levelcode equivalent; left out (the handler was imported without it)"
-                ));
+            if !matches!(key.as_str(), "type" | "command" | "timeout")
+                && !KEPT.contains(&key.as_str())
+            {
+                notes.push(format!("{at}: {}", left_out(key)));
             }
         }
         converted.push(Value::Object(out));
@@ -161,6 +167,13 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
         notes.push(format!("{at}: no command handler; group left out"));
         return None;
     }
+    for key in fields.keys() {
+        if !matches!(key.as_str(), "matcher" | "hooks") {
+            notes.push(format!(
+                "{at}: {key:?} on the group has no levelcode equivalent; left out (the group was imported without it)"
+            ));
+        }
+    }
     let mut out = Map::new();
     if let Some(matcher) = fields.get("matcher").filter(|m| !m.is_null()) {
         out.insert("matcher".into(), matcher.clone());
@@ -168,6 +181,30 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
     out.insert("protocol".into(), Value::String(claude::NAME.into()));
     out.insert("hooks".into(), Value::Array(converted));
     Some(Value::Object(out))
+}
+
+/// The note on a handler field that levelcode does not honour.
+fn left_out(key: &str) -> String {
+    not_honoured(key).map_or_else(
+        || format!("{key:?} has no levelcode equivalent; left out (the handler was imported without it)"),
+        |why| format!("{why}; the handler was imported without it"),
+    )
+}
+
+/// What a handler field of Claude Code's that levelcode knows and does not honour means for a
+/// handler that has it (`validate` says the same of a handler written with it).
+pub fn not_honoured(key: &str) -> Option<String> {
+    let why = match key {
+        "async" | "asyncRewake" => {
+            "levelcode waits for every handler, so it runs in the foreground and its answer counts"
+        }
+        "once" => "it runs every time, not once per session",
+        "statusMessage" => "levelcode shows no status line while a handler runs",
+        _ => return None,
+    };
+    Some(format!(
+        "{key:?} is one of Claude Code's fields that levelcode does not honour: {why}"
+    ))
 }
 
 /// Merges `hooks` into a levelcode settings value, keeping what is there; a group already
@@ -298,7 +335,7 @@ pub fn suggestion(inspection: &Inspection) -> Option<String> {
                 .unwrap_or(false)
         })?;
     Some(format!(
-        "{} has Claude Code hooks and levelcode has none; they run unmodified under levelcode once imported: levelcode-hooks import claude --write",
+        "{} has Claude Code hooks and levelcode has none; they run unmodified under levelcode once imported (levelcode-hooks import claude --write), or read where they are with \"claudeCodeHooks\": true in ~/.config/levelcode/settings.json",
         file.display()
     ))
 }
@@ -341,7 +378,7 @@ mod tests {
         let notes = out.notes.join("\n");
         assert!(notes.contains("PermissionRequest"), "{notes}");
         assert!(!notes.contains("hooks.UserPromptSubmit"), "{notes}");
-        assert!(notes.contains("\"prompt\" handler"), "{notes}");
+        assert!(notes.contains("type \"prompt\""), "{notes}");
         assert!(notes.contains("\"async\""), "{notes}");
     }
 

@@ -92,16 +92,24 @@ pub struct Inspection {
     pub layers: Vec<LayerView>,
     /// Warnings that concern no single file, such as a missing home directory.
     pub notes: Vec<String>,
-    /// The project layer's trust (contract §13), when it has hooks.
-    pub trust: Option<crate::trust::Assessment>,
+    /// The trust of each layer inside the project that has hooks (contract §13), in layer
+    /// order.
+    pub trust: Vec<crate::trust::Assessment>,
     /// The managed file, when it sets `managedHooksOnly` (contract §17): no other layer runs.
     pub managed_only: Option<PathBuf>,
 }
 
 impl Inspection {
-    /// The project layer's trust when it keeps the layer from running.
+    /// The trust of the first layer inside the project that it keeps from running.
     pub fn held_back(&self) -> Option<&crate::trust::Assessment> {
-        self.trust.as_ref().filter(|a| !a.state.admits())
+        self.trust.iter().find(|a| !a.state.admits())
+    }
+
+    /// The trust of the layer of `kind`, when it keeps that layer from running.
+    pub fn held_back_layer(&self, kind: LayerKind) -> Option<&crate::trust::Assessment> {
+        self.trust
+            .iter()
+            .find(|a| a.layer == kind && !a.state.admits())
     }
 }
 
@@ -120,10 +128,20 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
     let paths = dispatch::layer_paths(&root, options, &mut notes);
     let mut reader = layers::Reader::default();
     let (managed, managed_only) = managed_layer(&mut notes);
-    let layers: Vec<LayerView> = managed
-        .into_iter()
-        .chain(paths.iter().map(|layer| read_layer(&mut reader, layer)))
-        .collect();
+    let mut layers: Vec<LayerView> = managed.into_iter().collect();
+    // An agent's own files are layers only when the user or data layer turns them on
+    // (contract §12); otherwise they are not read, nor shown.
+    let mut switches = Vec::new();
+    for layer in &paths {
+        if layer.kind.switch().is_some_and(|s| !switches.contains(&s)) {
+            continue;
+        }
+        let view = read_layer(&mut reader, layer);
+        if let (LayerKind::User | LayerKind::Data, Some(text)) = (layer.kind, &view.text) {
+            layers::switches_in(text.as_bytes(), &layer.path, &mut switches, &mut notes);
+        }
+        layers.push(view);
+    }
     let trust = assess_trust(&root, &layers, &mut notes);
     if let Some(file) = &managed_only {
         let held: usize = layers
@@ -171,12 +189,12 @@ fn managed_layer(notes: &mut Vec<String>) -> (Option<LayerView>, Option<PathBuf>
     (Some(view_of(&layer, loaded)), only)
 }
 
-/// The project layer's trust, as a dispatch would judge it, with the digest.
+/// The trust of each layer inside the project, as a dispatch would judge it, with the digest.
 fn assess_trust(
     root: &Path,
     layers: &[LayerView],
     notes: &mut Vec<String>,
-) -> Option<crate::trust::Assessment> {
+) -> Vec<crate::trust::Assessment> {
     let mut trust_all = false;
     for layer in layers {
         if !matches!(layer.kind, LayerKind::User | LayerKind::Data) {
@@ -192,17 +210,28 @@ fn assess_trust(
             _ => {}
         }
     }
-    let project = layers
+    let mut out = Vec::new();
+    for layer in layers
         .iter()
-        .find(|l| l.kind == LayerKind::Project && l.state == LayerState::Read)?;
-    let assessment = crate::trust::assess(
-        root,
-        project.text.as_deref().unwrap_or_default().as_bytes(),
-        trust_all,
-        true,
-    );
-    notes.extend(assessment.warnings.iter().cloned());
-    (assessment.state != crate::trust::State::NoHooks).then_some(assessment)
+        .filter(|l| l.kind.project_file().is_some() && l.state == LayerState::Read)
+    {
+        let assessment = crate::trust::assess(
+            root,
+            layer.kind,
+            layer.text.as_deref().unwrap_or_default().as_bytes(),
+            trust_all,
+            true,
+        );
+        for warning in &assessment.warnings {
+            if !notes.contains(warning) {
+                notes.push(warning.clone());
+            }
+        }
+        if assessment.state != crate::trust::State::NoHooks {
+            out.push(assessment);
+        }
+    }
+    out
 }
 
 fn read_layer(reader: &mut layers::Reader, layer: &LayerPath) -> LayerView {
@@ -361,14 +390,9 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                 }
                 let label = handler.label();
                 let crate::dispatch::settings::Action::Process(program) = &handler.action;
-                let hidden = match program {
-                    crate::dispatch::settings::Program::Shell(command) => {
-                        crate::commands::visible::needs_warning(command)
-                    }
-                    crate::dispatch::settings::Program::Argv(argv) => argv
-                        .iter()
-                        .any(|a| crate::commands::visible::needs_warning(a)),
-                };
+                let hidden = crate::dispatch::settings::Written::of(program)
+                    .texts()
+                    .any(crate::commands::visible::needs_warning);
                 if hidden || crate::commands::visible::needs_warning(&label) {
                     warnings.push(crate::commands::visible::warning(&path));
                 }

@@ -19,7 +19,7 @@ use crate::dispatch::events::{self, EventKind, Subject};
 use crate::dispatch::filter;
 use crate::dispatch::layers::LayerKind;
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::settings::{Action, Program};
+use crate::dispatch::settings::{Action, Written};
 use crate::dispatch::Options;
 use crate::environment;
 use crate::style::{Painter, Style};
@@ -150,13 +150,19 @@ pub fn plan<'a>(
     let mut order = 0;
     let mut already: Vec<(&Action, usize)> = Vec::new();
     let mut out = Vec::new();
-    let held_back = inspection.held_back().map(|a| {
-        format!(
-            "the project's hooks are {}: review them with levelcode-hooks trust --project-dir {}",
-            a.state.name(),
-            shell_words::quote(&inspection.root.to_string_lossy())
-        )
-    });
+    let held_back = |kind: LayerKind| {
+        inspection.held_back_layer(kind).map(|a| {
+            format!(
+                "the project's hooks{} are {}: review them with levelcode-hooks trust --project-dir {}",
+                match kind {
+                    LayerKind::Project => String::new(),
+                    other => format!(" in {}", other.name()),
+                },
+                a.state.name(),
+                shell_words::quote(&inspection.root.to_string_lossy())
+            )
+        })
+    };
     let managed_only = inspection.managed_only.as_ref().map(|file| {
         format!(
             "{} sets managedHooksOnly: only the managed layer's hooks run",
@@ -165,7 +171,7 @@ pub fn plan<'a>(
     });
     for entry in inspect::entries(inspection) {
         let managed = entry.layer.kind == LayerKind::Managed;
-        let (verdict, why) = match (&held_back, &managed_only) {
+        let (verdict, why) = match (&held_back(entry.layer.kind), &managed_only) {
             (_, Some(reason)) if !managed => {
                 // Judged as if it ran, without taking a place in the chain.
                 let (mut order, mut already) = (order, already.clone());
@@ -176,7 +182,7 @@ pub fn plan<'a>(
                     other => other,
                 }
             }
-            (Some(reason), _) if entry.layer.kind == LayerKind::Project => {
+            (Some(reason), _) => {
                 // Judged as if it ran, without taking a place in the chain.
                 let (mut order, mut already) = (order, already.clone());
                 match judge(&entry, &call, &mut order, &mut already) {
@@ -418,6 +424,12 @@ pub struct HandlerJson {
     pub name: Option<String>,
     pub command: Option<String>,
     pub argv: Option<Vec<String>>,
+    /// The exec form's arguments: `command` is then the program, run without a shell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// The shell that runs `command`, when it is not the default (`"powershell"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell: Option<&'static str>,
     pub timeout: Option<f64>,
     pub enabled: bool,
     /// The handler's protocol, by name (contract §12).
@@ -437,10 +449,9 @@ impl HandlerJson {
     pub fn new(planned: &Planned<'_>) -> HandlerJson {
         let entry = &planned.entry;
         let handler = entry.handler;
-        let (command, argv) = match handler.map(|h| &h.action) {
-            Some(Action::Process(Program::Shell(c))) => (Some(c.clone()), None),
-            Some(Action::Process(Program::Argv(a))) => (None, Some(a.clone())),
-            None => (None, None),
+        let written = match handler.map(|h| &h.action) {
+            Some(Action::Process(program)) => Written::of(program),
+            None => Written::default(),
         };
         HandlerJson {
             layer: entry.layer.kind.name(),
@@ -450,8 +461,10 @@ impl HandlerJson {
             matcher: entry.matcher.clone(),
             label: entry.label.clone(),
             name: handler.and_then(|h| h.name.clone()),
-            command,
-            argv,
+            command: written.command.map(String::from),
+            argv: written.argv.map(<[String]>::to_vec),
+            args: written.args.map(<[String]>::to_vec),
+            shell: written.shell,
             timeout: handler.map(|h| h.timeout.as_secs_f64()),
             enabled: entry.enabled(),
             protocol: handler.map(|h| h.protocol.name()),
@@ -494,13 +507,17 @@ fn to_json<'a>(
             .collect(),
         handlers: planned.iter().map(HandlerJson::new).collect(),
         warnings: all_warnings(inspection),
-        project_trust: inspection.trust.as_ref().map(trust_json),
+        project_trust: inspection
+            .held_back()
+            .or(inspection.trust.first())
+            .map(trust_json),
     }
 }
 
-/// The project layer's trust as `list --json` and `validate --json` print it.
+/// A project layer's trust as `list --json` and `validate --json` print it.
 pub fn trust_json(assessment: &crate::trust::Assessment) -> serde_json::Value {
     serde_json::json!({
+        "layer": assessment.layer.name(),
         "state": assessment.state.name(),
         "trusted_by": match assessment.state {
             crate::trust::State::Trusted(by) => Some(by.name()),
@@ -512,26 +529,40 @@ pub fn trust_json(assessment: &crate::trust::Assessment) -> serde_json::Value {
     })
 }
 
-/// One line on the project layer's trust, for the tables of `list` and `validate`.
-pub fn trust_line(inspection: &Inspection) -> Option<String> {
-    let assessment = inspection.trust.as_ref()?;
+/// One line on the trust of each layer inside the project that has hooks, for the tables of
+/// `list` and `validate`.
+pub fn trust_lines(inspection: &Inspection) -> Vec<String> {
     let root = shell_words::quote(&inspection.root.to_string_lossy()).into_owned();
-    Some(match assessment.state {
-        crate::trust::State::Trusted(by) => format!(
-            "project hooks trusted (by {}){}",
-            by.name(),
-            assessment
-                .digest
-                .as_ref()
-                .map(|d| format!(", digest {}", d.digest))
-                .unwrap_or_default()
-        ),
-        state => format!(
-            "project hooks {}: its {} handler(s) do not run; review and trust them with: levelcode-hooks trust --project-dir {root}",
-            state.name(),
-            assessment.handlers
-        ),
-    })
+    inspection
+        .trust
+        .iter()
+        .map(|assessment| {
+            let what = match assessment.layer {
+                LayerKind::Project => "project hooks".to_string(),
+                other => format!("project hooks of {} ({})", other.name(), short_name(assessment, &inspection.root)),
+            };
+            match assessment.state {
+                crate::trust::State::Trusted(by) => format!(
+                    "{what} trusted (by {}){}",
+                    by.name(),
+                    assessment
+                        .digest
+                        .as_ref()
+                        .map(|d| format!(", digest {}", d.digest))
+                        .unwrap_or_default()
+                ),
+                state => format!(
+                    "{what} {}: its {} handler(s) do not run; review and trust them with: levelcode-hooks trust --project-dir {root}",
+                    state.name(),
+                    assessment.handlers
+                ),
+            }
+        })
+        .collect()
+}
+
+fn short_name(assessment: &crate::trust::Assessment, root: &std::path::Path) -> String {
+    inspect::short_path(&assessment.path, root)
 }
 
 /// Every warning: those about no single file, then each layer's.
@@ -570,6 +601,13 @@ fn table(
         painter.paint(Style::Bold, "project"),
         root.display()
     );
+    let name_width = inspection
+        .layers
+        .iter()
+        .map(|l| l.kind.name().len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     for layer in &inspection.layers {
         let state = match layer.state {
             LayerState::Read => {
@@ -589,16 +627,16 @@ fn table(
         };
         let _ = writeln!(
             out,
-            "  {:<8} {}  ({state})",
+            "  {:<name_width$} {}  ({state})",
             layer.kind.name(),
             layer.path.display()
         );
     }
-    if let Some(line) = trust_line(inspection) {
-        let style = if inspection.held_back().is_some() {
-            Style::Warn
-        } else {
+    for (line, assessment) in trust_lines(inspection).into_iter().zip(&inspection.trust) {
+        let style = if assessment.state.admits() {
             Style::Dim
+        } else {
+            Style::Warn
         };
         let _ = writeln!(out, "  {}", painter.paint(style, line));
     }

@@ -127,10 +127,22 @@ pub fn document() -> Value {
                         "const": "command"
                     },
                     "command": {
-                        "description": "Run by /bin/sh -c (cmd.exe /d /s /c on Windows) in the project root.",
+                        "description": "Run by /bin/sh -c (cmd.exe /d /s /c on Windows) in the project root; with \"args\", the program itself, run without a shell.",
                         "type": "string",
                         "minLength": 1,
                         "examples": ["bun .levelcode/hooks/guard.ts"]
+                    },
+                    "args": {
+                        "description": "Claude Code's exec form: command is the program (looked up on PATH, or a path relative to the project root) and these are its arguments, each passed exactly as written, without a shell; no variable is expanded.",
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "examples": [["scripts/guard.js", "--strict"]]
+                    },
+                    "shell": {
+                        "description": "What runs a command written without args: \"bash\" (the default) runs it by /bin/sh -c, \"powershell\" by PowerShell (pwsh, else powershell) with -NoProfile -NonInteractive -Command.",
+                        "type": ["string", "null"],
+                        "enum": ["bash", "powershell", null],
+                        "default": "bash"
                     },
                     "argv": {
                         "description": "Run directly, without a shell; the first item is looked up on PATH.",
@@ -174,7 +186,7 @@ pub fn document() -> Value {
                 },
                 "oneOf": [
                     { "required": ["command"], "not": { "required": ["argv"] } },
-                    { "required": ["argv"], "not": { "required": ["command"] } }
+                    { "required": ["argv"], "not": { "anyOf": [{ "required": ["command"] }, { "required": ["args"] }] } }
                 ],
                 "additionalProperties": false
             },

@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::json;
 
-use crate::dispatch::settings::{Action, Program};
-use crate::trust::status::{self, read_project_layer, root_key, trust_all_from_layers};
+use crate::dispatch::settings::{Action, Written};
+use crate::trust::status::{self, root_key, Layer};
 use crate::trust::store::{self, Entry};
-use crate::trust::{self, assess, Assessment, State};
+use crate::trust::{self, Assessment, State};
 
 #[derive(Debug, Clone, Args)]
 pub struct TrustArgs {
@@ -24,10 +23,10 @@ pub struct TrustArgs {
     #[arg(long, conflicts_with_all = ["status", "deny", "revoke", "digest"])]
     pub yes: bool,
 
-    /// Trust only if the project's digest is still this one, as `--status` or a review printed
-    /// it; works without a terminal.
+    /// Trust only the hooks whose digest is still this one, as `--status` or a review printed
+    /// it; works without a terminal. Repeat it for each file of hooks (each has its own digest).
     #[arg(long, value_name = "sha256:HEX", conflicts_with_all = ["status", "deny", "revoke"])]
-    pub digest: Option<String>,
+    pub digest: Vec<String>,
 
     /// Print the project's trust state. Exit status: 0 trusted (or no hooks), 3 untrusted,
     /// 4 changed, 5 denied.
@@ -67,103 +66,142 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     if args.deny || args.revoke {
         return record_decision(&root, &store_path, args.deny);
     }
-    let (bytes, problem) = read_project_layer(&root);
-    let (trust_all, mut warnings) = trust_all_from_layers();
-    let assessment = assess(&root, &bytes, trust_all, true);
-    warnings.extend(problem);
-    warnings.extend(assessment.warnings.iter().cloned());
+    let personal = status::personal();
+    let mut warnings = personal.warnings.clone();
+    let layers = status::assess_all(&root, &personal, &mut warnings);
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
     if args.status {
-        return status(&root, &assessment, &bytes, &warnings, args.json);
+        return show_status(&root, &layers, &warnings, args.json);
     }
     if let Some(var) = trust::started_by_agent() {
         anyhow::bail!("{}", trust::agent_refusal(var, &root));
     }
-    if assessment.state == State::NoHooks {
+    let with_hooks: Vec<&Layer> = layers
+        .iter()
+        .filter(|l| l.assessment.state != State::NoHooks)
+        .collect();
+    if with_hooks.is_empty() {
         crate::dispatch::output::write_stdout(&format!(
             "{}: no hooks to run, so nothing to trust\n",
-            assessment.path.display()
+            trust::settings_file(&root).display()
         ))?;
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(reason) = &assessment.untrustable {
-        anyhow::bail!("{}: {reason}", assessment.path.display());
+    let mut digests = Vec::with_capacity(with_hooks.len());
+    for layer in &with_hooks {
+        let path = layer.assessment.path.display();
+        if let Some(reason) = &layer.assessment.untrustable {
+            anyhow::bail!("{path}: {reason}");
+        }
+        let Some(digest) = layer.assessment.digest.as_ref() else {
+            anyhow::bail!("{path}: no digest");
+        };
+        digests.push(digest.digest.as_str());
     }
-    let Some(digest) = assessment.digest.as_ref() else {
-        anyhow::bail!("{}: no digest", assessment.path.display());
-    };
-    if let Some(wanted) = &args.digest {
-        if *wanted != digest.digest {
+    if !args.digest.is_empty() {
+        if let Some(wanted) = args.digest.iter().find(|d| !digests.contains(&d.as_str())) {
             anyhow::bail!(
                 "{}: the hooks' digest is now {}, not {wanted}: they changed since that digest was \
                  shown; review them again with: levelcode-hooks trust --project-dir {}",
-                assessment.path.display(),
-                digest.digest,
+                with_hooks[0].assessment.path.display(),
+                digests.join(" and "),
                 shell_words::quote(&root.to_string_lossy())
             );
         }
-        return record_trust(&store_path, &assessment);
+        let chosen: Vec<&Layer> = with_hooks
+            .iter()
+            .copied()
+            .filter(|l| {
+                l.assessment
+                    .digest
+                    .as_ref()
+                    .is_some_and(|d| args.digest.contains(&d.digest))
+            })
+            .collect();
+        return record_trust(&store_path, &chosen);
     }
-    // The review shows the very bytes the digest was computed from.
-    crate::dispatch::output::write_stdout(&review(&assessment, &bytes))?;
+    // The review shows the very bytes each digest was computed from.
+    let text: String = with_hooks
+        .iter()
+        .map(|l| review(&l.assessment, &l.bytes))
+        .collect::<Vec<_>>()
+        .join("\n");
+    crate::dispatch::output::write_stdout(&text)?;
     if args.yes {
-        return record_trust(&store_path, &assessment);
+        return record_trust(&store_path, &with_hooks);
     }
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        let flags: Vec<String> = digests.iter().map(|d| format!("--digest {d}")).collect();
         anyhow::bail!(
             "not asking without a terminal; after reviewing the hooks above, run: \
-             levelcode-hooks trust --project-dir {} --digest {}",
-            shell_words::quote(&digest.root.to_string_lossy()),
-            digest.digest
+             levelcode-hooks trust --project-dir {} {}",
+            shell_words::quote(&root.to_string_lossy()),
+            flags.join(" ")
         );
     }
+    let handlers: usize = with_hooks.iter().map(|l| l.assessment.handlers).sum();
     eprint!(
-        "Trust these {} handler(s)? They will run with your rights whenever the agent works in this project. [y/N] ",
-        assessment.handlers
+        "Trust these {handlers} handler(s)? They will run with your rights whenever the agent works in this project. [y/N] "
     );
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
-        record_trust(&store_path, &assessment)
+        record_trust(&store_path, &with_hooks)
     } else {
         eprintln!("Not trusted; nothing recorded.");
         Ok(crate::dispatch::exit::Status::Failure.into())
     }
 }
 
-fn status(
+fn show_status(
     root: &Path,
-    assessment: &Assessment,
-    bytes: &[u8],
+    layers: &[Layer],
     warnings: &[String],
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
+    let overall = status::overall(layers).or(layers.first());
+    let state = overall.map_or(State::NoHooks, |l| l.assessment.state);
     let text = if as_json {
-        let mut line = status::status_json(root, assessment, bytes, warnings).to_string();
+        let mut line = status::status_json(root, layers, warnings).to_string();
         line.push('\n');
         line
     } else {
-        let mut text = format!(
-            "{}  {}\n",
-            assessment.state.name(),
-            assessment.path.display()
-        );
-        if let State::Trusted(by) = assessment.state {
-            text.push_str(&format!("  trusted by {}\n", by.name()));
+        let mut text = String::new();
+        let shown: Vec<&Layer> = match layers
+            .iter()
+            .filter(|l| l.assessment.state != State::NoHooks)
+            .collect::<Vec<_>>()
+        {
+            none if none.is_empty() => overall.into_iter().collect(),
+            some => some,
+        };
+        for layer in shown {
+            let assessment = &layer.assessment;
+            text.push_str(&format!(
+                "{}  {}\n",
+                assessment.state.name(),
+                assessment.path.display()
+            ));
+            if assessment.layer != crate::dispatch::layers::LayerKind::Project {
+                text.push_str(&format!("  layer {}\n", assessment.layer.name()));
+            }
+            if let State::Trusted(by) = assessment.state {
+                text.push_str(&format!("  trusted by {}\n", by.name()));
+            }
+            if assessment.state != State::NoHooks {
+                text.push_str(&format!("  {} handler(s)\n", assessment.handlers));
+            }
+            if let Some(digest) = &assessment.digest {
+                text.push_str(&format!("  digest {}\n", digest.digest));
+            }
+            if let Some(other) = &assessment.trusted_at {
+                text.push_str(&format!("  the same hooks are trusted at {other}\n"));
+            }
         }
-        if assessment.state != State::NoHooks {
-            text.push_str(&format!("  {} handler(s)\n", assessment.handlers));
-        }
-        if let Some(digest) = &assessment.digest {
-            text.push_str(&format!("  digest {}\n", digest.digest));
-        }
-        if let Some(other) = &assessment.trusted_at {
-            text.push_str(&format!("  the same hooks are trusted at {other}\n"));
-        }
-        if !assessment.state.admits() {
+        if !state.admits() {
             text.push_str(&format!(
                 "  review and trust them with: levelcode-hooks trust --project-dir {}\n",
                 shell_words::quote(&root.to_string_lossy())
@@ -172,7 +210,7 @@ fn status(
         text
     };
     crate::dispatch::output::write_stdout(&text)?;
-    Ok(ExitCode::from(assessment.state.exit_code()))
+    Ok(ExitCode::from(state.exit_code()))
 }
 
 /// What the person is asked to trust: each handler with where it is written and what it runs,
@@ -186,7 +224,10 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
         "Hooks in {}:",
         shown(&assessment.path.display().to_string())
     );
-    for group in trust::all_groups(&assessment.path, bytes) {
+    if assessment.layer != crate::dispatch::layers::LayerKind::Project {
+        let _ = writeln!(out, "  (layer {})", assessment.layer.name());
+    }
+    for group in trust::all_groups(assessment.layer, &assessment.path, bytes) {
         for handler in &group.handlers {
             let off = if group.enabled && handler.enabled {
                 ""
@@ -210,17 +251,16 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                 group.path(),
                 handler.index
             );
-            let hidden = match &handler.action {
-                Action::Process(Program::Shell(command)) => {
-                    let _ = writeln!(out, "      command: {}", shown(command));
-                    crate::commands::visible::needs_warning(command)
-                }
-                Action::Process(Program::Argv(argv)) => {
-                    let _ = writeln!(out, "      argv: {}", shown(&json!(argv).to_string()));
-                    argv.iter()
-                        .any(|a| crate::commands::visible::needs_warning(a))
-                }
-            };
+            let Action::Process(program) = &handler.action;
+            let written = Written::of(program);
+            for (field, value) in written.json_members() {
+                let value = match value {
+                    serde_json::Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                let _ = writeln!(out, "      {field}: {}", shown(&value));
+            }
+            let hidden = written.texts().any(crate::commands::visible::needs_warning);
             if hidden {
                 let _ = writeln!(
                     out,
@@ -236,7 +276,10 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
             let _ = writeln!(
                 out,
                 "Files in {}/ (every one is covered, named or not):",
-                trust::digest::HOOKS_FOLDER
+                assessment
+                    .layer
+                    .hooks_folder()
+                    .unwrap_or(trust::digest::HOOKS_FOLDER)
             );
             for script in folder {
                 let _ = writeln!(out, "  {}  {}", shown(&script.path), script.hash);
@@ -267,24 +310,29 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
     out
 }
 
-fn record_trust(store_path: &Path, assessment: &Assessment) -> anyhow::Result<ExitCode> {
-    let Some(digest) = &assessment.digest else {
-        anyhow::bail!("no digest to record");
-    };
-    let updated = status::record(store_path, assessment).map_err(anyhow::Error::msg)?;
-    if let Some(aside) = updated.set_aside {
-        eprintln!(
-            "warning: {} could not be read; it was moved to {} and a new store started",
-            store_path.display(),
-            aside.display()
-        );
+fn record_trust(store_path: &Path, layers: &[&Layer]) -> anyhow::Result<ExitCode> {
+    for layer in layers {
+        let assessment = &layer.assessment;
+        let Some(digest) = &assessment.digest else {
+            anyhow::bail!("no digest to record");
+        };
+        let updated = status::record(store_path, assessment).map_err(anyhow::Error::msg)?;
+        if let Some(aside) = updated.set_aside {
+            eprintln!(
+                "warning: {} could not be read; it was moved to {} and a new store started",
+                store_path.display(),
+                aside.display()
+            );
+        }
+        let whose = match assessment.layer {
+            crate::dispatch::layers::LayerKind::Project => digest.root.display().to_string(),
+            other => format!("layer {}, {}", other.name(), assessment.path.display()),
+        };
+        crate::dispatch::output::write_stdout(&format!(
+            "Trusted {} handler(s) of {whose} ({}).\n",
+            assessment.handlers, digest.digest
+        ))?;
     }
-    crate::dispatch::output::write_stdout(&format!(
-        "Trusted {} handler(s) of {} ({}).\n",
-        assessment.handlers,
-        digest.root.display(),
-        digest.digest
-    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -295,6 +343,11 @@ fn record_decision(root: &Path, store_path: &Path, deny: bool) -> anyhow::Result
     let key = root_key(&canonical).map_err(anyhow::Error::msg)?;
     let mut had = false;
     let updated = store::update(store_path, |s| {
+        // The project's other layers' entries go either way: a denial covers them all.
+        let own = format!("{key}//");
+        let before = s.projects.len();
+        s.projects.retain(|k, _| !k.starts_with(&own));
+        had = s.projects.len() != before;
         if deny {
             s.projects.insert(
                 key,
@@ -303,7 +356,7 @@ fn record_decision(root: &Path, store_path: &Path, deny: bool) -> anyhow::Result
                 },
             );
         } else {
-            had = s.projects.remove(&key).is_some();
+            had |= s.projects.remove(&key).is_some();
         }
     })
     .map_err(anyhow::Error::msg)?;

@@ -23,7 +23,7 @@ use crate::dispatch::layers::LayerKind;
 use crate::dispatch::matcher;
 use crate::dispatch::output::write_stdout;
 use crate::dispatch::protocol::Protocol;
-use crate::dispatch::settings::{Action, Program};
+use crate::dispatch::settings::{Action, Program, Written};
 use crate::dispatch::Options;
 use crate::style::{Painter, Style};
 
@@ -71,6 +71,8 @@ const HANDLER_KEYS: &[&str] = &[
     "name",
     "protocol",
     "onFailure",
+    "args",
+    "shell",
     "if",
 ];
 
@@ -209,7 +211,8 @@ fn check_raw(text: &str, found: &mut Found<'_>) {
     let Ok(Value::Object(top)) = serde_json::from_str::<Value>(text) else {
         return;
     };
-    if found.layer.kind == LayerKind::Project && top.contains_key(crate::trust::TRUST_ALL) {
+    let kind = found.layer.kind;
+    if kind == LayerKind::Project && top.contains_key(crate::trust::TRUST_ALL) {
         found.add(
             Some(crate::trust::TRUST_ALL.to_string()),
             "ignored_in_project",
@@ -219,7 +222,23 @@ fn check_raw(text: &str, found: &mut Found<'_>) {
             ),
         );
     }
-    if !top.contains_key("hooks") {
+    if !matches!(kind, LayerKind::User | LayerKind::Data) {
+        let mut switches: Vec<&str> = crate::dispatch::layers::agent_layers()
+            .filter_map(|(k, _)| k.switch())
+            .collect();
+        switches.dedup();
+        for switch in switches.into_iter().filter(|s| top.contains_key(*s)) {
+            found.add(
+                Some(switch.to_string()),
+                "ignored_outside_user_and_data",
+                format!(
+                    "{switch} is read only from the user and data layers (the person's own settings), so it does nothing here; move it to ~/.config/levelcode/settings.json"
+                ),
+            );
+        }
+    }
+    // An agent's own file holds that agent's other settings, which are its own business.
+    if !top.contains_key("hooks") && !matches!(kind, LayerKind::Agent(..)) {
         for key in top.keys() {
             if let Some(hint) = suggest::nearest(key, TOP_KEYS) {
                 found.add(
@@ -393,6 +412,9 @@ fn check_handler(path: &str, fields: &Map<String, Value>, found: &mut Found<'_>)
         }
         let message = if key == "matcher" || key == "hooks" {
             format!("{key:?} belongs on the group, next to its \"hooks\" array, not on a handler; here it is ignored")
+        } else if let Some(why) = crate::commands::import::not_honoured(key) {
+            found.add(Some(format!("{path}.{key}")), "not_honoured", why);
+            continue;
         } else {
             unknown_key_message(key, HANDLER_KEYS, fields, false)
         };
@@ -420,8 +442,8 @@ fn unknown_key_message(
                 "unknown key {key:?}, ignored; to turn this off write \"enabled\": false"
             )
         }
-        "cmd" | "run" | "script" | "exec" | "shell" => Some("command"),
-        "args" | "arguments" => Some("argv"),
+        "cmd" | "run" | "script" | "exec" => Some("command"),
+        "arguments" => Some("argv"),
         "timeout_ms" | "timeoutMs" | "timeoutSeconds" | "timeout_secs" => Some("timeout"),
         "label" | "title" => Some("name"),
         "matches" | "match" | "tools" | "tool" => Some("matcher"),
@@ -465,14 +487,16 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
         for handler in group.handlers.iter().filter(|h| h.enabled) {
             let Action::Process(program) = &handler.action;
             let field = match program {
-                Program::Shell(_) => "command",
+                Program::Shell(_) | Program::PowerShell(_) | Program::Exec { .. } => "command",
                 Program::Argv(_) => "argv",
             };
             let place = format!("{}.hooks[{}].{field}", group.path(), handler.index);
-            let shown = match program {
-                Program::Shell(command) => command.clone(),
-                Program::Argv(argv) => argv.join(" "),
-            };
+            if let Some((key, problem)) = nul_byte(&Written::of(program)) {
+                let at = format!("{}.hooks[{}].{key}", group.path(), handler.index);
+                found.add(Some(at), "nul_byte", problem);
+                continue;
+            }
+            let shown = Written::of(program).texts().collect::<Vec<_>>().join(" ");
             if crate::commands::visible::needs_warning(&shown) {
                 found.add(
                     Some(place.clone()),
@@ -493,6 +517,26 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
             }
         }
     }
+}
+
+/// The field of a handler's program that holds a NUL byte, and what to say of it: no
+/// program's argument can hold one, so the handler fails to start every time.
+fn nul_byte(written: &Written<'_>) -> Option<(&'static str, String)> {
+    let at = |text: &str| text.find('\0');
+    let said = |what: String, byte: usize| {
+        format!("{what} contains a NUL byte (\\u0000) at byte {byte}, which no program's argument can hold, so the handler can never start; remove it")
+    };
+    if let Some(byte) = written.command.and_then(at) {
+        return Some(("command", said("the command".into(), byte)));
+    }
+    for (key, items) in [("args", written.args), ("argv", written.argv)] {
+        for (i, item) in items.into_iter().flatten().enumerate() {
+            if let Some(byte) = at(item) {
+                return Some((key, said(format!("element {i}"), byte)));
+            }
+        }
+    }
+    None
 }
 
 /// Each `"if"` (contract §16): a rule that cannot be evaluated (the handler then runs for every
@@ -620,8 +664,8 @@ fn to_json<'a>(inspection: &'a Inspection, problems: &'a [Problem]) -> ValidateJ
         problems,
         notes: &inspection.notes,
         project_trust: inspection
-            .trust
-            .as_ref()
+            .held_back()
+            .or(inspection.trust.first())
             .map(crate::commands::list::trust_json),
     }
 }
@@ -666,7 +710,7 @@ fn report(inspection: &Inspection, problems: &[Problem], painter: Painter) -> St
     for note in &inspection.notes {
         let _ = writeln!(out, "{} {note}", painter.paint(Style::Warn, "note:"));
     }
-    if let Some(line) = crate::commands::list::trust_line(inspection) {
+    for line in crate::commands::list::trust_lines(inspection) {
         let _ = writeln!(out, "{} {line}", painter.paint(Style::Warn, "trust:"));
     }
     if inspection

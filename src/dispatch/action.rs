@@ -13,7 +13,8 @@ pub use crate::runner::KILL_SETTLE;
 /// What a handler does.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
-    /// Start a process: `command` by the shell, or `argv` directly (contract §4, §6).
+    /// Start a process: `command` by the shell, or `argv` (or `command` with `args`) directly
+    /// (contract §4, §6, §16).
     Process(Program),
 }
 
@@ -60,11 +61,17 @@ pub struct Done {
 }
 
 impl Action {
-    /// The action as people read it: the command, or the argv joined as a shell would quote it.
+    /// The action as people read it: the command, or the argv (or the exec form's program and
+    /// arguments) joined as a shell would quote it.
     pub fn text(&self) -> String {
         match self {
-            Action::Process(Program::Shell(command)) => command.clone(),
+            Action::Process(Program::Shell(command) | Program::PowerShell(command)) => {
+                command.clone()
+            }
             Action::Process(Program::Argv(argv)) => shell_words::join(argv),
+            Action::Process(Program::Exec { program, args }) => {
+                shell_words::join(std::iter::once(program).chain(args))
+            }
         }
     }
 

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::dispatch::protocol::{OwnFile, Protocol};
+
 /// Settings files larger than this are skipped with a warning.
 pub const MAX_SETTINGS_BYTES: u64 = 16 << 20;
 
@@ -21,6 +23,9 @@ pub enum LayerKind {
     Cli,
     /// The hooks of a `serve` request's `options.hooks` (contract §14).
     Inline,
+    /// One of another agent's own settings files ([`OwnLayers::files`], by position), read
+    /// when the user or data layer turns them on (contract §12), such as `claude-project`.
+    Agent(Protocol, u8),
 }
 
 impl LayerKind {
@@ -32,7 +37,152 @@ impl LayerKind {
             LayerKind::Project => "project",
             LayerKind::Cli => "cli",
             LayerKind::Inline => "inline",
+            LayerKind::Agent(..) => self.own_file().map_or("agent", |f| f.layer),
         }
+    }
+
+    /// The agent's file this layer is, for an agent's layer.
+    fn own_file(self) -> Option<&'static OwnFile> {
+        match self {
+            LayerKind::Agent(protocol, i) => {
+                protocol.rules().own_layers()?.files.get(usize::from(i))
+            }
+            _ => None,
+        }
+    }
+
+    /// The protocol its handlers speak unless they say otherwise: the agent's, for an agent's
+    /// own file; levelcode's for every other layer.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            LayerKind::Agent(protocol, _) => protocol,
+            _ => Protocol::LEVELCODE,
+        }
+    }
+
+    /// A handler's timeout when it gives none, in seconds, when it is not levelcode's: the
+    /// agent's own default in its files.
+    pub fn default_timeout(self) -> Option<f64> {
+        match self {
+            LayerKind::Agent(protocol, _) => {
+                protocol.rules().own_layers().map(|own| own.default_timeout)
+            }
+            _ => None,
+        }
+    }
+
+    /// The setting of the user or data layer without which this layer is not read, for an
+    /// agent's layer (contract §12).
+    pub fn switch(self) -> Option<&'static str> {
+        match self {
+            LayerKind::Agent(protocol, _) => protocol.rules().own_layers().map(|o| o.switch),
+            _ => None,
+        }
+    }
+
+    /// Where the layer's file is relative to the project root, for a layer inside the project:
+    /// such a layer runs only once trusted (contract §13).
+    pub fn project_file(self) -> Option<&'static str> {
+        match self {
+            LayerKind::Project => Some(PROJECT_FILE),
+            LayerKind::Agent(..) => self.own_file().filter(|f| !f.in_home).map(|f| f.path),
+            _ => None,
+        }
+    }
+
+    /// The project's folder of hook scripts that the trust of a layer inside the project
+    /// covers whole: `.levelcode/hooks`, or the agent's own.
+    pub fn hooks_folder(self) -> Option<&'static str> {
+        match self {
+            LayerKind::Project => Some(PROJECT_HOOKS_FOLDER),
+            LayerKind::Agent(protocol, _) if self.project_file().is_some() => {
+                protocol.rules().own_layers().map(|o| o.hooks_folder)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The project layer's file, relative to the project root.
+pub const PROJECT_FILE: &str = ".levelcode/settings.json";
+/// The project's hooks folder, relative to the root: every regular file under it is covered by
+/// the project layer's trust.
+pub const PROJECT_HOOKS_FOLDER: &str = ".levelcode/hooks";
+
+/// `relative`, a `/`-separated path, under `base`, in one allocation.
+pub fn under(base: &Path, relative: &str) -> PathBuf {
+    let mut path = PathBuf::with_capacity(base.as_os_str().len() + relative.len() + 1);
+    path.push(base);
+    if cfg!(unix) {
+        path.push(relative);
+    } else {
+        for part in relative.split('/') {
+            path.push(part);
+        }
+    }
+    path
+}
+
+/// Every agent's layers, in the order of the protocol table and of each agent's files.
+pub fn agent_layers() -> impl Iterator<Item = (LayerKind, &'static OwnFile)> {
+    Protocol::all().flat_map(|protocol| {
+        protocol
+            .rules()
+            .own_layers()
+            .into_iter()
+            .flat_map(move |own| {
+                own.files.iter().enumerate().map(move |(i, file)| {
+                    (
+                        LayerKind::Agent(protocol, u8::try_from(i).unwrap_or(u8::MAX)),
+                        file,
+                    )
+                })
+            })
+    })
+}
+
+/// The agents' switches (`claudeCodeHooks`) that `bytes`, a user or data layer's file, turns
+/// on, added to `on`; a switch that is not a boolean is a warning naming `file`.
+pub fn switches_in(
+    bytes: &[u8],
+    file: &Path,
+    on: &mut Vec<&'static str>,
+    warnings: &mut Vec<String>,
+) {
+    for own in Protocol::all().filter_map(|p| p.rules().own_layers()) {
+        match boolean_setting(bytes, own.switch) {
+            Ok(Some(true)) if !on.contains(&own.switch) => on.push(own.switch),
+            Ok(_) => {}
+            Err(problem) => warnings.push(format!("{}: {problem}", file.display())),
+        }
+    }
+}
+
+/// Returns false if `bytes`, a user or data layer's file, certainly names none of the settings
+/// those layers hold about the others (`trustAllProjectHooks`, the agents' switches such as
+/// `claudeCodeHooks`): all of them end in `Hooks`, which a settings file rarely holds, so one
+/// search spares the others on nearly every dispatch.
+pub fn may_name_personal_settings(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"Hooks\"").is_some()
+}
+
+/// A top-level boolean setting of a settings file's `bytes`: `Ok(None)` when the file does not
+/// mention it (found without parsing in the usual case), an error when it is not a boolean.
+pub fn boolean_setting(bytes: &[u8], key: &str) -> Result<Option<bool>, String> {
+    if memchr::memmem::find(bytes, key.as_bytes()).is_none() {
+        return Ok(None);
+    }
+    let Ok(serde_json::Value::Object(mut top)) = serde_json::from_slice(bytes) else {
+        // Invalid JSON is the settings reader's to report.
+        return Ok(None);
+    };
+    match top.remove(key) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Bool(b)) => Ok(Some(b)),
+        Some(other) => Err(format!(
+            "{key} must be true or false, not {}; ignored",
+            crate::dispatch::payload::short_json(&other)
+        )),
     }
 }
 
@@ -49,7 +199,10 @@ pub fn data_dir() -> Option<PathBuf> {
     crate::environment::data_dir().map(Path::to_path_buf)
 }
 
-/// The standard layers in order. Warns when no home directory can be found.
+/// The standard layers in order: user, data, the agents' files under the home directory, then
+/// project and the agents' files in the project. Warns when no home directory can be found.
+/// The agents' layers are listed whether or not they are turned on: the reader skips them
+/// unless the user or data layer read before them turns them on (contract §12).
 pub fn standard(
     project_root: &Path,
     include_project: bool,
@@ -57,17 +210,36 @@ pub fn standard(
 ) -> Vec<LayerPath> {
     // A process's environment changes only by its own hand, so the user and data layers'
     // paths are worked out once: `serve` asks for them on every request.
-    static FIXED: std::sync::OnceLock<(Option<PathBuf>, Option<PathBuf>)> =
-        std::sync::OnceLock::new();
-    let (user, data) = FIXED.get_or_init(|| {
-        let user = crate::environment::home().map(|home| {
-            home.join(".config")
-                .join(crate::environment::config_dir_name())
-                .join("settings.json")
+    type Fixed = (Option<PathBuf>, Option<PathBuf>, Vec<LayerPath>);
+    static FIXED: std::sync::OnceLock<Fixed> = std::sync::OnceLock::new();
+    let (user, data, agents) = FIXED.get_or_init(|| {
+        let home = crate::environment::home();
+        let user = home.map(|home| {
+            let name = crate::environment::config_dir_name();
+            let mut path = PathBuf::with_capacity(home.as_os_str().len() + name.len() + 23);
+            path.push(home);
+            path.push(".config");
+            path.push(name);
+            path.push("settings.json");
+            path
         });
-        (user, data_dir().map(|dir| dir.join("settings.json")))
+        // The agents' files under the home directory, after the user and data layers.
+        let mut agents = Vec::new();
+        if let Some(home) = home {
+            for (kind, file) in agent_layers().filter(|(_, f)| f.in_home) {
+                agents.push(LayerPath {
+                    kind,
+                    path: under(home, file.path),
+                });
+            }
+        }
+        (
+            user,
+            data_dir().map(|dir| dir.join("settings.json")),
+            agents,
+        )
     });
-    let mut layers = Vec::with_capacity(3);
+    let mut layers = Vec::with_capacity(6);
     match user {
         Some(path) => layers.push(LayerPath {
             kind: LayerKind::User,
@@ -84,11 +256,18 @@ pub fn standard(
             path: path.clone(),
         });
     }
+    layers.extend(agents.iter().cloned());
     if include_project {
         layers.push(LayerPath {
             kind: LayerKind::Project,
-            path: project_root.join(".levelcode").join("settings.json"),
+            path: under(project_root, PROJECT_FILE),
         });
+        for (kind, file) in agent_layers().filter(|(_, f)| !f.in_home) {
+            layers.push(LayerPath {
+                kind,
+                path: under(project_root, file.path),
+            });
+        }
     }
     layers
 }
@@ -133,11 +312,11 @@ impl Reader {
         self.read_file(path, true)
     }
 
-    /// Reads one layer of a dispatch. Only the project layer's metadata is looked at (by the
-    /// trust seal), so only its file's is taken again once it was read; the others carry what
-    /// it was before.
+    /// Reads one layer of a dispatch. Only a project's layers' metadata is looked at (by the
+    /// trust seal), so only their files' is taken again once they were read; the others carry
+    /// what it was before.
     pub fn read_layer(&mut self, layer: &LayerPath) -> Loaded {
-        self.read_file(&layer.path, layer.kind == LayerKind::Project)
+        self.read_file(&layer.path, layer.kind.project_file().is_some())
     }
 
     fn read_file(&mut self, path: &Path, identity_after: bool) -> Loaded {

@@ -205,12 +205,6 @@ pub fn only_in(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> bool {
     }
 }
 
-/// Returns true if and only if a managed file is where this process would read it from, usable
-/// or not: what [`Managed::load`] would find, without reading it.
-pub fn present() -> bool {
-    !matches!(find(&mut Vec::new()), Found::Absent)
-}
-
 /// The managed layer of one dispatch.
 #[derive(Default)]
 pub struct Managed {

@@ -27,9 +27,11 @@ pub mod events;
 pub mod exec_log;
 pub mod exit;
 pub mod filter;
+mod ground;
 mod handler_input;
 mod json;
 pub mod layers;
+mod load;
 pub mod managed;
 pub mod matcher;
 mod options;
@@ -40,114 +42,9 @@ pub mod protocol;
 pub mod settings;
 mod spans;
 
+pub use ground::{layer_paths, project_root, Ground};
+pub use load::{load_groups, load_groups_from};
 pub use options::{DispatchArgs, Options, OutputMode};
-
-/// The project root: `--project-dir`, else the payload's `cwd`, else the current directory,
-/// made absolute.
-pub fn project_root(payload: &Payload, options: &Options) -> PathBuf {
-    let cwd = environment::start_dir();
-    let chosen = options
-        .project_dir
-        .clone()
-        .or_else(|| payload.cwd.as_ref().map(PathBuf::from));
-    match chosen {
-        Some(dir) if dir.is_absolute() => dir,
-        Some(dir) => cwd.join(dir),
-        None => cwd,
-    }
-}
-
-/// The layers to read: the `--settings` files, or the three standard ones.
-pub fn layer_paths(root: &Path, options: &Options, warnings: &mut Vec<String>) -> Vec<LayerPath> {
-    if options.settings.is_empty() {
-        let include_project = !(options.no_project || environment::no_project());
-        layers::standard(root, include_project, warnings)
-    } else {
-        layers::from_cli(&options.settings)
-    }
-}
-
-/// Reads every layer's groups for `events`, in layer order, reading a file reached twice once.
-pub fn load_groups(
-    paths: &[LayerPath],
-    events: Events<'_>,
-    warnings: &mut Vec<String>,
-    trace: &Trace,
-    gate: &mut Gate,
-) -> Vec<Group> {
-    let mut reader = layers::Reader::default();
-    load_groups_from(paths, events, warnings, trace, gate, |layer| {
-        reader.read_layer(layer)
-    })
-}
-
-/// [`load_groups`] with each layer read by `read`, which `serve` wraps to remember what was read.
-/// A layer's contents go through `gate` first: a project layer that is not trusted contributes
-/// nothing (contract §13).
-pub fn load_groups_from(
-    paths: &[LayerPath],
-    events: Events<'_>,
-    warnings: &mut Vec<String>,
-    trace: &Trace,
-    gate: &mut Gate,
-    mut read: impl FnMut(&LayerPath) -> layers::Loaded,
-) -> Vec<Group> {
-    let mut groups = Vec::new();
-    for layer in paths {
-        let before = groups.len();
-        match read(layer) {
-            layers::Loaded::Missing => {
-                trace.line(format_args!(
-                    "{} layer: {} (not there)",
-                    layer.kind.name(),
-                    layer.path.display()
-                ));
-                continue;
-            }
-            layers::Loaded::Repeated => {
-                trace.line(format_args!(
-                    "{} layer: {} (same file as an earlier layer, read once)",
-                    layer.kind.name(),
-                    layer.path.display()
-                ));
-                continue;
-            }
-            layers::Loaded::Unusable(warning) => warnings.push(warning),
-            layers::Loaded::Contents(bytes, read)
-                if !gate.admit(layer, &bytes, &read, warnings) =>
-            {
-                trace.line(format_args!(
-                    "{} layer: {} (not trusted: skipped)",
-                    layer.kind.name(),
-                    layer.path.display()
-                ));
-                continue;
-            }
-            layers::Loaded::Contents(bytes, _) => {
-                let source = settings::Source {
-                    layer: layer.kind,
-                    file: layer.path.clone().into_boxed_path(),
-                };
-                settings::parse(source, &bytes, events, &mut groups, warnings);
-            }
-        }
-        if trace.enabled() {
-            trace.line(format_args!(
-                "{} layer: {} ({} group(s){})",
-                layer.kind.name(),
-                layer.path.display(),
-                groups.len() - before,
-                match events {
-                    Events::Only(event) => format!(" for {event}"),
-                    Events::OnlyFor(event, tool) =>
-                        format!(" for {event} that can apply to {tool}"),
-                    Events::All => String::new(),
-                }
-            ));
-        }
-    }
-    groups
-}
 
 /// Dispatches one payload: loads the settings, runs the chain, and records the dispatch in the
 /// compliance log (team runs) and the execution log (`LEVELCODE_HOOKS_LOG`).
@@ -159,20 +56,34 @@ pub fn dispatch(payload: &Payload, options: &Options, trace: &Trace, started: In
         }
         _ => Events::Only(&payload.event),
     };
-    dispatch_with(payload, options, trace, started, |paths, warnings, gate| {
-        load_groups(paths, events, warnings, trace, gate)
-    })
+    let ground = Ground::find(payload, options);
+    dispatch_with(
+        payload,
+        options,
+        trace,
+        started,
+        ground,
+        |paths, warnings, gate| load_groups(paths, events, warnings, trace, gate),
+    )
 }
 
-/// [`dispatch`] with the groups of the payload's event for the layer paths given by `groups`:
-/// `run` reads them afresh, `serve` from its cache. Everything else is the same for both.
+/// [`dispatch`] on the `ground` found for it, with the groups of the payload's event for the
+/// layer paths given by `groups`: `run` reads them afresh, `serve` from its cache. Everything
+/// else is the same for both.
 pub fn dispatch_with<G: Deref<Target = [Group]>>(
     payload: &Payload,
     options: &Options,
     trace: &Trace,
     started: Instant,
+    ground: Ground,
     groups: impl FnOnce(&[LayerPath], &mut Vec<String>, &mut Gate) -> G,
 ) -> Report {
+    let Ground {
+        root,
+        managed,
+        managed_warnings,
+        layers,
+    } = ground;
     let mut report = Report::new(
         Some(payload.event.clone()),
         payload.tool_name.clone(),
@@ -180,7 +91,6 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     );
     report.warnings.extend(payload.warnings.iter().cloned());
     crate::telemetry::begin_dispatch(options.traceparent.as_deref(), started);
-    let root = project_root(payload, options);
     if trace.enabled() {
         trace.line(format_args!(
             "event {}{}, project {}",
@@ -193,8 +103,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             root.display()
         ));
     }
-    // The managed layer runs first and whatever else is switched off (contract §17).
-    let managed = managed::Managed::load(Events::Only(&payload.event), &mut report.warnings);
+    report.warnings.extend(managed_warnings);
     if let (Some(path), true) = (&managed.path, trace.enabled()) {
         trace.line(format_args!(
             "managed layer: {} ({} group(s) for {}{})",
@@ -208,43 +117,36 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             }
         ));
     }
-    let stopped = if environment::hooks_disabled() {
-        Some("hooks are turned off (LEVELCODE_HOOKS is off): no handler ran".to_string())
-    } else if environment::depth() >= environment::MAX_DEPTH {
-        Some(format!(
-            "LEVELCODE_HOOKS_DEPTH is {}: hooks started by hooks {} levels deep; no handler ran, to stop a loop",
-            environment::depth(),
-            environment::MAX_DEPTH
-        ))
-    } else {
-        None
-    };
-    if let Some(plain) = stopped {
-        report.warnings.push(managed.stopped_warning(plain));
-        if !managed.groups.is_empty() {
-            run_chain(payload, &root, &managed.groups, &mut report, trace);
+    match layers {
+        None => {
+            let plain = ground::stopped().unwrap_or_default();
+            report.warnings.push(managed.stopped_warning(plain));
+            if !managed.groups.is_empty() {
+                run_chain(payload, &root, &managed.groups, &mut report, trace);
+            }
         }
-    } else {
-        let paths = layer_paths(&root, options, &mut report.warnings);
-        let mut gate = Gate::new(&root);
-        if managed.only {
-            // What the other layers would have run is read only to say so.
-            let others = groups(&paths, &mut Vec::new(), &mut gate);
-            let tool = payload.tool_name.as_deref();
-            report
-                .warnings
-                .extend(managed.held_back_warning(&others, payload.kind, tool));
-            run_chain(payload, &root, &managed.groups, &mut report, trace);
-        } else {
-            let groups = groups(&paths, &mut report.warnings, &mut gate);
-            report.project_trust = gate.held_back();
-            run_chain(
-                payload,
-                &root,
-                managed.groups.iter().chain(groups.iter()),
-                &mut report,
-                trace,
-            );
+        Some((paths, warnings)) => {
+            report.warnings.extend(warnings);
+            let mut gate = Gate::new(&root);
+            if managed.only {
+                // What the other layers would have run is read only to say so.
+                let others = groups(&paths, &mut Vec::new(), &mut gate);
+                let tool = payload.tool_name.as_deref();
+                report
+                    .warnings
+                    .extend(managed.held_back_warning(&others, payload.kind, tool));
+                run_chain(payload, &root, &managed.groups, &mut report, trace);
+            } else {
+                let groups = groups(&paths, &mut report.warnings, &mut gate);
+                report.project_trust = gate.held_back();
+                run_chain(
+                    payload,
+                    &root,
+                    managed.groups.iter().chain(groups.iter()),
+                    &mut report,
+                    trace,
+                );
+            }
         }
     }
     record_compliance(payload, options, &mut report.warnings);

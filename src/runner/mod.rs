@@ -23,8 +23,66 @@ mod spawn;
 pub enum Program {
     /// `command`: run by `/bin/sh -c` (`cmd.exe /d /s /c` on Windows).
     Shell(String),
+    /// `command` with `"shell": "powershell"`: run by PowerShell (`pwsh`, else `powershell`)
+    /// with `-NoProfile -NonInteractive -Command`.
+    PowerShell(String),
     /// `argv`: run directly, `argv[0]` looked up on `PATH`.
     Argv(Vec<String>),
+    /// `command` with `args`, Claude Code's exec form: the program run directly, looked up as
+    /// `argv[0]` is, with the arguments exactly as written.
+    Exec { program: String, args: Vec<String> },
+}
+
+impl Program {
+    /// The program to start and its arguments, as given to the system: `/bin/sh` and `-c`
+    /// before a `command`, PowerShell and its flags before a PowerShell one.
+    pub fn line(&self) -> (&str, Vec<&str>) {
+        match self {
+            Program::Shell(script) => (SHELL[0], vec![SHELL[1], script.as_str()]),
+            Program::PowerShell(script) => {
+                let mut args = POWERSHELL_FLAGS.to_vec();
+                args.push(script.as_str());
+                (powershell(), args)
+            }
+            Program::Argv(argv) => (
+                argv.first().map_or("", String::as_str),
+                argv.iter().skip(1).map(String::as_str).collect(),
+            ),
+            Program::Exec { program, args } => {
+                (program.as_str(), args.iter().map(String::as_str).collect())
+            }
+        }
+    }
+}
+
+/// The shell of a `command` and its flag.
+#[cfg(unix)]
+const SHELL: [&str; 2] = ["/bin/sh", "-c"];
+#[cfg(windows)]
+const SHELL: [&str; 2] = ["cmd.exe", "/c"];
+
+/// PowerShell's flags before a `command` run by it.
+const POWERSHELL_FLAGS: [&str; 3] = ["-NoProfile", "-NonInteractive", "-Command"];
+
+/// PowerShell's program: `pwsh` (PowerShell 7, on every system) when it is on `PATH`, else
+/// `powershell` (Windows PowerShell). Looked up once per process.
+fn powershell() -> &'static str {
+    static FOUND: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        let names: &[&str] = if cfg!(windows) {
+            &["pwsh.exe"]
+        } else {
+            &["pwsh"]
+        };
+        let on_path = std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path).any(|dir| names.iter().any(|n| dir.join(n).is_file()))
+        });
+        if on_path {
+            "pwsh"
+        } else {
+            "powershell"
+        }
+    })
 }
 
 /// After the handler exits, how long output still held open by something it started is read.
@@ -128,35 +186,24 @@ fn program_path<'a>(argv0: &'a str, dir: &Path) -> std::borrow::Cow<'a, Path> {
 fn command_line<'a>(invocation: &Invocation<'a>) -> Vec<std::borrow::Cow<'a, std::ffi::OsStr>> {
     use std::borrow::Cow;
     use std::ffi::OsStr;
-    match invocation.program {
-        Program::Shell(script) => vec![
-            Cow::Borrowed(OsStr::new("/bin/sh")),
-            Cow::Borrowed(OsStr::new("-c")),
-            Cow::Borrowed(OsStr::new(script.as_str())),
-        ],
-        Program::Argv(argv) => {
-            let mut line = Vec::with_capacity(argv.len());
-            line.push(match program_path(&argv[0], invocation.dir) {
-                Cow::Borrowed(path) => Cow::Borrowed(path.as_os_str()),
-                Cow::Owned(path) => Cow::Owned(path.into_os_string()),
-            });
-            line.extend(
-                argv[1..]
-                    .iter()
-                    .map(|arg| Cow::Borrowed(OsStr::new(arg.as_str()))),
-            );
-            line
-        }
-    }
+    let (program, args) = invocation.program.line();
+    let mut line = Vec::with_capacity(args.len() + 1);
+    line.push(match program_path(program, invocation.dir) {
+        Cow::Borrowed(path) => Cow::Borrowed(path.as_os_str()),
+        Cow::Owned(path) => Cow::Owned(path.into_os_string()),
+    });
+    line.extend(args.into_iter().map(|arg| Cow::Borrowed(OsStr::new(arg))));
+    line
 }
 
 /// The process to start, without platform specifics such as the process group.
 fn command(invocation: &Invocation<'_>) -> Command {
     let mut command = match invocation.program {
         Program::Shell(script) => shell(script),
-        Program::Argv(argv) => {
-            let mut command = Command::new(&*program_path(&argv[0], invocation.dir));
-            command.args(&argv[1..]);
+        program => {
+            let (name, args) = program.line();
+            let mut command = Command::new(&*program_path(name, invocation.dir));
+            command.args(args);
             command
         }
     };
@@ -174,8 +221,8 @@ fn command(invocation: &Invocation<'_>) -> Command {
 
 #[cfg(unix)]
 fn shell(script: &str) -> Command {
-    let mut command = Command::new("/bin/sh");
-    command.arg("-c").arg(script);
+    let mut command = Command::new(SHELL[0]);
+    command.arg(SHELL[1]).arg(script);
     command
 }
 
@@ -191,11 +238,11 @@ fn shell(script: &str) -> Command {
 
 /// A spawn error as a handler's message.
 fn spawn_message(program: &Program, err: &std::io::Error) -> String {
-    let what = match program {
-        Program::Shell(_) => "/bin/sh".to_string(),
-        Program::Argv(argv) => argv[0].clone(),
-    };
+    let what = program.line().0;
     let hint = match err.kind() {
+        std::io::ErrorKind::NotFound if matches!(program, Program::PowerShell(_)) => {
+            "; \"shell\": \"powershell\" needs PowerShell (pwsh) on PATH; install it, or leave \"shell\" out to run the command by /bin/sh"
+        }
         std::io::ErrorKind::NotFound => "; check the name, or give a full path (PATH is searched)",
         std::io::ErrorKind::PermissionDenied => {
             "; is it a directory, or missing its executable bit (chmod +x)?"

@@ -39,15 +39,17 @@ const CAPACITY: usize = 64;
 struct Entry {
     event: String,
     paths: Vec<LayerPath>,
-    stamps: Vec<Stamp>,
-    /// While the stamps are recent: what reading each layer gave, to compare with. Dropped once
-    /// they are not, as it is never needed again.
-    recent: Option<Vec<Seen>>,
+    /// Each layer's stamp; `None` for an agent's layer that was not read because no user or
+    /// data layer turned it on (whose stamps decide whether it is read, and are compared).
+    stamps: Vec<Option<Stamp>>,
+    /// While some stamps are recent: what reading each of those layers gave, to compare with.
+    /// Dropped once they are not, as it is never needed again.
+    recent: Option<Vec<Option<Seen>>>,
     groups: Arc<[Group]>,
     /// The warnings reading gave, repeated in every answer that uses these groups.
     warnings: Vec<String>,
-    /// The project layer's trust, when it had hooks.
-    assessment: Option<Assessment>,
+    /// The trust of each layer inside the project that had hooks.
+    assessments: Vec<Assessment>,
     /// The other files the trust depends on, stamped after it was assessed.
     watched: Vec<(std::path::PathBuf, Stamp)>,
     /// Whether a watched file was changing while the trust was assessed: check again next time.
@@ -81,7 +83,9 @@ impl Cache {
                     .paths
                     .iter()
                     .zip(&entry.stamps)
-                    .map(|(layer, stamp)| (layer.path.clone(), stamp.text())),
+                    .filter_map(|(layer, stamp)| {
+                        Some((layer.path.clone(), stamp.as_ref()?.text()))
+                    }),
             );
             out.extend(
                 entry
@@ -102,14 +106,25 @@ impl Cache {
         gate: &mut Gate,
     ) -> Arc<[Group]> {
         let checked_at = SystemTime::now();
-        let stamps: Vec<Stamp> = paths.iter().map(|layer| Stamp::of(&layer.path)).collect();
+        // An agent's layer is looked at only where it was read before: whether it is read at
+        // all is decided by the user and data layers, which are always looked at.
+        let looked: Vec<Option<Stamp>> = paths
+            .iter()
+            .map(|layer| {
+                layer
+                    .kind
+                    .switch()
+                    .is_none()
+                    .then(|| Stamp::of(&layer.path))
+            })
+            .collect();
         let found = self
             .entries
             .iter()
             .position(|e| e.event == event && same_paths(&e.paths, paths));
         if let Some(i) = found {
             let mut entry = self.entries.remove(i);
-            if entry.stamps == stamps
+            if entry.stamps_unchanged(&looked)
                 && entry.root_unchanged(gate)
                 && entry.watched_unchanged()
                 && entry.still_current(checked_at)
@@ -119,7 +134,7 @@ impl Cache {
                     entry.groups.len()
                 ));
                 warnings.extend(entry.warnings.iter().cloned());
-                gate.assessment.clone_from(&entry.assessment);
+                gate.assessments.clone_from(&entry.assessments);
                 let groups = Arc::clone(&entry.groups);
                 self.entries.insert(0, entry);
                 return groups;
@@ -127,11 +142,14 @@ impl Cache {
             trace.line(format_args!("settings changed: reading them again"));
         }
 
-        let recent = stamps.iter().any(|s| s.is_recent(checked_at));
+        let recent = looked.iter().flatten().any(|s| s.is_recent(checked_at));
         let mut reader = layers::Reader::default();
-        let mut seen = Vec::with_capacity(if recent { paths.len() } else { 0 });
+        let mut seen: Vec<Option<Seen>> = paths.iter().map(|_| None).collect();
         let mut read_warnings = Vec::new();
-        let mut read_stamps: Vec<Option<Stamp>> = Vec::with_capacity(paths.len());
+        // What was read, where a file was; a later look at the path must find the same. A
+        // layer not read at all keeps `None`.
+        let mut stamps: Vec<Option<Stamp>> = paths.iter().map(|_| None).collect();
+        let mut looked = looked;
         let groups = dispatch::load_groups_from(
             paths,
             Events::Only(event),
@@ -139,35 +157,29 @@ impl Cache {
             trace,
             gate,
             |layer| {
+                let i = paths
+                    .iter()
+                    .position(|p| std::ptr::eq(p, layer))
+                    .unwrap_or_default();
                 let loaded = reader.read(&layer.path);
-                read_stamps.push(match &loaded {
-                    Loaded::Contents(_, meta) => Some(Stamp::Present(Meta::of(meta))),
-                    _ => None,
-                });
-                if recent {
-                    seen.push(Seen::of(&loaded));
+                let stamp = match &loaded {
+                    Loaded::Contents(_, meta) => Stamp::Present(Meta::of(meta)),
+                    _ => looked[i].take().unwrap_or_else(|| Stamp::of(&layer.path)),
+                };
+                if recent || stamp.is_recent(checked_at) {
+                    seen[i] = Some(Seen::of(&loaded));
                 }
+                stamps[i] = Some(stamp);
                 loaded
             },
         );
         warnings.extend(read_warnings.iter().cloned());
-        // What was read, where a file was; a later look at the path must find the same.
-        let stamps: Vec<Stamp> = stamps
-            .into_iter()
-            .zip(
-                read_stamps
-                    .into_iter()
-                    .chain(std::iter::repeat_with(|| None)),
-            )
-            .map(|(looked, read)| read.unwrap_or(looked))
-            .collect();
-        let root = gate
-            .assessment
-            .as_ref()
-            .and_then(|_| crate::fs::canonical(gate.root()).ok());
+        let root = (!gate.assessments.is_empty())
+            .then(|| crate::fs::canonical(gate.root()).ok())
+            .flatten();
         let groups: Arc<[Group]> = groups.into();
         let watched: Vec<_> = gate
-            .assessment
+            .assessments
             .iter()
             .flat_map(|a| a.watched.iter())
             .map(|path| (path.clone(), Stamp::of(path)))
@@ -179,10 +191,10 @@ impl Cache {
                 event: event.to_string(),
                 paths: paths.to_vec(),
                 stamps,
-                recent: recent.then_some(seen),
+                recent: seen.iter().any(Option::is_some).then_some(seen),
                 groups: Arc::clone(&groups),
                 warnings: read_warnings,
-                assessment: gate.assessment.clone(),
+                assessments: gate.assessments.clone(),
                 watched,
                 watched_recent,
                 root,
@@ -194,6 +206,20 @@ impl Cache {
 }
 
 impl Entry {
+    /// Returns true if and only if every layer that was read (or looked for) is as it was:
+    /// `looked` holds the stamps already taken, the others are taken here.
+    fn stamps_unchanged(&self, looked: &[Option<Stamp>]) -> bool {
+        self.paths
+            .iter()
+            .zip(&self.stamps)
+            .zip(looked)
+            .all(|((layer, stamp), looked)| match (stamp, looked) {
+                (None, _) => true,
+                (Some(stamp), Some(looked)) => stamp == looked,
+                (Some(stamp), None) => Stamp::of(&layer.path) == *stamp,
+            })
+    }
+
     /// Returns true if and only if the project root still resolves to the root the trust was
     /// assessed at (always, when there was no trust to assess).
     fn root_unchanged(&self, gate: &Gate) -> bool {
@@ -219,12 +245,25 @@ impl Entry {
             return true;
         };
         let mut reader = layers::Reader::default();
+        // Every layer read goes through the reader, in order, so a file reached twice is
+        // `Repeated` as it was; only those whose contents were kept are compared.
         let same = self
             .paths
             .iter()
+            .zip(&self.stamps)
             .zip(seen)
-            .all(|(layer, seen)| Seen::of(&reader.read(&layer.path)) == *seen);
-        if same && !self.stamps.iter().any(|s| s.is_recent(checked_at)) {
+            .filter(|((_, stamp), _)| stamp.is_some())
+            .all(|((layer, _), seen)| {
+                let now = reader.read(&layer.path);
+                seen.as_ref().is_none_or(|seen| Seen::of(&now) == *seen)
+            });
+        if same
+            && !self
+                .stamps
+                .iter()
+                .flatten()
+                .any(|s| s.is_recent(checked_at))
+        {
             self.recent = None;
         }
         same
@@ -438,7 +477,7 @@ mod tests {
         assert!(cache.entries[0].recent.is_some());
         // The same size within the same clock tick: the stamps are as they were.
         std::fs::write(&file, TWO).unwrap();
-        cache.entries[0].stamps = vec![Stamp::of(&file)];
+        cache.entries[0].stamps = vec![Some(Stamp::of(&file))];
         assert_eq!(first_label(&mut cache, &paths), "x");
     }
 

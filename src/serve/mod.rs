@@ -82,7 +82,7 @@ struct Ready {
     groups: Arc<[Group]>,
     /// The settings' warnings, which the answer repeats.
     warnings: Vec<String>,
-    assessment: Option<Assessment>,
+    assessments: Vec<Assessment>,
     /// The files the answer depends on, with their stamps, when the request asked for them
     /// (`options.watch`).
     watch: Option<Vec<(std::path::PathBuf, String)>>,
@@ -92,6 +92,8 @@ struct Ready {
     /// `options.probe`: `Some` with why the probe cannot be answered without running something,
     /// else `Some("")`.
     probe: Option<&'static str>,
+    /// The project root, the managed layer and the layers' paths, found once for the request.
+    ground: dispatch::Ground,
 }
 
 /// Answers requests until stdin ends (exit 0) or a signal arrives (exit 128+N). Either way, every
@@ -319,7 +321,8 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         traceparent: asked.traceparent,
     };
     let mut warnings = Vec::new();
-    let mut assessment = None;
+    let mut assessments = Vec::new();
+    let ground = dispatch::Ground::find(&payload, &options);
     let groups: Arc<[Group]> =
         if environment::hooks_disabled() || environment::depth() >= environment::MAX_DEPTH {
             // The dispatch says why no handler runs, and reads no settings.
@@ -333,10 +336,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
             ));
             groups.into()
         } else {
-            let root = dispatch::project_root(&payload, &options);
-            // The dispatch finds these paths again, with their warnings, for the answer.
-            let paths = dispatch::layer_paths(&root, &options, &mut Vec::new());
-            let mut gate = Gate::new(&root);
+            let mut gate = Gate::new(&ground.root);
             // Held while the layers are checked (and read, when they changed), never while
             // handlers run: requests for the same settings then read them once.
             let out = asked.watch.unwrap_or(false).then_some(&mut watch);
@@ -344,8 +344,15 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
                 .cache
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .groups(&paths, &payload.event, &mut warnings, trace, &mut gate, out);
-            assessment = gate.assessment;
+                .groups(
+                    ground.paths(),
+                    &payload.event,
+                    &mut warnings,
+                    trace,
+                    &mut gate,
+                    out,
+                );
+            assessments = gate.assessments;
             groups
         };
     let mut watch = (asked.watch.unwrap_or(false) && asked.hooks.is_none()).then_some(watch);
@@ -362,7 +369,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
     let probe = asked
         .probe
         .unwrap_or(false)
-        .then(|| probe_declined(&payload, &options));
+        .then(|| probe_declined(&payload, &options, &ground));
     let groups = match probe {
         // A probe's dispatch is that of a subject no group applies to.
         Some(_) => Arc::new([]),
@@ -375,18 +382,19 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         options,
         groups,
         warnings,
-        assessment,
+        assessments,
         watch,
         except,
         probe,
+        ground,
     })
 }
 
 /// Why a probe (`options.probe`) cannot be answered without doing something a subject outside
 /// every matcher would do too: the managed layer's handlers, a compliance line, a line in the
 /// execution log. `""` when it can.
-fn probe_declined(payload: &Payload, options: &Options) -> &'static str {
-    if crate::dispatch::managed::present() {
+fn probe_declined(payload: &Payload, options: &Options, ground: &dispatch::Ground) -> &'static str {
+    if ground.managed_present() {
         "the managed layer is there, and its handlers would run"
     } else if payload.kind == crate::dispatch::events::EventKind::PostToolUse
         && (options.team.is_some() || payload.team.is_some() || environment::team().is_some())
@@ -415,8 +423,9 @@ fn chain(ready: &Ready, trace: &Trace) -> Chain {
     let tool = ready.payload.subject();
     // The managed layer (contract §17) is read by the dispatch itself, whatever the request's
     // settings: a request goes to a thread of its own whenever that layer is there, so that its
-    // handlers never hold up the reading of the next line. Absent, it costs one failed open.
-    if crate::dispatch::managed::present() {
+    // handlers never hold up the reading of the next line. Absent, it costs one failed open,
+    // made once for the request as it was prepared.
+    if ready.ground.managed_present() {
         return Chain::Runs;
     }
     if ready.probe.is_some_and(|why| !why.is_empty()) {
@@ -465,21 +474,29 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
         options,
         groups,
         warnings,
-        assessment,
+        assessments,
         watch,
         except,
         probe,
+        ground,
     } = *ready;
     if let Some(why) = probe.filter(|why| !why.is_empty()) {
         let answer =
             serde_json::json!({ "event": payload.event, "probe": "declined", "reason": why });
         return with_id(answer.to_string(), id);
     }
-    let report = dispatch::dispatch_with(&payload, &options, trace, started, |_, found, gate| {
-        found.extend(warnings);
-        gate.assessment = assessment;
-        groups
-    });
+    let report = dispatch::dispatch_with(
+        &payload,
+        &options,
+        trace,
+        started,
+        ground,
+        |_, found, gate| {
+            found.extend(warnings);
+            gate.assessments = assessments;
+            groups
+        },
+    );
     trace.summary(&report);
     let mut json = report.to_json(output);
     // An answer that an `"if"` made for this tool input holds for no other: nothing to watch,

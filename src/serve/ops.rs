@@ -106,15 +106,11 @@ fn compliance(line: &OpLine, bytes: &[u8]) -> Result<Value, String> {
 
 fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
     let root = project_root(line, args)?;
-    let (bytes, problem) = command::read_project_layer(&root);
-    let (trust_all, mut warnings) = command::trust_all_from_layers();
-    let assessment = trust::assess(&root, &bytes, trust_all, true);
-    warnings.extend(problem);
-    warnings.extend(assessment.warnings.iter().cloned());
+    let personal = command::personal();
+    let mut warnings = personal.warnings.clone();
+    let layers = command::assess_all(&root, &personal, &mut warnings);
     if op == "trust_status" {
-        return Ok(
-            json!({ "project_trust": command::status_json(&root, &assessment, &bytes, &warnings) }),
-        );
+        return Ok(json!({ "project_trust": command::status_json(&root, &layers, &warnings) }));
     }
     if let Some(var) = trust::started_by_agent() {
         return Err(trust::agent_refusal(var, &root));
@@ -132,26 +128,41 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
                 .into(),
         ),
     };
-    if assessment.state == State::NoHooks {
+    let with_hooks: Vec<&command::Layer> = layers
+        .iter()
+        .filter(|l| l.assessment.state != State::NoHooks)
+        .collect();
+    let Some(first) = with_hooks.first() else {
         return Err(format!(
             "{}: no hooks to run, so nothing to trust",
-            assessment.path.display()
+            trust::settings_file(&root).display()
         ));
-    }
-    if let Some(reason) = &assessment.untrustable {
-        return Err(format!("{}: {reason}", assessment.path.display()));
-    }
-    let current = assessment
-        .digest
-        .as_ref()
-        .map(|d| d.digest.clone())
-        .unwrap_or_default();
-    if wanted != current {
+    };
+    // The digest names the layer to trust: each layer inside the project has its own.
+    let current = |l: &command::Layer| l.assessment.digest.as_ref().map(|d| d.digest.clone());
+    let Some(layer) = with_hooks
+        .iter()
+        .find(|l| current(l).as_deref() == Some(wanted.as_str()))
+    else {
+        let now: Vec<String> = with_hooks
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} is {}",
+                    l.assessment.path.display(),
+                    current(l).unwrap_or_else(|| "not computed".into())
+                )
+            })
+            .collect();
         return Err(format!(
-            "{}: the hooks' digest is now {current}, not {wanted}: they changed since the person \
-             reviewed them; ask trust_status again",
-            assessment.path.display()
+            "{}: no hooks of this project have the digest {wanted} now ({}): they changed since \
+             the person reviewed them; ask trust_status again",
+            first.assessment.path.display(),
+            now.join("; ")
         ));
+    };
+    if let Some(reason) = &layer.assessment.untrustable {
+        return Err(format!("{}: {reason}", layer.assessment.path.display()));
     }
     let Some(store_path) = trust::store::path() else {
         return Err(
@@ -159,7 +170,7 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
                 .into(),
         );
     };
-    let updated = command::record(&store_path, &assessment)?;
+    let updated = command::record(&store_path, &layer.assessment)?;
     if let Some(aside) = updated.set_aside {
         warnings.push(format!(
             "{} could not be read; it was moved to {} and a new store started",
@@ -167,8 +178,8 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
             aside.display()
         ));
     }
-    let after = trust::assess(&root, &bytes, trust_all, true);
-    Ok(json!({ "project_trust": command::status_json(&root, &after, &bytes, &warnings) }))
+    let after = command::assess_all(&root, &personal, &mut Vec::new());
+    Ok(json!({ "project_trust": command::status_json(&root, &after, &warnings) }))
 }
 
 /// `options.project_dir`, else the server's `--project-dir`, else the line's `cwd`, else the

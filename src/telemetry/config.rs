@@ -62,27 +62,42 @@ pub fn from_vars(vars: &OtelVars) -> Result<Option<Config>, String> {
     if off(&vars.sdk_disabled, "true") || off(&vars.traces_exporter, "none") {
         return Ok(None);
     }
-    let url = match (&vars.traces_endpoint, &vars.endpoint) {
-        (Some(url), _) => url.trim().to_string(),
+    let (variable, url) = match (&vars.traces_endpoint, &vars.endpoint) {
+        (Some(url), _) => ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", url.trim().to_string()),
         (None, Some(base)) => {
             let base = base.trim();
-            format!("{}/v1/traces", base.trim_end_matches('/'))
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("{}/v1/traces", base.trim_end_matches('/')),
+            )
         }
         (None, None) => return Ok(None),
     };
-    let endpoint =
-        Endpoint::parse(&url).map_err(|e| format!("OpenTelemetry export is off: {e}"))?;
-    let protocol = match vars
-        .traces_protocol
-        .as_deref()
-        .or(vars.protocol.as_deref())
-        .map(str::trim)
-    {
+    let https = url
+        .get(..8)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+    let endpoint = Endpoint::parse(&url).map_err(|e| {
+        let what = if https {
+            format!(
+                "{variable} is an https:// URL, and this dispatcher speaks plain http only (it starts for every tool call, so it carries no TLS); run an OpenTelemetry Collector on this machine and set {variable}=http://127.0.0.1:4318{}, and let the Collector forward over TLS",
+                if variable.contains("TRACES") { "/v1/traces" } else { "" }
+            )
+        } else {
+            format!("{variable}: {e}")
+        };
+        format!("OpenTelemetry export is off: {what}")
+    })?;
+    let (variable, protocol) = match (&vars.traces_protocol, &vars.protocol) {
+        (Some(p), _) => ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", Some(p.trim())),
+        (None, Some(p)) => ("OTEL_EXPORTER_OTLP_PROTOCOL", Some(p.trim())),
+        (None, None) => ("", None),
+    };
+    let protocol = match protocol {
         None | Some("http/protobuf") => Protocol::Protobuf,
         Some("http/json") => Protocol::Json,
         Some(other) => {
             return Err(format!(
-                "OpenTelemetry export is off: protocol {other:?} is not supported; set OTEL_EXPORTER_OTLP_PROTOCOL to http/protobuf (the default) or http/json"
+                "OpenTelemetry export is off: {variable} is {other:?}, which this dispatcher does not speak (OTLP over HTTP only); set {variable} to http/protobuf (the default) or http/json, with the endpoint at the collector's OTLP/HTTP port (4318, not gRPC's 4317)"
             ))
         }
     };

@@ -78,20 +78,27 @@ fn hex_array<const N: usize>(text: &str) -> Option<[u8; N]> {
 }
 
 /// `N` random bytes, never all zero (an all-zero id is invalid).
+///
+/// Ids need to be unpredictable and unique, not key material: they are SipHash outputs of a
+/// counter under the keys the standard library draws from the system once per thread (one
+/// `getrandom` call), where the `getrandom` crate, in a statically linked build, opens, polls
+/// and reads the random devices for every id.
 pub fn random<const N: usize>() -> [u8; N] {
+    use std::hash::BuildHasher as _;
+    thread_local! {
+        static IDS: (std::hash::RandomState, std::cell::Cell<u64>) =
+            (std::hash::RandomState::new(), std::cell::Cell::new(0));
+    }
     let mut out = [0u8; N];
     while out == [0u8; N] {
-        if getrandom::fill(&mut out).is_err() {
-            // No randomness to be had: ids from the clock and the process stay unique enough
-            // to tell dispatches apart.
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos())
-                ^ u128::from(std::process::id()) << 64;
-            for (i, byte) in out.iter_mut().enumerate() {
-                *byte = (nanos >> ((i % 16) * 8)) as u8 | 1;
+        IDS.with(|(keys, counter)| {
+            for chunk in out.chunks_mut(8) {
+                let n = counter.get();
+                counter.set(n.wrapping_add(1));
+                let word = keys.hash_one(n).to_le_bytes();
+                chunk.copy_from_slice(&word[..chunk.len()]);
             }
-        }
+        });
     }
     out
 }
@@ -129,5 +136,7 @@ mod tests {
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         );
         assert_ne!(random::<8>(), random::<8>());
+        let ids: std::collections::HashSet<[u8; 16]> = (0..1000).map(|_| random::<16>()).collect();
+        assert_eq!(ids.len(), 1000);
     }
 }

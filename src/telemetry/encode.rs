@@ -15,8 +15,8 @@ use crate::telemetry::{Attr, SpanRecord};
 /// The instrumentation scope's name.
 pub const SCOPE: &str = "levelcode-hooks";
 
-/// The request body for `spans`, in the configured protocol.
-pub fn body(config: &Config, spans: &[SpanRecord]) -> Vec<u8> {
+/// The request body for `spans`, in the configured protocol. The spans are taken, not copied.
+pub fn body(config: &Config, spans: Vec<SpanRecord>) -> Vec<u8> {
     let request = request(config, spans);
     match config.protocol {
         Protocol::Protobuf => request.encode_to_vec(),
@@ -24,12 +24,12 @@ pub fn body(config: &Config, spans: &[SpanRecord]) -> Vec<u8> {
     }
 }
 
-pub fn request(config: &Config, spans: &[SpanRecord]) -> ExportTraceServiceRequest {
+pub fn request(config: &Config, spans: Vec<SpanRecord>) -> ExportTraceServiceRequest {
     let resource = Resource {
         attributes: config
             .resource
             .iter()
-            .map(|(k, v)| key_value(k, &Attr::Str(v.clone())))
+            .map(|(k, v)| key_value(k, Attr::Str(v.clone())))
             .collect(),
         ..Resource::default()
     };
@@ -42,7 +42,7 @@ pub fn request(config: &Config, spans: &[SpanRecord]) -> ExportTraceServiceReque
                     version: env!("CARGO_PKG_VERSION").into(),
                     ..InstrumentationScope::default()
                 }),
-                spans: spans.iter().map(span).collect(),
+                spans: spans.into_iter().map(span).collect(),
                 schema_url: String::new(),
             }],
             schema_url: String::new(),
@@ -50,26 +50,26 @@ pub fn request(config: &Config, spans: &[SpanRecord]) -> ExportTraceServiceReque
     }
 }
 
-fn span(record: &SpanRecord) -> Span {
+fn span(record: SpanRecord) -> Span {
     Span {
         trace_id: record.trace_id.to_vec(),
         span_id: record.span_id.to_vec(),
         parent_span_id: record.parent.map(|p| p.to_vec()).unwrap_or_default(),
-        name: record.name.clone(),
+        name: record.name,
         kind: span::SpanKind::Internal as i32,
         start_time_unix_nano: record.start,
         end_time_unix_nano: record.end.max(record.start),
         attributes: record
             .attributes
-            .iter()
+            .into_iter()
             .map(|(k, v)| key_value(k, v))
             .collect(),
         // The W3C flags (sampled), and whether the parent is known to be remote.
         flags: 0x01 | 0x100 | if record.remote_parent { 0x200 } else { 0 },
-        status: Some(match &record.error {
+        status: Some(match record.error {
             Some(message) => Status {
                 code: status::StatusCode::Error as i32,
-                message: message.clone(),
+                message,
             },
             None => Status::default(),
         }),
@@ -77,12 +77,12 @@ fn span(record: &SpanRecord) -> Span {
     }
 }
 
-fn key_value(key: &str, value: &Attr) -> KeyValue {
+fn key_value(key: &str, value: Attr) -> KeyValue {
     let value = match value {
-        Attr::Str(s) => any_value::Value::StringValue(s.clone()),
-        Attr::Int(i) => any_value::Value::IntValue(*i),
-        Attr::Bool(b) => any_value::Value::BoolValue(*b),
-        Attr::Double(d) => any_value::Value::DoubleValue(*d),
+        Attr::Str(s) => any_value::Value::StringValue(s),
+        Attr::Int(i) => any_value::Value::IntValue(i),
+        Attr::Bool(b) => any_value::Value::BoolValue(b),
+        Attr::Double(d) => any_value::Value::DoubleValue(d),
     };
     KeyValue {
         key: key.to_string(),

@@ -1,7 +1,8 @@
 //! OTLP/HTTP's one request: a POST of the encoded spans to the collector, over a plain TCP
-//! connection, within a deadline. `http://` only: an `https://` collector is reached through a
-//! local Collector or agent (docs/organisations.md), which keeps TLS out of a binary that starts
-//! for every tool call.
+//! connection, within a deadline, with its length given (`serve`) or its head sent ahead of a
+//! body that follows as one chunk ([`Framing`]). `http://` only: an `https://` collector is
+//! reached through a local Collector or agent (docs/organisations.md), which keeps TLS out of a
+//! binary that starts for every tool call.
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs as _};
@@ -97,22 +98,13 @@ pub fn resolve(endpoint: &Endpoint) -> Result<Vec<SocketAddr>, String> {
         .collect())
 }
 
-/// Posts `body` to `endpoint` (at `addrs`, when resolved already), giving up at `deadline`;
-/// `Ok` when the collector answered 2xx.
-pub fn post(
+/// Opens a connection to `endpoint` (at `addrs`, when resolved already), giving up at
+/// `deadline`: each address in turn, the first that accepts, which is returned with it.
+pub fn connect(
     endpoint: &Endpoint,
     addrs: Option<&[SocketAddr]>,
-    headers: &[(String, String)],
-    content_type: &str,
-    body: &[u8],
     deadline: Instant,
-) -> Result<(), String> {
-    let left = || {
-        deadline
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| "timed out".to_string())
-    };
+) -> Result<(TcpStream, SocketAddr), String> {
     let resolved;
     let addrs = match addrs {
         Some(addrs) => addrs,
@@ -125,77 +117,242 @@ pub fn post(
         }
     };
     let mut last = format!("{} resolves to no address", endpoint.host);
-    let mut stream = None;
     for addr in addrs {
-        match TcpStream::connect_timeout(addr, left()?) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
+        match TcpStream::connect_timeout(addr, left(deadline)?) {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                return Ok((stream, *addr));
             }
             Err(e) => last = format!("cannot connect to {addr}: {e}"),
         }
     }
-    let mut stream = stream.ok_or(last)?;
-    let _ = stream.set_nodelay(true);
-    let host = if endpoint.host.contains(':') {
-        format!("[{}]:{}", endpoint.host, endpoint.port)
+    Err(last)
+}
+
+/// The time left until `deadline`, or "timed out".
+fn left(deadline: Instant) -> Result<std::time::Duration, String> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| "timed out".to_string())
+}
+
+/// How a request's body is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// `Content-Length`: the body is known when the head is written.
+    Length(usize),
+    /// The head goes first, before the body is known, asking the collector to say
+    /// `100 Continue` once it has read and accepted it (RFC 9110 §10.1.1); the body follows as
+    /// one chunk ([`chunked`]).
+    Announced,
+}
+
+/// Appends the head of a POST of spans to `endpoint` to `out`.
+pub fn head(
+    out: &mut Vec<u8>,
+    endpoint: &Endpoint,
+    headers: &[(String, String)],
+    content_type: &str,
+    framing: Framing,
+) {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(256);
+    let _ = write!(text, "POST {} HTTP/1.1\r\nHost: ", endpoint.path);
+    if endpoint.host.contains(':') {
+        let _ = write!(text, "[{}]:{}", endpoint.host, endpoint.port);
     } else {
-        format!("{}:{}", endpoint.host, endpoint.port)
-    };
-    let mut request = format!(
-        "POST {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: levelcode-hooks/{}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        endpoint.path,
-        env!("CARGO_PKG_VERSION"),
-        body.len()
-    );
-    for (key, value) in headers {
-        request.push_str(key);
-        request.push_str(": ");
-        request.push_str(value);
-        request.push_str("\r\n");
+        let _ = write!(text, "{}:{}", endpoint.host, endpoint.port);
     }
-    request.push_str("\r\n");
-    let mut bytes = request.into_bytes();
-    bytes.extend_from_slice(body);
+    let _ = write!(
+        text,
+        "\r\nUser-Agent: levelcode-hooks/{}\r\nContent-Type: {content_type}\r\n",
+        env!("CARGO_PKG_VERSION"),
+    );
+    match framing {
+        Framing::Length(length) => {
+            let _ = write!(text, "Content-Length: {length}\r\n");
+        }
+        Framing::Announced => {
+            text.push_str("Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n")
+        }
+    }
+    text.push_str("Connection: close\r\n");
+    for (key, value) in headers {
+        text.push_str(key);
+        text.push_str(": ");
+        text.push_str(value);
+        text.push_str("\r\n");
+    }
+    text.push_str("\r\n");
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// `body` as the one chunk and the end of an [`Framing::Announced`] request.
+pub fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 16);
+    out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"\r\n0\r\n\r\n");
+    out
+}
+
+/// Writes `bytes` to `stream`, giving up at `deadline`.
+pub fn send(
+    stream: &mut TcpStream,
+    endpoint: &Endpoint,
+    bytes: &[u8],
+    deadline: Instant,
+) -> Result<(), String> {
     stream
-        .set_write_timeout(Some(left()?))
+        .set_write_timeout(Some(left(deadline)?))
         .map_err(|e| e.to_string())?;
     stream
-        .write_all(&bytes)
-        .map_err(|e| format!("cannot send to {}: {e}", endpoint.url))?;
-    // The status line is all that is needed.
-    let mut head = [0u8; 256];
-    let mut got = 0;
-    while !head[..got].windows(2).any(|w| w == b"\r\n") && got < head.len() {
-        stream
-            .set_read_timeout(Some(left()?))
-            .map_err(|e| e.to_string())?;
-        match stream.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
+        .write_all(bytes)
+        .map_err(|e| format!("cannot send to {}: {e}", endpoint.url))
+}
+
+/// Writes `bytes` to `stream`, in non-blocking mode: at once when the connection takes them
+/// all, as it takes a small request; else the rest waiting, giving up at `deadline`. The stream
+/// is left in non-blocking mode.
+pub fn send_now(
+    stream: &mut TcpStream,
+    endpoint: &Endpoint,
+    bytes: &[u8],
+    deadline: Instant,
+) -> Result<(), String> {
+    let sent = match stream.write(bytes) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) => return Err(format!("cannot send to {}: {e}", endpoint.url)),
+    };
+    if sent == bytes.len() {
+        return Ok(());
+    }
+    stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+    send(stream, endpoint, &bytes[sent..], deadline)?;
+    stream.set_nonblocking(true).map_err(|e| e.to_string())
+}
+
+/// What the collector has said on a connection so far: the status of each complete response
+/// head, in order.
+#[derive(Default)]
+pub struct Answers {
+    buffer: Vec<u8>,
+    /// The collector closed the connection (or reset it).
+    pub closed: bool,
+}
+
+/// Bytes of answer kept at most: status lines and headers; bodies are not needed.
+const ANSWER_LIMIT: usize = 4096;
+
+impl Answers {
+    /// The status of the next complete response head, taken off the buffer.
+    pub fn next(&mut self) -> Option<u16> {
+        let end = memchr::memmem::find(&self.buffer, b"\r\n\r\n")?;
+        let status = std::str::from_utf8(&self.buffer[..end])
+            .ok()
+            .and_then(|head| head.split_whitespace().nth(1))
+            .and_then(|code| code.parse::<u16>().ok())
+            .unwrap_or(0);
+        self.buffer.drain(..end + 4);
+        Some(status)
+    }
+
+    /// Reads what has arrived on `stream`, in non-blocking mode, without waiting.
+    pub fn read_now(&mut self, stream: &mut TcpStream) {
+        self.read(stream);
+    }
+
+    /// Waits until a response head is complete (`true`), the connection ends or `deadline`
+    /// passes.
+    pub fn wait(&mut self, stream: &mut TcpStream, deadline: Instant) -> Result<bool, String> {
+        while memchr::memmem::find(&self.buffer, b"\r\n\r\n").is_none() {
+            if self.closed {
+                return Ok(false);
+            }
+            stream
+                .set_read_timeout(Some(left(deadline)?))
+                .map_err(|e| e.to_string())?;
+            self.read_once(stream)?;
+        }
+        Ok(true)
+    }
+
+    fn read(&mut self, stream: &mut TcpStream) {
+        while !self.closed && self.buffer.len() < ANSWER_LIMIT {
+            if self.read_once(stream).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// One read; `Err` when nothing came (a timeout, or nothing there without waiting).
+    fn read_once(&mut self, stream: &mut TcpStream) -> Result<(), String> {
+        let mut chunk = [0u8; 512];
+        match stream.read(&mut chunk) {
+            Ok(0) => {
+                self.closed = true;
+                Ok(())
+            }
+            Ok(n) => {
+                if self.buffer.len() < ANSWER_LIMIT {
+                    self.buffer.extend_from_slice(&chunk[..n]);
+                }
+                Ok(())
+            }
             Err(e)
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err("timed out waiting for the collector's answer".into())
+                Err("timed out waiting for the collector's answer".into())
             }
-            Err(e) => return Err(format!("cannot read the collector's answer: {e}")),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(()),
+            Err(_) => {
+                self.closed = true;
+                Ok(())
+            }
         }
     }
-    let line = String::from_utf8_lossy(&head[..got]);
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse::<u16>().ok());
-    match status {
-        Some(code) if (200..300).contains(&code) => Ok(()),
-        Some(code) => Err(format!("the collector at {} answered {code}", endpoint.url)),
-        None => Err(format!(
+}
+
+/// Sends `request` (head and body) over `stream` and waits for the collector's final answer,
+/// giving up at `deadline`; `Ok` when it answered 2xx.
+pub fn exchange(
+    stream: &mut TcpStream,
+    endpoint: &Endpoint,
+    request: &[u8],
+    deadline: Instant,
+) -> Result<(), String> {
+    send(stream, endpoint, request, deadline)?;
+    let mut answers = Answers::default();
+    loop {
+        if !answers.wait(stream, deadline)? {
+            return Err(format!(
+                "the collector at {} gave no HTTP answer",
+                endpoint.url
+            ));
+        }
+        match answers.next() {
+            // An interim answer (`100 Continue`): the final one follows.
+            Some(code) if (100..200).contains(&code) => continue,
+            Some(code) => return verdict(endpoint, code),
+            None => unreachable!("wait returns true only with a complete head"),
+        }
+    }
+}
+
+/// `Ok` for a 2xx answer, else why the export failed.
+pub fn verdict(endpoint: &Endpoint, code: u16) -> Result<(), String> {
+    match code {
+        200..=299 => Ok(()),
+        0 => Err(format!(
             "the collector at {} gave no HTTP answer",
             endpoint.url
         )),
+        code => Err(format!("the collector at {} answered {code}", endpoint.url)),
     }
 }
 

@@ -7,10 +7,12 @@
 //! every entry point returns at once, and a dispatch that starts no handler creates no id, builds
 //! no span and opens no connection.
 //!
-//! `run` waits for the collector at most [`config::FOREGROUND_BOUND`] before it answers;
-//! `serve` hands the spans to a thread of its own ([`export`]) and answers at once.
+//! `run` begins its request to the collector as the first handler starts and waits for the
+//! collector at most [`config::FOREGROUND_BOUND`] before it answers; `serve` hands the spans to
+//! a thread of its own ([`export`]) and answers at once.
 
 pub mod config;
+pub mod connect;
 pub mod context;
 pub mod encode;
 pub mod export;
@@ -91,6 +93,8 @@ struct Active {
     handlers: Vec<(usize, [u8; 8], u64)>,
     /// Warnings for the dispatch's report, given when it ends.
     warnings: Vec<String>,
+    /// The connection to the collector, opened while the handlers run (foreground only).
+    opening: Option<export::Opening>,
 }
 
 enum Trace {
@@ -129,6 +133,7 @@ pub fn begin_dispatch(traceparent: Option<&str>, started: Instant) {
             trace: None,
             handlers: Vec::new(),
             warnings: Vec::new(),
+            opening: None,
         });
     });
 }
@@ -138,7 +143,11 @@ fn trace_of(active: &mut Active) -> Trace {
         Ok(Some(config)) => config,
         Ok(None) => return Trace::NotSampled,
         Err(warning) => {
-            active.warnings.push(warning.clone());
+            // Once per dispatch; in `serve`, whose configuration cannot change, once per server.
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !export::in_background() || !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                active.warnings.push(warning.clone());
+            }
             return Trace::Unusable;
         }
     };
@@ -170,7 +179,11 @@ pub fn handler_started(index: usize) -> Option<(&'static str, String)> {
         let mut active = active.borrow_mut();
         let active = active.as_mut()?;
         if active.trace.is_none() {
-            active.trace = Some(trace_of(active));
+            let trace = trace_of(active);
+            if let Trace::Recorded { config, .. } = &trace {
+                active.opening = export::open(config);
+            }
+            active.trace = Some(trace);
         }
         let Some(Trace::Recorded { trace_id, .. }) = &active.trace else {
             return None;
@@ -248,5 +261,5 @@ pub fn finish(finished: Finished, warnings: &mut Vec<String>) {
             error: handler.error,
         });
     }
-    export::send(config, &spans, warnings);
+    export::send(config, spans, active.opening, warnings);
 }

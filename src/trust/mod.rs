@@ -2,12 +2,15 @@
 //! exactly its hooks.
 //!
 //! [`digest`] computes what is trusted, [`store`] keeps what was trusted, and this module
-//! decides, for one project layer, whether it may contribute: [`assess`] gives the state of a
-//! project, and [`Gate`] applies it to the layers of one dispatch. User, data, `--settings` and
-//! inline layers are always trusted; only the project layer is ever held back. [`status`] is a
-//! project's state as the `trust` command and `serve`'s trust requests report it.
+//! decides, for one layer inside the project, whether it may contribute: [`assess`] gives its
+//! state, and [`Gate`] applies it to the layers of one dispatch. User, data, `--settings` and
+//! inline layers are always trusted; only the layers inside the project (levelcode's project
+//! layer, and the agents' own project files when they are turned on, contract §12) are ever
+//! held back, each by its own digest. [`status`] is a project's state as the `trust` command
+//! and `serve`'s trust requests report it.
 
 pub mod digest;
+mod gate;
 pub mod memo;
 pub mod seal;
 pub mod status;
@@ -19,10 +22,11 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::dispatch::layers::{LayerKind, LayerPath};
+use crate::dispatch::layers::LayerKind;
 use crate::dispatch::settings::{self, Events, Group};
 
 pub use digest::Digest;
+pub use gate::Gate;
 use seal::Seal;
 
 /// The variable that trusts the project layer for one run: `1`, or one digest.
@@ -118,6 +122,8 @@ impl By {
 /// `"project_trust"` of a dispatch whose project layer was held back.
 #[derive(Clone, Debug, Serialize)]
 pub struct ProjectTrust {
+    /// The layer held back: `project`, or an agent's project file such as `claude-project`.
+    pub layer: &'static str,
     pub state: &'static str,
     pub digest: Option<String>,
     pub path: String,
@@ -195,14 +201,48 @@ pub fn trust_all_in(bytes: &[u8]) -> Result<Option<bool>, String> {
 
 /// The project layer's file for `root`.
 pub fn settings_file(root: &Path) -> PathBuf {
-    root.join(".levelcode").join("settings.json")
+    layer_file(root, LayerKind::Project)
 }
 
-/// Everything known about one project's trust.
+/// The file of `layer`, a layer inside the project, for `root`.
+pub fn layer_file(root: &Path, layer: LayerKind) -> PathBuf {
+    crate::dispatch::layers::under(root, layer.project_file().unwrap_or_default())
+}
+
+/// The layers inside a project that need trust, in the order they are read: levelcode's project
+/// layer, then each agent's project files whose switch is among `switches` (contract §12).
+pub fn guarded_layers(switches: &[&str]) -> Vec<LayerKind> {
+    std::iter::once(LayerKind::Project)
+        .chain(
+            crate::dispatch::layers::agent_layers()
+                .map(|(kind, _)| kind)
+                .filter(|kind| kind.project_file().is_some())
+                .filter(|kind| kind.switch().is_some_and(|s| switches.contains(&s))),
+        )
+        .collect()
+}
+
+/// The store's key for `layer` of the project whose canonical root is `root`: the root itself
+/// for levelcode's project layer, `<root>//<file>` for another (no canonical path holds `//`).
+pub fn store_key(root: &str, layer: LayerKind) -> String {
+    match layer {
+        LayerKind::Project => root.to_string(),
+        other => format!("{root}//{}", other.project_file().unwrap_or_default()),
+    }
+}
+
+/// The project root of a store key.
+pub fn key_root(key: &str) -> &str {
+    key.split_once("//").map_or(key, |(root, _)| root)
+}
+
+/// Everything known about the trust of one layer inside a project.
 #[derive(Clone, Debug)]
 pub struct Assessment {
+    /// The layer: levelcode's project layer, or an agent's project file.
+    pub layer: LayerKind,
     pub state: State,
-    /// The project layer's file.
+    /// The layer's file.
     pub path: PathBuf,
     /// The handlers that run when the project is trusted (enabled, in enabled groups, every
     /// event).
@@ -224,6 +264,7 @@ impl Assessment {
     /// The `project_trust` member of a dispatch that held the layer back.
     pub fn report(&self) -> ProjectTrust {
         ProjectTrust {
+            layer: self.layer.name(),
             state: self.state.name(),
             digest: self.digest.as_ref().map(|d| d.digest.clone()),
             path: self.path.display().to_string(),
@@ -233,11 +274,11 @@ impl Assessment {
 
     /// The warning of a dispatch that held the layer back.
     pub fn warning(&self) -> String {
-        let root = self
-            .path
-            .parent()
-            .and_then(Path::parent)
-            .unwrap_or(Path::new("."));
+        let depth = self
+            .layer
+            .project_file()
+            .map_or(2, |f| f.split('/').count());
+        let root = self.path.ancestors().nth(depth).unwrap_or(Path::new("."));
         let command = format!(
             "levelcode-hooks trust --project-dir {}",
             shell_words::quote(&root.to_string_lossy())
@@ -251,19 +292,29 @@ impl Assessment {
             (State::Changed, None, _) => "changed since they were trusted".to_string(),
             _ => "are not trusted".to_string(),
         };
+        let whose = match self.layer {
+            LayerKind::Project => String::new(),
+            other => format!(" (layer {})", other.name()),
+        };
         format!(
-            "{}: the project's hooks {why}; {} handler(s) skipped. Review and trust them with: {command}",
+            "{}: the project's hooks{whose} {why}; {} handler(s) skipped. Review and trust them with: {command}",
             self.path.display(),
             self.handlers
         )
     }
 }
 
-/// Where `root`'s project stands, given its settings file's `bytes` and whether the user or
+/// Where `layer` of `root`'s project stands, given its file's `bytes` and whether the user or
 /// data layer trusts every project. `full` computes the digest even when an opt-in trusts the
 /// project (for `trust --status`); a dispatch does not need it then.
-pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessment {
-    assess_read(root, bytes, None, trust_all, full)
+pub fn assess(
+    root: &Path,
+    layer: LayerKind,
+    bytes: &[u8],
+    trust_all: bool,
+    full: bool,
+) -> Assessment {
+    assess_read(root, layer, bytes, None, trust_all, full)
 }
 
 /// [`assess`] of `bytes` read from an open file whose metadata, taken once they were read, is
@@ -275,6 +326,7 @@ pub fn assess(root: &Path, bytes: &[u8], trust_all: bool, full: bool) -> Assessm
 /// right after an edit) gets its seal here once its files have settled.
 pub fn assess_read(
     root: &Path,
+    layer: LayerKind,
     bytes: &[u8],
     read: Option<&std::fs::Metadata>,
     trust_all: bool,
@@ -282,11 +334,12 @@ pub fn assess_read(
 ) -> Assessment {
     let read = read.filter(|_| !full);
     if let (false, Some(read)) = (trust_all, read) {
-        if let Some(sealed) = sealed(root, read) {
+        if let Some(sealed) = sealed(root, layer, read) {
             return sealed;
         }
     }
-    let path = settings_file(root);
+    let path = layer_file(root, layer);
+    let file = layer.project_file().unwrap_or_default();
     let opt_in = opt_in();
     let admitted_by_opt_in = *opt_in == OptIn::All || trust_all;
     let key = crate::fs::canonical(root)
@@ -295,7 +348,7 @@ pub fn assess_read(
     // What the layer holds: from the memo when its files are unchanged, else read and counted;
     // not at all when an opt-in admits it (unless the store denies it, below).
     let recalled = match (read, &key, admitted_by_opt_in) {
-        (Some(read), Some(key), false) => memo::recall(key, LAYER, read),
+        (Some(read), Some(key), false) => memo::recall(key, file, read),
         _ => None,
     };
     let mut groups = None;
@@ -303,13 +356,14 @@ pub fn assess_read(
         (Some(recalled), _) => recalled.seal.handlers,
         (None, true) => 0,
         (None, false) => {
-            let all = all_groups(&path, bytes);
+            let all = all_groups(layer, &path, bytes);
             let count = count_handlers(&all);
             groups = Some(all);
             count
         }
     };
     let mut assessment = Assessment {
+        layer,
         state: State::NoHooks,
         path,
         handlers,
@@ -337,8 +391,12 @@ pub fn assess_read(
     };
     assessment.warnings.extend(notes);
     assessment.watched.extend(store_path.iter().cloned());
-    let entry = key.as_ref().and_then(|k| store.projects.get(k));
-    let denied = matches!(entry, Some(store::Entry::Denied { .. }));
+    let layer_key = key.as_deref().map(|k| store_key(k, layer));
+    let entry = layer_key.as_ref().and_then(|k| store.projects.get(k));
+    // A project denied is denied whole: every layer of it.
+    let denied = [entry, key.as_ref().and_then(|k| store.projects.get(k))]
+        .iter()
+        .any(|e| matches!(e, Some(store::Entry::Denied { .. })));
     let by_opt_in = if denied {
         None
     } else if *opt_in == OptIn::All {
@@ -358,7 +416,7 @@ pub fn assess_read(
         None if recalled.is_some() => Vec::new(),
         None => {
             // An opt-in that a denial overrides: the layer is read after all.
-            let all = all_groups(&assessment.path, bytes);
+            let all = all_groups(layer, &assessment.path, bytes);
             assessment.handlers = count_handlers(&all);
             if assessment.handlers == 0 {
                 assessment.state = State::NoHooks;
@@ -378,7 +436,7 @@ pub fn assess_read(
             watched: recalled.seal.paths().skip(1).collect(),
             fallback: Vec::new(),
         },
-        None => match digest::compute(root, bytes, &groups) {
+        None => match digest::compute(root, layer, bytes, &groups) {
             Ok(digest) => digest,
             Err(reason) => {
                 assessment.state = match (by_opt_in, denied) {
@@ -412,11 +470,11 @@ pub fn assess_read(
         State::Trusted(By::Environment)
     } else if recorded.is_some() {
         State::Changed
-    } else if let Some(other) = key
+    } else if let Some(other) = layer_key
         .as_deref()
         .and_then(|k| store.trusted_elsewhere(&digest.content, k))
     {
-        assessment.trusted_at = Some(other.to_string());
+        assessment.trusted_at = Some(key_root(other).to_string());
         State::Changed
     } else {
         State::Untrusted
@@ -443,9 +501,6 @@ pub fn assess_read(
     assessment.digest = Some(digest);
     assessment
 }
-
-/// The project layer's file relative to the root, as the [`memo`] names the layer.
-const LAYER: &str = ".levelcode/settings.json";
 
 /// The handlers that run when the layer is trusted: enabled, in enabled groups.
 fn count_handlers(groups: &[Group]) -> usize {
@@ -482,7 +537,9 @@ fn keep(
     }
     if let (State::Trusted(By::Store), Some(store_path)) = (assessment.state, store_path) {
         if matches!(entry, Some(store::Entry::Trusted { .. })) {
-            let sealed = store::seal_if_trusted(store_path, key, &digest.digest, seal.clone());
+            let layer_key = store_key(key, assessment.layer);
+            let sealed =
+                store::seal_if_trusted(store_path, &layer_key, &digest.digest, seal.clone());
             if sealed.is_ok() {
                 return;
             }
@@ -490,7 +547,7 @@ fn keep(
     }
     memo::remember(
         key,
-        LAYER,
+        assessment.layer.project_file().unwrap_or_default(),
         &memo::Recalled {
             digest: digest.digest.clone(),
             content: digest.content.clone(),
@@ -502,7 +559,7 @@ fn keep(
 /// A project trusted through the store whose seal still holds: admitted without parsing every
 /// event or hashing a script (see [`seal`]). `None` whenever anything else could decide: an
 /// opt-in, a problem to warn about, a denial, no seal, or a seal that no longer holds.
-fn sealed(root: &Path, read: &std::fs::Metadata) -> Option<Assessment> {
+fn sealed(root: &Path, layer: LayerKind, read: &std::fs::Metadata) -> Option<Assessment> {
     if *opt_in() != OptIn::None {
         return None;
     }
@@ -512,19 +569,24 @@ fn sealed(root: &Path, read: &std::fs::Metadata) -> Option<Assessment> {
     if !notes.is_empty() {
         return None;
     }
+    let key = key.to_str()?;
+    if matches!(store.projects.get(key), Some(store::Entry::Denied { .. })) {
+        return None;
+    }
     let Some(store::Entry::Trusted {
         seal: Some(seal), ..
-    }) = store.projects.get(key.to_str()?)
+    }) = store.projects.get(&store_key(key, layer))
     else {
         return None;
     };
-    let path = settings_file(root);
+    let path = layer_file(root, layer);
     if !seal.holds(read) {
         return None;
     }
     let mut watched = vec![store_path];
     watched.extend(seal.paths().skip(1));
     Some(Assessment {
+        layer,
         state: State::Trusted(By::Store),
         path,
         handlers: seal.handlers,
@@ -536,83 +598,16 @@ fn sealed(root: &Path, read: &std::fs::Metadata) -> Option<Assessment> {
     })
 }
 
-/// Every group of every event of the project layer.
-pub fn all_groups(path: &Path, bytes: &[u8]) -> Vec<Group> {
+/// Every group of every event of `layer`, whose file at `path` holds `bytes`.
+pub fn all_groups(layer: LayerKind, path: &Path, bytes: &[u8]) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut ignored = Vec::new();
     let source = settings::Source {
-        layer: LayerKind::Project,
+        layer,
         file: path.to_path_buf().into_boxed_path(),
     };
     settings::parse(source, bytes, Events::All, &mut groups, &mut ignored);
     groups
-}
-
-/// Applies trust to the layers of one dispatch, in layer order: the user and data layers say
-/// whether every project is trusted, then the project layer is let in or held back.
-#[derive(Debug)]
-pub struct Gate {
-    root: PathBuf,
-    trust_all: bool,
-    /// The assessment of the project layer, when it had hooks to assess.
-    pub assessment: Option<Assessment>,
-}
-
-impl Gate {
-    pub fn new(root: &Path) -> Gate {
-        Gate {
-            root: root.to_path_buf(),
-            trust_all: false,
-            assessment: None,
-        }
-    }
-
-    /// Returns true if and only if the layer's contents may be used; a layer held back gets
-    /// its warning in `warnings`.
-    pub fn admit(
-        &mut self,
-        layer: &LayerPath,
-        bytes: &[u8],
-        read: &std::fs::Metadata,
-        warnings: &mut Vec<String>,
-    ) -> bool {
-        match layer.kind {
-            LayerKind::User | LayerKind::Data => {
-                match trust_all_in(bytes) {
-                    Ok(Some(on)) => self.trust_all |= on,
-                    Ok(None) => {}
-                    Err(problem) => warnings.push(format!("{}: {problem}", layer.path.display())),
-                }
-                true
-            }
-            LayerKind::Project => {
-                let assessment = assess_read(&self.root, bytes, Some(read), self.trust_all, false);
-                let admitted = assessment.state.admits();
-                warnings.extend(assessment.warnings.iter().cloned());
-                if !admitted {
-                    warnings.push(assessment.warning());
-                }
-                if assessment.state != State::NoHooks {
-                    self.assessment = Some(assessment);
-                }
-                admitted
-            }
-            _ => true,
-        }
-    }
-
-    /// The project root the layers were read for, as given.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// The `project_trust` of the dispatch: set when the project layer was held back.
-    pub fn held_back(&self) -> Option<ProjectTrust> {
-        self.assessment
-            .as_ref()
-            .filter(|a| !a.state.admits())
-            .map(Assessment::report)
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! One project's trust as `trust` and `serve`'s trust requests ask for it: the project layer
-//! and the opt-in of the user and data layers read, the state as JSON, and a digest recorded.
+//! One project's trust as `trust` and `serve`'s trust requests ask for it: the layers inside the
+//! project and what the user and data layers say of them read, the state as JSON, and a digest
+//! recorded.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -10,40 +11,117 @@ use super::seal::Seal;
 use super::store::{self, Entry};
 use super::Digest;
 use super::{Assessment, State};
-use crate::dispatch::layers::{self, Loaded};
-use crate::dispatch::settings::{Action, Program};
+use crate::dispatch::layers::{self, LayerKind, Loaded};
+use crate::dispatch::settings::{Action, Written};
 
-/// The project layer's bytes (empty when there is none), and a warning when it is unusable.
-pub fn read_project_layer(root: &Path) -> (Vec<u8>, Option<String>) {
-    match layers::Reader::default().read(&super::settings_file(root)) {
+/// The bytes of `layer`'s file in the project at `root` (empty when there is none), and a
+/// warning when it is unusable.
+pub fn read_layer(root: &Path, layer: LayerKind) -> (Vec<u8>, Option<String>) {
+    match layers::Reader::default().read(&super::layer_file(root, layer)) {
         Loaded::Contents(bytes, _) => (bytes, None),
         Loaded::Unusable(warning) => (Vec::new(), Some(warning)),
         Loaded::Missing | Loaded::Repeated => (Vec::new(), None),
     }
 }
 
-/// Whether the user or data layer sets `trustAllProjectHooks`, with warnings about it.
-pub fn trust_all_from_layers() -> (bool, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut on = false;
-    let mut reader = layers::Reader::default();
-    for layer in layers::standard(Path::new("."), false, &mut Vec::new()) {
-        if let Loaded::Contents(bytes, _) = reader.read(&layer.path) {
-            match super::trust_all_in(&bytes) {
-                Ok(Some(value)) => on |= value,
-                Ok(None) => {}
-                Err(problem) => warnings.push(format!("{}: {problem}", layer.path.display())),
-            }
-        }
-    }
-    (on, warnings)
+/// What the user and data layers say of a project's trust: whether they set
+/// `trustAllProjectHooks`, and the agents' switches they turn on (contract §12), with warnings.
+pub struct Personal {
+    pub trust_all: bool,
+    pub switches: Vec<&'static str>,
+    pub warnings: Vec<String>,
 }
 
-/// The state as `--status --json` and `serve`'s `trust_status` give it.
-///
-/// `bytes` are the project layer's, from which the digest was computed: `hooks` lists each of
-/// its handlers (every event, disabled ones too) with what it runs, for a client to show.
-pub fn status_json(
+/// The user and data layers' [`Personal`] settings.
+pub fn personal() -> Personal {
+    let mut out = Personal {
+        trust_all: false,
+        switches: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut reader = layers::Reader::default();
+    for layer in layers::standard(Path::new("."), false, &mut Vec::new()) {
+        if !matches!(layer.kind, LayerKind::User | LayerKind::Data) {
+            continue;
+        }
+        if let Loaded::Contents(bytes, _) = reader.read(&layer.path) {
+            match super::trust_all_in(&bytes) {
+                Ok(Some(value)) => out.trust_all |= value,
+                Ok(None) => {}
+                Err(problem) => out
+                    .warnings
+                    .push(format!("{}: {problem}", layer.path.display())),
+            }
+            layers::switches_in(&bytes, &layer.path, &mut out.switches, &mut out.warnings);
+        }
+    }
+    out
+}
+
+/// One layer inside the project as `trust` and `serve`'s trust requests see it: its file's
+/// bytes and its assessment.
+pub struct Layer {
+    pub bytes: Vec<u8>,
+    pub assessment: Assessment,
+}
+
+/// Every layer inside the project at `root` that needs trust ([`super::guarded_layers`]),
+/// assessed in full, with the warnings reading them gave added to `warnings`.
+pub fn assess_all(root: &Path, personal: &Personal, warnings: &mut Vec<String>) -> Vec<Layer> {
+    super::guarded_layers(&personal.switches)
+        .into_iter()
+        .map(|kind| {
+            let (bytes, problem) = read_layer(root, kind);
+            let assessment = super::assess(root, kind, &bytes, personal.trust_all, true);
+            warnings.extend(problem);
+            for warning in &assessment.warnings {
+                if !warnings.contains(warning) {
+                    warnings.push(warning.clone());
+                }
+            }
+            Layer { bytes, assessment }
+        })
+        .collect()
+}
+
+/// The state of a project as a whole, from its layers' (in layer order): the first that keeps
+/// a layer from running, else trusted when one is, else no hooks.
+pub fn overall(layers: &[Layer]) -> Option<&Layer> {
+    layers
+        .iter()
+        .find(|l| !l.assessment.state.admits())
+        .or_else(|| layers.iter().find(|l| l.assessment.state != State::NoHooks))
+}
+
+/// The state as `--status --json` and `serve`'s `trust_status` give it: at the top level the
+/// layer that decides the project's state ([`overall`]; levelcode's project layer when none
+/// has hooks), and in `layers` each layer inside the project that has hooks, in layer order.
+pub fn status_json(root: &Path, layers: &[Layer], warnings: &[String]) -> serde_json::Value {
+    let mut top = match overall(layers).or(layers.first()) {
+        Some(layer) => layer_json(root, &layer.assessment, &layer.bytes, warnings),
+        None => {
+            json!({ "project_dir": root.display().to_string(), "state": State::NoHooks.name() })
+        }
+    };
+    top["layers"] = layers
+        .iter()
+        .filter(|l| l.assessment.state != State::NoHooks)
+        .map(|l| {
+            let mut one = layer_json(root, &l.assessment, &l.bytes, &[]);
+            if let Some(object) = one.as_object_mut() {
+                object.remove("project_dir");
+                object.remove("warnings");
+            }
+            one
+        })
+        .collect();
+    top
+}
+
+/// One layer's state. `bytes` are the layer's, from which the digest was computed: `hooks`
+/// lists each of its handlers (every event, disabled ones too) with what it runs, for a client
+/// to show.
+fn layer_json(
     root: &Path,
     assessment: &Assessment,
     bytes: &[u8],
@@ -51,24 +129,30 @@ pub fn status_json(
 ) -> serde_json::Value {
     let digest = assessment.digest.as_ref();
     let mut hooks = Vec::new();
-    for group in super::all_groups(&assessment.path, bytes) {
+    for group in super::all_groups(assessment.layer, &assessment.path, bytes) {
         for handler in &group.handlers {
-            let (command, argv) = match &handler.action {
-                Action::Process(Program::Shell(c)) => (Some(c.clone()), None),
-                Action::Process(Program::Argv(a)) => (None, Some(a.clone())),
-            };
-            hooks.push(json!({
+            let Action::Process(program) = &handler.action;
+            let written = Written::of(program);
+            let mut entry = json!({
                 "event": group.event,
                 "path": format!("{}.hooks[{}]", group.path(), handler.index),
                 "matcher": group.matcher,
-                "command": command,
-                "argv": argv,
+                "command": written.command,
+                "argv": written.argv,
                 "enabled": group.enabled && handler.enabled,
-            }));
+            });
+            if let Some(args) = written.args {
+                entry["args"] = json!(args);
+            }
+            if let Some(shell) = written.shell {
+                entry["shell"] = json!(shell);
+            }
+            hooks.push(entry);
         }
     }
     json!({
         "project_dir": root.display().to_string(),
+        "layer": assessment.layer.name(),
         "state": assessment.state.name(),
         "trusted_by": match assessment.state {
             State::Trusted(by) => Some(by.name()),
@@ -91,7 +175,8 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
     let Some(digest) = &assessment.digest else {
         return Err("no digest to record".into());
     };
-    let key = root_key(&digest.root)?;
+    let root = root_key(&digest.root)?;
+    let key = super::store_key(&root, assessment.layer);
     let entry = Entry::Trusted {
         digest: digest.digest.clone(),
         content: Some(digest.content.clone()),
@@ -99,6 +184,10 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
         seal: seal(assessment, digest),
     };
     store::update(store_path, |s| {
+        // Trusting any layer of a denied project lifts the denial: a person said yes.
+        if matches!(s.projects.get(&root), Some(Entry::Denied { .. })) {
+            s.projects.remove(&root);
+        }
         s.projects.insert(key, entry);
     })
 }
@@ -107,15 +196,16 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
 /// identities are taken, the digest computed again from the files, and the identities taken
 /// again; any difference, and there is no seal (a dispatch then hashes, as always).
 fn seal(assessment: &Assessment, digest: &Digest) -> Option<Seal> {
-    let settings = super::settings_file(&digest.root);
+    let layer = assessment.layer;
+    let settings = super::layer_file(&digest.root, layer);
     let before = Seal::take(&settings, &digest.watched, assessment.handlers)?;
     let mut bytes = Vec::new();
     crate::fs::open_regular(&settings, std::fs::OpenOptions::new().read(true))
         .ok()?
         .read_to_end(&mut bytes)
         .ok()?;
-    let groups = super::all_groups(&settings, &bytes);
-    let again = super::digest::compute(&digest.root, &bytes, &groups).ok()?;
+    let groups = super::all_groups(layer, &settings, &bytes);
+    let again = super::digest::compute(&digest.root, layer, &bytes, &groups).ok()?;
     let after = Seal::take(&settings, &again.watched, assessment.handlers)?;
     (again.digest == digest.digest && before == after).then_some(before)
 }

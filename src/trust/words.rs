@@ -33,7 +33,7 @@ impl Words {
     /// Adds the words of an `argv`: each element, and the words of each element that reads as
     /// a command of its own (white space, quotes or operators in it, as in
     /// `["sh", "-c", "./g.sh;true"]`).
-    pub fn add_argv(&mut self, argv: &[String]) {
+    pub fn add_argv<'a>(&mut self, argv: impl IntoIterator<Item = &'a String>) {
         for word in argv {
             self.word(word.clone(), 0);
         }

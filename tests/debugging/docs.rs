@@ -74,6 +74,8 @@ fn schema_describes_the_hooks_key() {
         [
             "type",
             "command",
+            "args",
+            "shell",
             "argv",
             "timeout",
             "enabled",

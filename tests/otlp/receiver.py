@@ -2,7 +2,14 @@
 project's own protobuf definitions (the opentelemetry-proto package), never with code of ours,
 and prints one JSON line per request on stdout.
 
-Usage: receiver.py [--delay SECONDS] [--status CODE] [--lifetime SECONDS]
+Usage: receiver.py [--delay SECONDS] [--status CODE] [--reject CODE] [--read-timeout SECONDS]
+                   [--lifetime SECONDS]
+
+A body comes with its Content-Length or chunked (HTTP/1.1's two framings). A request that says
+`Expect: 100-continue` is answered `100 Continue` once its head is read, as a collector does,
+or, with --reject, with that final status instead, as a collector that checks the head first (an
+authentication extension, say) does; that is printed as {"rejected": CODE, "path", "headers"}. With --read-timeout, a connection
+that sends nothing for that long is closed, as servers close idle connections.
 
 It listens on 127.0.0.1 only, on a port of the system's choosing, which it prints first as
 `port N`. Each request line is {"path", "content_type", "headers", "request"}, where "request"
@@ -63,6 +70,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--status", type=int, default=200)
+    parser.add_argument("--reject", type=int, default=0)
+    parser.add_argument("--read-timeout", type=float, default=None)
     parser.add_argument("--lifetime", type=float, default=60.0)
     args = parser.parse_args()
     lock = threading.Lock()
@@ -74,16 +83,46 @@ def main():
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = args.read_timeout
 
         def log_message(self, *_):
             pass
 
+        def handle_expect_100(self):
+            if not args.reject:
+                return super().handle_expect_100()
+            self.send_response(args.reject)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            emit(
+                {
+                    "rejected": args.reject,
+                    "path": self.path,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                }
+            )
+            return False
+
+        def read_body(self):
+            if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+                return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    # Trailers, up to the empty line.
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return body
+                body += self.rfile.read(size)
+                self.rfile.readline()
+
         def do_POST(self):
-            length = int(self.headers.get("Content-Length", "0"))
-            body = self.rfile.read(length)
+            body = self.read_body()
             content_type = self.headers.get("Content-Type", "")
             record = {
                 "path": self.path,
+                "length": len(body),
                 "content_type": content_type,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
             }

@@ -41,12 +41,15 @@ function handlerResult(handler: Json): HookDispatchResult {
 
 function projectTrust(value: unknown): ProjectTrust | undefined {
   if (!isObject(value)) return undefined;
-  return {
+  const trust: ProjectTrust = {
     state: str(value.state) ?? "untrusted",
     digest: str(value.digest) ?? "",
     path: str(value.path) ?? "",
     handlers: num(value.handlers) ?? 0,
   };
+  const layer = str(value.layer);
+  if (layer !== undefined) trust.layer = layer;
+  return trust;
 }
 
 /**

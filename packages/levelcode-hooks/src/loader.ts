@@ -98,6 +98,8 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     const groupKey = `${String(h.file)}\0${path.replace(/\.hooks\[\d+\]$/, "")}`;
     const handler: HookHandler = {};
     if (typeof h.command === "string") handler.command = h.command;
+    if (Array.isArray(h.args)) handler.args = h.args.map(String);
+    if (h.shell === "powershell") handler.shell = h.shell;
     if (Array.isArray(h.argv)) handler.argv = h.argv.map(String);
     if (typeof h.timeout === "number") handler.timeout = h.timeout;
     if (typeof h.name === "string") handler.name = h.name;
@@ -126,6 +128,7 @@ export function loadHooks(projectRoot: string): LoadedHooks {
       path: String(t.path ?? ""),
       handlers: typeof t.handlers === "number" ? t.handlers : 0,
     };
+    if (typeof t.layer === "string") loaded.projectTrust.layer = t.layer;
   }
   return loaded;
 }
@@ -136,9 +139,10 @@ function configEnvSuffix(env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The settings files of the three layers, in load order: user, data, project. Asked of the
- * dispatcher when it can be found, so the answer is the files it reads; worked out here (contract
- * §3) when it cannot.
+ * The settings files of the layers, in load order: user, data, project, and with
+ * `"claudeCodeHooks": true` Claude Code's own files among them (contract §12). Asked of the
+ * dispatcher when it can be found, so the answer is the files it reads; the three of contract §3
+ * worked out here when it cannot.
  */
 export function getHookConfigPaths(projectRoot: string): string[] {
   const listing = listSync(projectRoot);

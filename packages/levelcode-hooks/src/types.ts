@@ -37,11 +37,18 @@ export const MATCHER_MEMBERS: Readonly<Partial<Record<HookEventName, string>>> =
 /** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
 export type HookProtocol = "levelcode" | "claude";
 
-/** One handler: a command run through the shell, or an argv run directly. */
+/** One handler: a command run through the shell, or a program run directly (argv, or command with args). */
 export type HookHandler = {
   type?: "command" | undefined;
-  /** Shell command string, run with `/bin/sh -c` (`cmd.exe /d /s /c` on Windows). */
+  /**
+   * Shell command string, run with `/bin/sh -c` (`cmd.exe /d /s /c` on Windows); with `args`,
+   * the program itself, run without a shell (Claude Code's exec form).
+   */
   command?: string | undefined;
+  /** With `command`: the program's arguments, each passed exactly as written, no shell. */
+  args?: string[] | undefined;
+  /** What runs a `command` without `args`: `bash` (the default, `/bin/sh -c`) or `powershell`. */
+  shell?: "bash" | "powershell" | undefined;
   /** Direct argv, `argv[0]` looked up on `PATH`, no shell. */
   argv?: string[] | undefined;
   /** Seconds, fractions allowed; default 10, at most 600. */
@@ -174,12 +181,17 @@ export type HookRunDetail = {
 /** A handler's result as `runEvent` gives it: every detail present. */
 export type HookDispatchResult = HookRunResult & HookRunDetail;
 
-/** The trust state of the project layer (contract §13). */
+/** The trust state of a layer inside the project (contract §13). */
 export type ProjectTrust = {
   state: "trusted" | "untrusted" | "changed" | "denied" | (string & {});
   digest: string;
-  /** The project's settings file. */
+  /** The layer's settings file. */
   path: string;
+  /**
+   * The layer: `project` (`.levelcode/settings.json`), or with `claudeCodeHooks` on,
+   * `claude-project` or `claude-local` (contract §12); each has its own digest.
+   */
+  layer?: string | undefined;
   /** How many project handlers wait for trust. */
   handlers: number;
 };

@@ -293,3 +293,45 @@ describe.skipIf(!cacheAvailable)("the no-match cache and symlinks on the way", (
     cache.invalidate();
   });
 });
+
+describe.skipIf(!cacheAvailable)("the no-match cache and Claude Code's own settings files", () => {
+  test("an edit of .claude/settings.json, read as a layer, is seen by the next call", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    const user = join(home, ".config", "levelcode");
+    for (const folder of [user, join(project, ".claude")]) mkdirSync(folder, { recursive: true });
+    const switchFile = join(user, "settings.json");
+    writeFileSync(switchFile, JSON.stringify({ claudeCodeHooks: true }));
+    const claudeFile = join(project, ".claude", "settings.json");
+    writeFileSync(claudeFile, settings({ PreToolUse: [{ matcher: "Bash", hooks: [{ command: "echo 'no shell' >&2; exit 2" }] }] }));
+    const old = new Date(Date.now() - 60_000);
+    for (const file of [switchFile, claudeFile]) utimesSync(file, old, old);
+    await sleep(2100);
+
+    const runner = createHookRunner({ env: { HOME: home, LEVELCODE_DIR: undefined, LEVELCODE_TRUST_PROJECT_HOOKS: "1" } });
+    runners.push(runner);
+    const call = (tool: string) => runner.runEvent("PreToolUse", { event: "PreToolUse", cwd: project, tool_name: tool, tool_input: { path: ".env", content: "x" } });
+    // The layer is read: its Bash guard blocks the shell.
+    const shell = await call("run_terminal_command");
+    expect(shell.blocked).toBe(true);
+    expect(shell.reason).toBe("no shell");
+    expect(shell.results[0]?.layer).toBe("claude-project");
+    // A write matches nothing: answered once, then from memory.
+    expect((await call("write_file")).blocked).toBe(false);
+    await sleep(50);
+    const before = runner.cacheStats().hits;
+    expect((await call("write_file")).blocked).toBe(false);
+    expect(runner.cacheStats().hits).toBe(before + 1);
+
+    // Claude Code's file gets a guard for writes: the next write runs it.
+    writeFileSync(claudeFile, settings({ PreToolUse: [{ matcher: "Write|Edit", hooks: [{ command: "echo 'no secrets' >&2; exit 2" }] }] }));
+    const write = await call("write_file");
+    expect(write.blocked).toBe(true);
+    expect(write.reason).toBe("no secrets");
+    expect(runner.cacheStats().hits).toBe(before + 1);
+
+    // The switch turned off in the user layer: the file is no longer a layer.
+    writeFileSync(switchFile, JSON.stringify({ claudeCodeHooks: false }));
+    expect((await call("write_file")).blocked).toBe(false);
+  });
+});

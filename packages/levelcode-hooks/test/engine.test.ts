@@ -102,6 +102,23 @@ describe("loadHooks", () => {
     expect(loaded.warnings).toEqual([]);
   });
 
+  test("keeps the exec form and the shell as written", () => {
+    const project = join(dir, "project");
+    writeProjectHooks(project, {
+      Stop: [{ hooks: [{ command: "node", args: ["guard one.js", "--x=\"y\""] }, { command: "Get-Date", shell: "powershell", timeout: 5 }] }],
+    });
+    const loaded = loadHooks(project);
+    expect(loaded.hooks.Stop).toEqual([
+      {
+        hooks: [
+          { command: "node", args: ["guard one.js", '--x="y"'], timeout: 10 },
+          { command: "Get-Date", shell: "powershell", timeout: 5 },
+        ],
+      },
+    ]);
+    expect(loaded.warnings).toEqual([]);
+  });
+
   test("warns about invalid JSON in a layer, and throws nothing", () => {
     writeFileSync(join(dir, "settings.json"), "{not json");
     const before = process.env.LEVELCODE_DIR;

@@ -84,9 +84,39 @@ pub trait Rules: Sync {
         None
     }
 
+    /// The agent's own settings files, which a person may have read as layers of their own
+    /// (contract §12).
+    fn own_layers(&self) -> Option<&'static OwnLayers> {
+        None
+    }
+
     /// What a handler's exit 0 or 2 means. Every other ending means the same whatever the
     /// protocol (`outcome::judge`).
     fn judge(&self, reply: Reply<'_>, context: &Context<'_>) -> Judgement;
+}
+
+/// An agent's own settings files, read as layers when a person opts in (contract §12): only
+/// their `hooks`, every handler speaking the agent's protocol unless it says otherwise.
+pub struct OwnLayers {
+    /// The key of the user or data layer that turns them on: `true` reads them.
+    pub switch: &'static str,
+    /// The files in the order they are read, each after levelcode's layers of its level.
+    pub files: &'static [OwnFile],
+    /// The project's folder of the agent's hook scripts, covered whole by the trust digest as
+    /// levelcode's own hooks folder is.
+    pub hooks_folder: &'static str,
+    /// A handler's timeout when it gives none, in seconds: the agent's own default.
+    pub default_timeout: f64,
+}
+
+/// One of an agent's settings files.
+pub struct OwnFile {
+    /// Its layer's name, as output and `list` show it.
+    pub layer: &'static str,
+    /// Under the person's home directory (`true`), or under the project root.
+    pub in_home: bool,
+    /// Its path, relative to the home directory or the project root, `/`-separated.
+    pub path: &'static str,
 }
 
 /// One protocol of [`TABLE`], as settings name it and handlers carry it.

@@ -192,8 +192,13 @@ pub(super) fn parse_group(
     };
     let filter = parse_filter(fields.get("if"), path.key("if"), "group", at);
     let mut handlers = Vec::with_capacity(hooks.len());
+    // In an agent's own file its handlers speak its protocol, with its default timeout.
+    let defaults = Defaults {
+        protocol: protocol.unwrap_or(source.layer.protocol()),
+        timeout: source.layer.default_timeout(),
+    };
     for (h, value) in hooks.into_iter().enumerate() {
-        if let Some(handler) = parse_handler(h, value, protocol, path.handler(h), at) {
+        if let Some(handler) = parse_handler(h, value, defaults, path.handler(h), at) {
             handlers.push(handler);
         }
     }
@@ -254,10 +259,19 @@ fn parse_protocol(
     None
 }
 
+/// What a handler of a group is unless it says otherwise.
+#[derive(Clone, Copy)]
+pub(super) struct Defaults {
+    /// The group's protocol, else its layer's.
+    pub(super) protocol: Protocol,
+    /// The layer's default timeout, when it is not levelcode's.
+    pub(super) timeout: Option<f64>,
+}
+
 pub(super) fn parse_handler(
     index: usize,
     value: Value,
-    group_protocol: Option<Protocol>,
+    defaults: Defaults,
     path: EntryPath<'_>,
     at: &mut Location<'_>,
 ) -> Option<Handler> {
@@ -285,63 +299,11 @@ pub(super) fn parse_handler(
             return None;
         }
     }
-    let command = fields.remove("command").filter(|v| !v.is_null());
-    let argv = fields.remove("argv").filter(|v| !v.is_null());
-    let program = match (command, argv) {
-        (Some(_), Some(_)) => {
-            at.warn(
-                path,
-                "both command and argv given; keep one; handler skipped",
-            );
-            return None;
-        }
-        (None, None) => {
-            at.warn(
-                path,
-                "neither command nor argv given; add \"command\":\"...\" or \"argv\":[...]; handler skipped",
-            );
-            return None;
-        }
-        (Some(Value::String(c)), None) if !c.trim().is_empty() => {
-            Action::Process(Program::Shell(c))
-        }
-        (Some(other), None) => {
-            at.warn(
-                path.key("command"),
-                format!(
-                    "must be a non-empty string, not {}; handler skipped",
-                    short_json(&other)
-                ),
-            );
-            return None;
-        }
-        (None, Some(Value::Array(items)))
-            if !items.is_empty()
-                && items.iter().all(Value::is_string)
-                && items[0].as_str().is_some_and(|s| !s.is_empty()) =>
-        {
-            Action::Process(Program::Argv(
-                items
-                    .into_iter()
-                    .filter_map(|v| match v {
-                        Value::String(s) => Some(s),
-                        _ => None,
-                    })
-                    .collect(),
-            ))
-        }
-        (None, Some(other)) => {
-            at.warn(
-                path.key("argv"),
-                format!(
-                    "must be a non-empty array of strings, program first, not {}; handler skipped",
-                    short_json(&other)
-                ),
-            );
-            return None;
-        }
+    let program = Action::Process(parse_program(&mut fields, path, at)?);
+    let (secs, problem) = match (fields.get("timeout"), defaults.timeout) {
+        (None | Some(Value::Null), Some(secs)) => (secs, None),
+        (value, _) => clamp_timeout(value),
     };
-    let (secs, problem) = clamp_timeout(fields.get("timeout"));
     if let Some(problem) = problem {
         at.warn(path.key("timeout"), problem);
     }
@@ -361,7 +323,7 @@ pub(super) fn parse_handler(
         }
     };
     let protocol = match fields.get("protocol") {
-        None | Some(Value::Null) => group_protocol.unwrap_or_default(),
+        None | Some(Value::Null) => defaults.protocol,
         Some(value) => parse_protocol(value, path.key("protocol"), "handler", at)?,
     };
     let on_failure = match fields.get("onFailure") {
@@ -392,6 +354,123 @@ pub(super) fn parse_handler(
     })
 }
 
+/// What a handler runs: `command` (by `/bin/sh`, or by PowerShell with `"shell":
+/// "powershell"`), `argv`, or `command` with `args` (Claude Code's exec form, contract §16).
+/// `None`, after a warning, when it cannot be run as written.
+fn parse_program(
+    fields: &mut serde_json::Map<String, Value>,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> Option<Program> {
+    let command = fields.remove("command").filter(|v| !v.is_null());
+    let argv = fields.remove("argv").filter(|v| !v.is_null());
+    let args = fields.remove("args").filter(|v| !v.is_null());
+    let shell = fields.remove("shell").filter(|v| !v.is_null());
+    let args = match (args, &command, &argv) {
+        (None, _, _) => None,
+        (Some(_), _, Some(_)) => {
+            at.warn(
+                path.key("args"),
+                "goes with command (Claude Code's exec form); with argv, put the arguments in argv itself; handler skipped",
+            );
+            return None;
+        }
+        (Some(_), None, None) => {
+            at.warn(
+                path.key("args"),
+                "needs command, the program it is given to, as in {\"command\":\"node\",\"args\":[\"guard.js\"]}; handler skipped",
+            );
+            return None;
+        }
+        (Some(args), Some(_), None) => Some(strings(args, "args", path, at)?),
+    };
+    let program = match (command, argv) {
+        (Some(_), Some(_)) => {
+            at.warn(
+                path,
+                "both command and argv given; keep one; handler skipped",
+            );
+            return None;
+        }
+        (None, None) => {
+            at.warn(
+                path,
+                "neither command nor argv given; add \"command\":\"...\" or \"argv\":[...]; handler skipped",
+            );
+            return None;
+        }
+        (Some(Value::String(c)), None) if !c.trim().is_empty() => match args {
+            Some(_) if c.trim() != c => {
+                at.warn(
+                        path.key("command"),
+                        format!(
+                            "{} has spaces around it; with args, command is the program alone, run without a shell: write its name or path without them; handler skipped",
+                            short_json(&Value::String(c))
+                        ),
+                    );
+                return None;
+            }
+            Some(args) => Program::Exec { program: c, args },
+            None => Program::Shell(c),
+        },
+        (Some(other), None) => {
+            at.warn(
+                path.key("command"),
+                format!(
+                    "must be a non-empty string, not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+        (None, Some(items)) => {
+            let items = match items {
+                Value::Array(items)
+                    if !items.is_empty() && items[0].as_str().is_some_and(|s| !s.is_empty()) =>
+                {
+                    Value::Array(items)
+                }
+                other => {
+                    at.warn(
+                        path.key("argv"),
+                        format!(
+                            "must be a non-empty array of strings, program first, not {}; handler skipped",
+                            short_json(&other)
+                        ),
+                    );
+                    return None;
+                }
+            };
+            Program::Argv(strings(items, "argv", path, at)?)
+        }
+    };
+    match shell {
+        None => Some(program),
+        Some(Value::String(name)) if name == BASH || name == POWERSHELL => match program {
+            Program::Shell(command) if name == POWERSHELL => Some(Program::PowerShell(command)),
+            // The default said out loud changes nothing, with or without a shell.
+            other if name == BASH => Some(other),
+            other => {
+                at.warn(
+                    path.key("shell"),
+                    "has no effect: with args or argv the program runs without a shell; ignored",
+                );
+                Some(other)
+            }
+        },
+        Some(other) => {
+            at.warn(
+                path.key("shell"),
+                format!(
+                    "{} is not a shell this version runs (\"{BASH}\", the default, runs the command by /bin/sh; \"{POWERSHELL}\" by PowerShell); handler skipped",
+                    short_json(&other)
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// An `"if"`: a string, read as a rule when a call is tested against it (a string that is no
 /// rule lets the handler run, with a warning then); anything else is ignored, with a warning.
 fn parse_filter(
@@ -414,6 +493,45 @@ fn parse_filter(
             None
         }
     }
+}
+
+/// `value` as the strings of `key` (`args`, `argv`); `None`, after a warning naming the first
+/// element that is not a string, otherwise.
+fn strings(
+    value: Value,
+    key: &'static str,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> Option<Vec<String>> {
+    let Value::Array(items) = value else {
+        at.warn(
+            path.key(key),
+            format!(
+                "must be an array of strings, each one argument, not {}; handler skipped",
+                short_json(&value)
+            ),
+        );
+        return None;
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        match item {
+            // A NUL byte is the runner's to refuse (a `spawn_error`, so that a guard that
+            // fails closed still blocks); `validate` names it.
+            Value::String(text) => out.push(text),
+            other => {
+                at.warn(
+                    path.key(key),
+                    format!(
+                        "element {i} is {}, not a string: every argument is a string (write numbers and booleans in quotes); handler skipped",
+                        describe(&other)
+                    ),
+                );
+                return None;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The timeout in seconds for a handler's `timeout` value, and the warning to give, if any

@@ -386,15 +386,21 @@ pub(super) fn clean_group(
         None => None,
         Some(name) => Some(Protocol::parse(name)?),
     };
-    // A handler's own protocol, else the group's; `None` for a value that names none, which
-    // the general path warns about.
+    // In an agent's own file its handlers speak its protocol, with its default timeout.
+    let layer_protocol = source.layer.protocol();
+    let default_secs = source
+        .layer
+        .default_timeout()
+        .unwrap_or(DEFAULT_TIMEOUT_SECS);
+    // A handler's own protocol, else the group's, else the layer's; `None` for a value that
+    // names none, which the general path warns about.
     let protocol_of = |handler: &CleanHandler<'_>| match handler.protocol.as_deref() {
-        None => Some(protocol.unwrap_or_default()),
+        None => Some(protocol.unwrap_or(layer_protocol)),
         Some(name) => Protocol::parse(name),
     };
-    // Only a group where some protocol other than levelcode's is named can have a matcher
-    // tested against other names: the others need not ask the table.
-    let mut foreign = protocol.is_some_and(|p| !p.is_levelcode());
+    // Only a group where some protocol other than levelcode's is named (or is its layer's)
+    // can have a matcher tested against other names: the others need not ask the table.
+    let mut foreign = protocol.unwrap_or(layer_protocol) != Protocol::LEVELCODE;
     for handler in &entry.hooks {
         foreign |= !protocol_of(handler)?.is_levelcode();
     }
@@ -433,7 +439,7 @@ pub(super) fn clean_group(
             _ => return None,
         };
         let secs = match handler.timeout.map(clamp_secs) {
-            None => DEFAULT_TIMEOUT_SECS,
+            None => default_secs,
             Some((secs, None)) => secs,
             Some((_, Some(_))) => return None,
         };

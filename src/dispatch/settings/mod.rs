@@ -147,6 +147,74 @@ impl Group {
     }
 }
 
+/// A handler's program as its settings write it: the fields `list`, `trust` and `serve` show.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written<'a> {
+    pub command: Option<&'a str>,
+    pub argv: Option<&'a [String]>,
+    /// The exec form's arguments (with `command` the program).
+    pub args: Option<&'a [String]>,
+    /// The `"shell"` that runs `command`, when it is not the default.
+    pub shell: Option<&'static str>,
+}
+
+/// The value of `"shell"` that runs a `command` by PowerShell.
+pub const POWERSHELL: &str = "powershell";
+/// The value of `"shell"` that runs a `command` by `/bin/sh`, as without one.
+pub const BASH: &str = "bash";
+
+impl<'a> Written<'a> {
+    pub fn of(program: &'a Program) -> Written<'a> {
+        match program {
+            Program::Shell(command) => Written {
+                command: Some(command),
+                ..Written::default()
+            },
+            Program::PowerShell(command) => Written {
+                command: Some(command),
+                shell: Some(POWERSHELL),
+                ..Written::default()
+            },
+            Program::Argv(argv) => Written {
+                argv: Some(argv),
+                ..Written::default()
+            },
+            Program::Exec { program, args } => Written {
+                command: Some(program),
+                args: Some(args),
+                ..Written::default()
+            },
+        }
+    }
+
+    /// Every string of it, as people should see each before it runs.
+    pub fn texts(&self) -> impl Iterator<Item = &'a str> {
+        self.command
+            .into_iter()
+            .chain(self.argv.into_iter().flatten().map(String::as_str))
+            .chain(self.args.into_iter().flatten().map(String::as_str))
+    }
+
+    /// Its fields as JSON members, in the order settings write them: `command`, `args`, `argv`,
+    /// `shell`, each only when present.
+    pub fn json_members(&self) -> serde_json::Map<String, Value> {
+        let mut out = serde_json::Map::new();
+        if let Some(command) = self.command {
+            out.insert("command".into(), Value::from(command));
+        }
+        if let Some(args) = self.args {
+            out.insert("args".into(), Value::from(args.to_vec()));
+        }
+        if let Some(argv) = self.argv {
+            out.insert("argv".into(), Value::from(argv.to_vec()));
+        }
+        if let Some(shell) = self.shell {
+            out.insert("shell".into(), Value::from(shell));
+        }
+        out
+    }
+}
+
 /// The subjects (tool names, or the values of the event's matcher member) for which a group of
 /// `groups` may apply to an event of `kind`, when that can be told without the subject: every
 /// other subject is certain to run no handler. `None` when it cannot be told: a group that runs

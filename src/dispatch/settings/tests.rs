@@ -61,7 +61,8 @@ fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
 fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let key = prop::sample::select(vec![
-        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol", "if",
+        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol", "if", "args",
+        "shell",
     ]);
     let value = prop::sample::select(vec![
         "null",
@@ -85,6 +86,9 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         "{}",
         "\"claude\"",
         "\"levelcode\"",
+        "\"powershell\"",
+        "\"a\\u0000b\"",
+        "[\"a\\u0000\"]",
     ]);
     let program = prop::sample::select(vec![
         "\"command\":\"echo hi\"",
@@ -364,6 +368,197 @@ fn hooks_not_object_skips_layer() {
     assert!(warnings[0].contains("not a JSON object"));
 }
 
+/// The one handler of a `Stop` group written as `handler`, or the warnings that skipped it.
+fn one_handler(handler: &str) -> Result<Handler, Vec<String>> {
+    let (mut groups, warnings) = parse_text(&format!(
+        r#"{{"hooks":{{"Stop":[{{"hooks":[{handler}]}}]}}}}"#
+    ));
+    match groups.pop().and_then(|mut g| g.handlers.pop()) {
+        Some(handler) => Ok(handler),
+        None => Err(warnings),
+    }
+}
+
+#[test]
+fn the_exec_form_and_the_shell_are_read_as_claude_code_writes_them() {
+    let program = |h: &str| match one_handler(h) {
+        Ok(Handler {
+            action: Action::Process(program),
+            ..
+        }) => program,
+        Err(w) => panic!("{h}: {w:?}"),
+    };
+    assert_eq!(
+        program(r#"{"command":"node","args":["a b.js","it's \"q\""]}"#),
+        Program::Exec {
+            program: "node".into(),
+            args: vec!["a b.js".into(), "it's \"q\"".into()]
+        }
+    );
+    assert_eq!(
+        program(r#"{"command":"./guard","args":[]}"#),
+        Program::Exec {
+            program: "./guard".into(),
+            args: vec![]
+        }
+    );
+    assert_eq!(
+        program(r#"{"command":"Get-Date","shell":"powershell"}"#),
+        Program::PowerShell("Get-Date".into())
+    );
+    assert_eq!(
+        program(r#"{"command":"echo hi","shell":"bash"}"#),
+        Program::Shell("echo hi".into())
+    );
+}
+
+#[test]
+fn a_bad_exec_form_says_which_field_and_why() {
+    let skipped = |h: &str, path: &str, words: &str| {
+        let warnings = one_handler(h).err().unwrap_or_else(|| panic!("{h} ran"));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let prefix = format!("s.json: hooks.Stop[0].hooks[0]{path}: ");
+        assert!(
+            warnings[0].starts_with(&prefix) && warnings[0].contains(words),
+            "{h}: {warnings:?}"
+        );
+        assert!(warnings[0].ends_with("handler skipped"), "{warnings:?}");
+    };
+    skipped(r#"{"args":["x"]}"#, ".args", "needs command");
+    skipped(
+        r#"{"argv":["a"],"args":["x"]}"#,
+        ".args",
+        "goes with command",
+    );
+    skipped(
+        r#"{"command":"node","args":"x.js"}"#,
+        ".args",
+        "array of strings",
+    );
+    skipped(
+        r#"{"command":"node","args":["x",1]}"#,
+        ".args",
+        "element 1 is a number",
+    );
+    skipped(
+        r#"{"command":" node ","args":["x"]}"#,
+        ".command",
+        "spaces around it",
+    );
+    skipped(
+        r#"{"command":"","args":["x"]}"#,
+        ".command",
+        "non-empty string",
+    );
+    skipped(r#"{"command":"x","shell":"zsh"}"#, ".shell", "not a shell");
+    skipped(r#"{"command":"x","shell":1}"#, ".shell", "not a shell");
+}
+
+#[test]
+fn a_shell_where_none_runs_is_ignored_with_a_warning() {
+    let (groups, warnings) = parse_text(
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"node","args":["g.js"],"shell":"powershell"}]}]}}"#,
+    );
+    assert_eq!(
+        groups[0].handlers[0].action,
+        Action::Process(Program::Exec {
+            program: "node".into(),
+            args: vec!["g.js".into()]
+        })
+    );
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains("hooks[0].shell: has no effect"),
+        "{warnings:?}"
+    );
+}
+
+/// Every subject a group applies to is among those `subjects_that_may_match` gives, for matchers
+/// of plain names in both protocols; anything it cannot tell is `None`.
+#[test]
+fn subjects_that_may_match_leave_out_only_subjects_nothing_applies_to() {
+    let text = r#"{"hooks":{
+        "PreToolUse":[
+            {"matcher":"write_file|Bash","hooks":[{"command":"a"}]},
+            {"matcher":"Edit","protocol":"claude","hooks":[{"command":"b"}]},
+            {"matcher":"Glob | mcp-x","hooks":[{"command":"c","protocol":"claude"}]},
+            {"matcher":"never","enabled":false,"hooks":[{"command":"d"}]},
+            {"matcher":"off","hooks":[{"command":"e","enabled":false}]}],
+        "PostToolUse":[{"matcher":"mcp__.*","hooks":[{"command":"f"}]}],
+        "SessionEnd":[{"matcher":"clear|logout","hooks":[{"command":"g"}]}],
+        "Stop":[{"hooks":[{"command":"h"}]}],
+        "SessionStart":[{"matcher":"compact","protocol":"claude","hooks":[{"command":"i"}]}]
+    }}"#;
+    let (groups, warnings) = parse_text(text);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let of = |event: &str| -> Vec<&Group> { groups.iter().filter(|g| g.event == event).collect() };
+    let pre = subjects_that_may_match(of("PreToolUse"), EventKind::PreToolUse).unwrap();
+    // `Bash` is levelcode's own name only for a levelcode group; `Edit` names str_replace for a
+    // claude group; `Glob` names glob.
+    assert_eq!(
+        pre,
+        [
+            "Bash",
+            "Edit",
+            "Glob",
+            "glob",
+            "mcp-x",
+            "str_replace",
+            "write_file"
+        ]
+    );
+    let candidates = [
+        "write_file",
+        "str_replace",
+        "run_terminal_command",
+        "read_files",
+        "code_search",
+        "glob",
+        "Bash",
+        "Edit",
+        "MultiEdit",
+        "Glob",
+        "mcp-x",
+        "never",
+        "off",
+        "spawn_agents",
+        "",
+    ];
+    let pre_groups = of("PreToolUse");
+    for tool in candidates {
+        let applies = pre_groups.iter().any(|g| {
+            g.enabled
+                && g.handlers.iter().any(|h| h.enabled)
+                && g.applies(EventKind::PreToolUse, Some(tool)) == Ok(true)
+        });
+        if applies {
+            assert!(
+                pre.iter().any(|s| s == tool),
+                "{tool} applies but is left out"
+            );
+        }
+    }
+    assert!(!pre.iter().any(|s| s == "run_terminal_command"));
+    assert_eq!(
+        subjects_that_may_match(of("PostToolUse"), EventKind::PostToolUse),
+        None
+    );
+    assert_eq!(
+        subjects_that_may_match(of("SessionEnd"), EventKind::SessionEnd).unwrap(),
+        ["clear", "logout"]
+    );
+    assert_eq!(subjects_that_may_match(of("Stop"), EventKind::Stop), None);
+    // A claude group for `compact` never runs when levelcode starts: nothing applies.
+    assert_eq!(
+        subjects_that_may_match(of("SessionStart"), EventKind::SessionStart).unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        subjects_that_may_match(&[] as &[Group], EventKind::PreToolUse).unwrap(),
+        Vec::<String>::new()
+    );
+}
+
 /// A whole settings file: `hooks` (sometimes twice, or under a key spelled with an escape),
 /// other keys of every kind of value, and events of every shape, compact or spaced out.
 fn file_text() -> impl proptest::strategy::Strategy<Value = String> {
@@ -531,92 +726,6 @@ fn the_hand_written_reader_takes_the_usual_file_and_leaves_the_rest() {
             "{left}"
         );
     }
-}
-
-/// Every subject a group applies to is among those `subjects_that_may_match` gives, for matchers
-/// of plain names in both protocols; anything it cannot tell is `None`.
-#[test]
-fn subjects_that_may_match_leave_out_only_subjects_nothing_applies_to() {
-    let text = r#"{"hooks":{
-        "PreToolUse":[
-            {"matcher":"write_file|Bash","hooks":[{"command":"a"}]},
-            {"matcher":"Edit","protocol":"claude","hooks":[{"command":"b"}]},
-            {"matcher":"Glob | mcp-x","hooks":[{"command":"c","protocol":"claude"}]},
-            {"matcher":"never","enabled":false,"hooks":[{"command":"d"}]},
-            {"matcher":"off","hooks":[{"command":"e","enabled":false}]}],
-        "PostToolUse":[{"matcher":"mcp__.*","hooks":[{"command":"f"}]}],
-        "SessionEnd":[{"matcher":"clear|logout","hooks":[{"command":"g"}]}],
-        "Stop":[{"hooks":[{"command":"h"}]}],
-        "SessionStart":[{"matcher":"compact","protocol":"claude","hooks":[{"command":"i"}]}]
-    }}"#;
-    let (groups, warnings) = parse_text(text);
-    assert!(warnings.is_empty(), "{warnings:?}");
-    let of = |event: &str| -> Vec<&Group> { groups.iter().filter(|g| g.event == event).collect() };
-    let pre = subjects_that_may_match(of("PreToolUse"), EventKind::PreToolUse).unwrap();
-    // `Bash` is levelcode's own name only for a levelcode group; `Edit` names str_replace for a
-    // claude group; `Glob` names glob.
-    assert_eq!(
-        pre,
-        [
-            "Bash",
-            "Edit",
-            "Glob",
-            "glob",
-            "mcp-x",
-            "str_replace",
-            "write_file"
-        ]
-    );
-    let candidates = [
-        "write_file",
-        "str_replace",
-        "run_terminal_command",
-        "read_files",
-        "code_search",
-        "glob",
-        "Bash",
-        "Edit",
-        "MultiEdit",
-        "Glob",
-        "mcp-x",
-        "never",
-        "off",
-        "spawn_agents",
-        "",
-    ];
-    let pre_groups = of("PreToolUse");
-    for tool in candidates {
-        let applies = pre_groups.iter().any(|g| {
-            g.enabled
-                && g.handlers.iter().any(|h| h.enabled)
-                && g.applies(EventKind::PreToolUse, Some(tool)) == Ok(true)
-        });
-        if applies {
-            assert!(
-                pre.iter().any(|s| s == tool),
-                "{tool} applies but is left out"
-            );
-        }
-    }
-    assert!(!pre.iter().any(|s| s == "run_terminal_command"));
-    assert_eq!(
-        subjects_that_may_match(of("PostToolUse"), EventKind::PostToolUse),
-        None
-    );
-    assert_eq!(
-        subjects_that_may_match(of("SessionEnd"), EventKind::SessionEnd).unwrap(),
-        ["clear", "logout"]
-    );
-    assert_eq!(subjects_that_may_match(of("Stop"), EventKind::Stop), None);
-    // A claude group for `compact` never runs when levelcode starts: nothing applies.
-    assert_eq!(
-        subjects_that_may_match(of("SessionStart"), EventKind::SessionStart).unwrap(),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        subjects_that_may_match(&[] as &[Group], EventKind::PreToolUse).unwrap(),
-        Vec::<String>::new()
-    );
 }
 
 proptest::proptest! {

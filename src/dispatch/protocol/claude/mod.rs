@@ -16,10 +16,11 @@ use serde_json::{Map, Value};
 use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{self, Judgement, Outcome, Reply};
-use crate::dispatch::protocol::{Context, Rewrite, Rules, Run, RunFile, ToolCall};
+use crate::dispatch::protocol::{Context, OwnLayers, Rewrite, Rules, Run, RunFile, ToolCall};
 
 mod by_event;
 mod session_env;
+mod settings_files;
 
 use by_event::{cannot_keep_going, keeps_going, stdout_is_context};
 
@@ -44,6 +45,10 @@ impl Rules for Claude {
 
     fn agent_tools(&self) -> &'static [(&'static str, Option<&'static str>)] {
         AGENT_TOOLS
+    }
+
+    fn own_layers(&self) -> Option<&'static OwnLayers> {
+        Some(&settings_files::OWN_LAYERS)
     }
 
     fn matcher_note(&self) -> Option<&'static str> {
