@@ -312,11 +312,11 @@ impl Reader {
         self.read_file(path, true)
     }
 
-    /// Reads one layer of a dispatch. Only the project layer's metadata is looked at (by the
-    /// trust seal), so only its file's is taken again once it was read; the others carry what
-    /// it was before.
+    /// Reads one layer of a dispatch. Only a project's layers' metadata is looked at (by the
+    /// trust seal), so only their files' is taken again once they were read; the others carry
+    /// what it was before.
     pub fn read_layer(&mut self, layer: &LayerPath) -> Loaded {
-        self.read_file(&layer.path, layer.kind == LayerKind::Project)
+        self.read_file(&layer.path, layer.kind.project_file().is_some())
     }
 
     fn read_file(&mut self, path: &Path, identity_after: bool) -> Loaded {

@@ -229,9 +229,9 @@ pub fn read_stdin() -> Result<Vec<u8>, ReadError> {
 /// few KiB, sometimes many MiB: neither should pay for clearing buffers).
 #[cfg(unix)]
 fn read_more(_stdin: &mut std::io::StdinLock<'_>, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    // Grown only when nearly full: a payload of a few KiB ends in the first buffer, whose room
-    // is enough to hear the end of the input in.
-    if buf.capacity() - buf.len() < 4 * 1024 {
+    // The first 16 KiB are read into the buffer as it was made, so that a payload of a few KiB
+    // is heard to its end without being moved; past them it grows ahead of the reads.
+    if buf.len() >= 16 * 1024 && buf.capacity() - buf.len() < 16 * 1024 {
         buf.reserve(buf.len().max(64 * 1024));
     }
     let spare = buf.spare_capacity_mut();

@@ -61,8 +61,8 @@ fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
 fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let key = prop::sample::select(vec![
-        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol", "args",
-        "shell", "if",
+        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol", "if", "args",
+        "shell",
     ]);
     let value = prop::sample::select(vec![
         "null",
@@ -473,6 +473,92 @@ fn a_shell_where_none_runs_is_ignored_with_a_warning() {
     );
 }
 
+/// Every subject a group applies to is among those `subjects_that_may_match` gives, for matchers
+/// of plain names in both protocols; anything it cannot tell is `None`.
+#[test]
+fn subjects_that_may_match_leave_out_only_subjects_nothing_applies_to() {
+    let text = r#"{"hooks":{
+        "PreToolUse":[
+            {"matcher":"write_file|Bash","hooks":[{"command":"a"}]},
+            {"matcher":"Edit","protocol":"claude","hooks":[{"command":"b"}]},
+            {"matcher":"Glob | mcp-x","hooks":[{"command":"c","protocol":"claude"}]},
+            {"matcher":"never","enabled":false,"hooks":[{"command":"d"}]},
+            {"matcher":"off","hooks":[{"command":"e","enabled":false}]}],
+        "PostToolUse":[{"matcher":"mcp__.*","hooks":[{"command":"f"}]}],
+        "SessionEnd":[{"matcher":"clear|logout","hooks":[{"command":"g"}]}],
+        "Stop":[{"hooks":[{"command":"h"}]}],
+        "SessionStart":[{"matcher":"compact","protocol":"claude","hooks":[{"command":"i"}]}]
+    }}"#;
+    let (groups, warnings) = parse_text(text);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let of = |event: &str| -> Vec<&Group> { groups.iter().filter(|g| g.event == event).collect() };
+    let pre = subjects_that_may_match(of("PreToolUse"), EventKind::PreToolUse).unwrap();
+    // `Bash` is levelcode's own name only for a levelcode group; `Edit` names str_replace for a
+    // claude group; `Glob` names glob.
+    assert_eq!(
+        pre,
+        [
+            "Bash",
+            "Edit",
+            "Glob",
+            "glob",
+            "mcp-x",
+            "str_replace",
+            "write_file"
+        ]
+    );
+    let candidates = [
+        "write_file",
+        "str_replace",
+        "run_terminal_command",
+        "read_files",
+        "code_search",
+        "glob",
+        "Bash",
+        "Edit",
+        "MultiEdit",
+        "Glob",
+        "mcp-x",
+        "never",
+        "off",
+        "spawn_agents",
+        "",
+    ];
+    let pre_groups = of("PreToolUse");
+    for tool in candidates {
+        let applies = pre_groups.iter().any(|g| {
+            g.enabled
+                && g.handlers.iter().any(|h| h.enabled)
+                && g.applies(EventKind::PreToolUse, Some(tool)) == Ok(true)
+        });
+        if applies {
+            assert!(
+                pre.iter().any(|s| s == tool),
+                "{tool} applies but is left out"
+            );
+        }
+    }
+    assert!(!pre.iter().any(|s| s == "run_terminal_command"));
+    assert_eq!(
+        subjects_that_may_match(of("PostToolUse"), EventKind::PostToolUse),
+        None
+    );
+    assert_eq!(
+        subjects_that_may_match(of("SessionEnd"), EventKind::SessionEnd).unwrap(),
+        ["clear", "logout"]
+    );
+    assert_eq!(subjects_that_may_match(of("Stop"), EventKind::Stop), None);
+    // A claude group for `compact` never runs when levelcode starts: nothing applies.
+    assert_eq!(
+        subjects_that_may_match(of("SessionStart"), EventKind::SessionStart).unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        subjects_that_may_match(&[] as &[Group], EventKind::PreToolUse).unwrap(),
+        Vec::<String>::new()
+    );
+}
+
 /// A whole settings file: `hooks` (sometimes twice, or under a key spelled with an escape),
 /// other keys of every kind of value, and events of every shape, compact or spaced out.
 fn file_text() -> impl proptest::strategy::Strategy<Value = String> {
@@ -640,92 +726,6 @@ fn the_hand_written_reader_takes_the_usual_file_and_leaves_the_rest() {
             "{left}"
         );
     }
-}
-
-/// Every subject a group applies to is among those `subjects_that_may_match` gives, for matchers
-/// of plain names in both protocols; anything it cannot tell is `None`.
-#[test]
-fn subjects_that_may_match_leave_out_only_subjects_nothing_applies_to() {
-    let text = r#"{"hooks":{
-        "PreToolUse":[
-            {"matcher":"write_file|Bash","hooks":[{"command":"a"}]},
-            {"matcher":"Edit","protocol":"claude","hooks":[{"command":"b"}]},
-            {"matcher":"Glob | mcp-x","hooks":[{"command":"c","protocol":"claude"}]},
-            {"matcher":"never","enabled":false,"hooks":[{"command":"d"}]},
-            {"matcher":"off","hooks":[{"command":"e","enabled":false}]}],
-        "PostToolUse":[{"matcher":"mcp__.*","hooks":[{"command":"f"}]}],
-        "SessionEnd":[{"matcher":"clear|logout","hooks":[{"command":"g"}]}],
-        "Stop":[{"hooks":[{"command":"h"}]}],
-        "SessionStart":[{"matcher":"compact","protocol":"claude","hooks":[{"command":"i"}]}]
-    }}"#;
-    let (groups, warnings) = parse_text(text);
-    assert!(warnings.is_empty(), "{warnings:?}");
-    let of = |event: &str| -> Vec<&Group> { groups.iter().filter(|g| g.event == event).collect() };
-    let pre = subjects_that_may_match(of("PreToolUse"), EventKind::PreToolUse).unwrap();
-    // `Bash` is levelcode's own name only for a levelcode group; `Edit` names str_replace for a
-    // claude group; `Glob` names glob.
-    assert_eq!(
-        pre,
-        [
-            "Bash",
-            "Edit",
-            "Glob",
-            "glob",
-            "mcp-x",
-            "str_replace",
-            "write_file"
-        ]
-    );
-    let candidates = [
-        "write_file",
-        "str_replace",
-        "run_terminal_command",
-        "read_files",
-        "code_search",
-        "glob",
-        "Bash",
-        "Edit",
-        "MultiEdit",
-        "Glob",
-        "mcp-x",
-        "never",
-        "off",
-        "spawn_agents",
-        "",
-    ];
-    let pre_groups = of("PreToolUse");
-    for tool in candidates {
-        let applies = pre_groups.iter().any(|g| {
-            g.enabled
-                && g.handlers.iter().any(|h| h.enabled)
-                && g.applies(EventKind::PreToolUse, Some(tool)) == Ok(true)
-        });
-        if applies {
-            assert!(
-                pre.iter().any(|s| s == tool),
-                "{tool} applies but is left out"
-            );
-        }
-    }
-    assert!(!pre.iter().any(|s| s == "run_terminal_command"));
-    assert_eq!(
-        subjects_that_may_match(of("PostToolUse"), EventKind::PostToolUse),
-        None
-    );
-    assert_eq!(
-        subjects_that_may_match(of("SessionEnd"), EventKind::SessionEnd).unwrap(),
-        ["clear", "logout"]
-    );
-    assert_eq!(subjects_that_may_match(of("Stop"), EventKind::Stop), None);
-    // A claude group for `compact` never runs when levelcode starts: nothing applies.
-    assert_eq!(
-        subjects_that_may_match(of("SessionStart"), EventKind::SessionStart).unwrap(),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        subjects_that_may_match(&[] as &[Group], EventKind::PreToolUse).unwrap(),
-        Vec::<String>::new()
-    );
 }
 
 proptest::proptest! {
