@@ -256,6 +256,65 @@ fn a_dispatch_is_one_span_with_a_child_span_per_handler_that_ran() {
 }
 
 #[test]
+fn a_handler_that_cannot_start_is_exported_and_several_handlers_are_one_request() {
+    // The request is begun once the first handler is under way, started or not.
+    let Some(receiver) = Receiver::start(&[]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(group(
+            "PreToolUse",
+            Some("write_file"),
+            json!([
+                { "argv": ["levelcode-no-such-program"] },
+                { "command": "true" },
+                { "argv": ["levelcode-no-such-program", "again"] },
+            ]),
+        ))
+        .tool_event("PreToolUse", "write_file")
+        .run();
+    assert_eq!(out.status(), 0);
+    assert_eq!(out.outcomes(), ["spawn_error", "proceed", "spawn_error"]);
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    let three = spans(&receiver.request());
+    assert_eq!(three.len(), 4, "the dispatch and its three handlers");
+    let outcomes: Vec<_> = three[1..]
+        .iter()
+        .map(|span| attributes(span)["levelcode.hook.outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, ["spawn_error", "proceed", "spawn_error"]);
+    assert_eq!(
+        three[1]["status"]["code"], "STATUS_CODE_ERROR",
+        "{}",
+        three[1]
+    );
+    assert!(
+        !receiver.got_any_within(Duration::from_millis(500)),
+        "one request per dispatch"
+    );
+
+    // The only handler cannot start: its span goes all the same.
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(group(
+            "Stop",
+            None,
+            json!([{ "argv": ["levelcode-no-such-program"] }]),
+        ))
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["spawn_error"]);
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    let only = spans(&receiver.request());
+    assert_eq!(only.len(), 2, "{only:?}");
+    assert_eq!(
+        attributes(&only[1])["levelcode.hook.outcome"],
+        "spawn_error"
+    );
+}
+
+#[test]
 fn the_caller_s_traceparent_makes_the_dispatch_its_child_and_each_handler_gets_its_own() {
     let Some(receiver) = Receiver::start(&[]) else {
         return;

@@ -77,7 +77,8 @@ impl Action {
 
     /// Runs the action once in `dir` with `input` on stdin, for at most `timeout`, with `env`
     /// added to the environment it inherits and `unset` taken out of it; never fails (a failure
-    /// is a [`Done`]). Changes nothing of the process's own state, so runs of different
+    /// is a [`Done`]). `spawned` is called once the action is under way (for a process, once it
+    /// is started, or could not be), before its end is waited for. Changes nothing of the process's own state, so runs of different
     /// requests may go on at once (`runner::run`).
     pub fn perform(
         &self,
@@ -86,6 +87,7 @@ impl Action {
         timeout: Duration,
         env: &[(&str, String)],
         unset: &[&str],
+        spawned: &dyn Fn(),
     ) -> Done {
         match self {
             Action::Process(program) => {
@@ -96,6 +98,7 @@ impl Action {
                     timeout,
                     env,
                     unset,
+                    spawned,
                 });
                 process_done(program, finished)
             }

@@ -404,9 +404,16 @@ impl<'a> Chain<'a> {
             None => self.inputs.native(),
         };
         let dir = self.dir.as_deref().unwrap_or(self.root);
-        let done = handler
-            .action
-            .perform(dir, input, handler.timeout, &env, &unset);
+        // The export's request to the collector is begun once the handler is under way, so that
+        // it overlaps the handler's start instead of delaying it.
+        let done = handler.action.perform(
+            dir,
+            input,
+            handler.timeout,
+            &env,
+            &unset,
+            &crate::telemetry::handler_spawned,
+        );
         if let Some(file) = &run_file {
             match (file.collect)(&file.path) {
                 Ok(Some(text)) => report.add_session_env(&text),

@@ -107,6 +107,10 @@ pub struct Invocation<'a> {
     pub env: &'a [(&'a str, String)],
     /// Inherited variables the handler must not get.
     pub unset: &'a [&'a str],
+    /// Called once the handler is started (its payload written to its stdin as far as the
+    /// pipe takes it at once), or could not be, before the runner waits for it: what the
+    /// caller does there overlaps the handler's own start instead of delaying it.
+    pub spawned: &'a dyn Fn(),
 }
 
 /// How the handler's process ended.

@@ -35,10 +35,13 @@ pub fn run(invocation: &Invocation<'_>) -> Finished {
     let start = Instant::now();
     let process = match start_process(invocation) {
         Ok(process) => process,
-        Err(message) => return Finished::spawn_failed(message, start.elapsed()),
+        Err(message) => {
+            (invocation.spawned)();
+            return Finished::spawn_failed(message, start.elapsed());
+        }
     };
     let mut session = Session::new(process, invocation.input);
-    session.drive(start + invocation.timeout);
+    session.drive(start + invocation.timeout, invocation.spawned);
     session.finish(start)
 }
 
@@ -164,9 +167,12 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn drive(&mut self, deadline: Instant) {
+    /// Runs the handler to its end; `spawned` is called once its payload is in the pipe (all
+    /// of it, when the pipe takes it at once), before the first wait.
+    fn drive(&mut self, deadline: Instant, spawned: &dyn Fn()) {
         // A payload that fits in the pipe goes in at once, without a poll to ask first.
         self.feed();
+        spawned();
         if self.pidfd.is_none() {
             self.reap();
         }
@@ -562,11 +568,12 @@ mod tests {
             timeout: Duration::from_secs(20),
             env: &[("LEVELCODE_HOOK_EVENT", "Stop".to_string())],
             unset: &["HOME"],
+            spawned: &|| {},
         };
         let began = Instant::now();
         let process = start(&invocation).expect("the handler starts");
         let mut session = Session::new(process, input);
-        session.drive(began + invocation.timeout);
+        session.drive(began + invocation.timeout, &|| {});
         session.finish(began)
     }
 
@@ -581,13 +588,55 @@ mod tests {
             timeout,
             env: &[],
             unset: &[],
+            spawned: &|| {},
         };
         let began = Instant::now();
         let process = start_process(&invocation).expect("the handler starts");
         let mut session = Session::new(process, b"");
-        session.drive(began + timeout);
+        session.drive(began + timeout, &|| {});
         let scans = session.scans;
         (session.finish(began), scans)
+    }
+
+    /// The caller hears once per run that the handler is under way: after its process exists
+    /// (a child of this thread, as the kernel lists it), or when it could not be started.
+    #[test]
+    fn the_caller_hears_once_that_the_handler_is_started_or_could_not_be() {
+        let dir = std::env::current_dir().unwrap();
+        let heard = std::cell::RefCell::new(Vec::new());
+        let spawned = || {
+            let children = std::fs::read_to_string("/proc/thread-self/children");
+            heard.borrow_mut().push(children.ok());
+        };
+        let run_it = |program: &Program| {
+            super::run(&Invocation {
+                program,
+                dir: &dir,
+                input: b"the payload",
+                timeout: Duration::from_secs(20),
+                env: &[],
+                unset: &[],
+                spawned: &spawned,
+            })
+        };
+
+        let finished = run_it(&Program::Shell("echo $$".into()));
+        assert!(matches!(finished.ending, Ending::Exited(0)));
+        let pid = finished.stdout.text().trim().to_string();
+        let heard_now = heard.take();
+        assert_eq!(heard_now.len(), 1, "once per run");
+        // Without the kernel's list of children (CONFIG_PROC_CHILDREN) only the count is seen.
+        if let Some(children) = &heard_now[0] {
+            assert!(
+                children.split_whitespace().any(|child| child == pid),
+                "the handler {pid} existed when the caller heard: {children:?}"
+            );
+        }
+
+        let program = Program::Argv(vec!["/nonexistent/levelcode-hooks-handler".into()]);
+        let finished = run_it(&program);
+        assert!(matches!(finished.ending, Ending::SpawnFailed(_)));
+        assert_eq!(heard.take().len(), 1, "once, though it could not start");
     }
 
     /// A handler whose exit status something else collected (a caller that ignores SIGCHLD has
@@ -603,6 +652,7 @@ mod tests {
             timeout: Duration::from_secs(20),
             env: &[],
             unset: &[],
+            spawned: &|| {},
         };
         let began = Instant::now();
         let process = start_process(&invocation).expect("the handler starts");
@@ -613,7 +663,7 @@ mod tests {
             process.pid
         );
         let mut session = Session::new(process, b"");
-        session.drive(began + invocation.timeout);
+        session.drive(began + invocation.timeout, &|| {});
         let finished = session.finish(began);
         assert!(
             matches!(finished.ending, Ending::Lost),

@@ -23,7 +23,9 @@ const SLICE: Duration = Duration::from_millis(20);
 
 pub fn run(invocation: &Invocation<'_>) -> Finished {
     let start = Instant::now();
-    let mut child = match command(invocation).spawn() {
+    let spawn = command(invocation).spawn();
+    (invocation.spawned)();
+    let mut child = match spawn {
         Ok(child) => child,
         Err(err) => {
             return Finished::spawn_failed(spawn_message(invocation.program, &err), start.elapsed())

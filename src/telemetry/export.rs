@@ -1,10 +1,11 @@
 //! Getting spans to the collector without ever holding a dispatch up for long, or failing one.
 //!
-//! In the foreground (`run`, `test`), the request is begun when the first handler starts
-//! ([`open`]): the connection, and a head that announces the body and asks for `100 Continue`,
-//! so that the collector accepts the connection and reads the head while the handlers run. A
-//! collector on a loopback address is connected to right there, which takes microseconds; any
-//! other, or a name to resolve (which has no timeout of its own), on a thread. When the
+//! In the foreground (`run`, `test`), the request is begun once the first handler is under way
+//! ([`open`], from [`super::handler_spawned`]): the connection, and a head that announces the
+//! body and asks for `100 Continue`, so that the collector accepts the connection and reads the
+//! head while the handlers run, and the handler's start does not wait for either. A collector
+//! on a loopback address is connected to right there, which takes microseconds; any other, or a
+//! name to resolve (which has no timeout of its own), on a thread. When the
 //! dispatch ends ([`send`]), the body follows, and the dispatch waits at most
 //! [`Config::foreground_bound`] in all, less what beginning took: for the collector's
 //! `100 Continue` (`run`), or for its verdict on the spans (`test`). A collector that refuses
@@ -114,8 +115,8 @@ fn work(
     }
 }
 
-/// A request to the collector, begun when the first handler of a foreground dispatch (`run`,
-/// `test`) starts: the connection and the request's head, so that the collector accepts the
+/// A request to the collector, begun once the first handler of a foreground dispatch (`run`,
+/// `test`) is under way: the connection and the request's head, so that the collector accepts the
 /// connection and reads the head while the handlers run, instead of after them.
 pub struct Opening {
     begun: Begun,
@@ -124,8 +125,8 @@ pub struct Opening {
 }
 
 enum Begun {
-    /// A collector on this machine, on Linux: the connection set going before the handler
-    /// started, which takes microseconds, and as much of the head written as it took at once
+    /// A collector on this machine, on Linux: the connection set going as the handler
+    /// starts, which takes microseconds, and as much of the head written as it took at once
     /// (`sent` bytes; all of it when it was up); `others` are the addresses to try should it fail.
     Started {
         started: connect::Started,
@@ -133,8 +134,8 @@ enum Begun {
         sent: usize,
         others: Vec<SocketAddr>,
     },
-    /// A collector on this machine elsewhere: connected to, and the head written, before the
-    /// handler started.
+    /// A collector on this machine elsewhere: connected to, and the head written, as the
+    /// handler starts.
     Here(Result<(TcpStream, SocketAddr), String>),
     /// Anywhere else, or a name to resolve (which has no timeout of its own): on a thread,
     /// while the handlers run.

@@ -1,15 +1,16 @@
 //! OpenTelemetry export (contract §18): each dispatch that runs handlers becomes one span, with a
 //! child span per handler, posted over OTLP/HTTP to the collector the standard variables name.
 //!
-//! This module knows nothing of settings or the pipeline: the chain tells it when a handler
-//! starts ([`handler_started`], which gives the handler its `TRACEPARENT`), and the dispatch
-//! hands it the finished spans' attributes ([`finish`]). With export off (no endpoint variable)
-//! every entry point returns at once, and a dispatch that starts no handler creates no id, builds
-//! no span and opens no connection.
+//! This module knows nothing of settings or the pipeline: the chain tells it when a handler is
+//! about to start ([`handler_started`], which gives the handler its `TRACEPARENT`) and when it
+//! is under way ([`handler_spawned`]), and the dispatch hands it the finished spans' attributes
+//! ([`finish`]). With export off (no endpoint variable) every entry point returns at once, and a
+//! dispatch that starts no handler creates no id, builds no span and opens no connection.
 //!
-//! `run` begins its request to the collector as the first handler starts and waits for the
-//! collector at most [`config::FOREGROUND_BOUND`] before it answers; `serve` hands the spans to
-//! a thread of its own ([`export`]) and answers at once.
+//! `run` begins its request to the collector once the first handler is under way, so that the
+//! handler's start does not wait for it, and waits for the collector at most
+//! [`config::FOREGROUND_BOUND`] before it answers; `serve` hands the spans to a thread of its own
+//! ([`export`]) and answers at once.
 
 pub mod config;
 pub mod connect;
@@ -87,7 +88,8 @@ struct Active {
     started: Instant,
     /// A `serve` request's own `traceparent`.
     requested_parent: Option<String>,
-    /// Worked out when the first handler starts: the trace, or why nothing is recorded.
+    /// Worked out when the first handler is about to start: the trace, or why nothing is
+    /// recorded.
     trace: Option<Trace>,
     /// Each handler started: its place in the report, its span, when it started.
     handlers: Vec<(usize, [u8; 8], u64)>,
@@ -95,6 +97,8 @@ struct Active {
     warnings: Vec<String>,
     /// The connection to the collector, opened while the handlers run (foreground only).
     opening: Option<export::Opening>,
+    /// Whether [`export::open`] was called for `opening`.
+    opened: bool,
 }
 
 enum Trace {
@@ -134,6 +138,7 @@ pub fn begin_dispatch(traceparent: Option<&str>, started: Instant) {
             handlers: Vec::new(),
             warnings: Vec::new(),
             opening: None,
+            opened: false,
         });
     });
 }
@@ -179,11 +184,7 @@ pub fn handler_started(index: usize) -> Option<(&'static str, String)> {
         let mut active = active.borrow_mut();
         let active = active.as_mut()?;
         if active.trace.is_none() {
-            let trace = trace_of(active);
-            if let Trace::Recorded { config, .. } = &trace {
-                active.opening = export::open(config);
-            }
-            active.trace = Some(trace);
+            active.trace = Some(trace_of(active));
         }
         let Some(Trace::Recorded { trace_id, .. }) = &active.trace else {
             return None;
@@ -195,6 +196,26 @@ pub fn handler_started(index: usize) -> Option<(&'static str, String)> {
             .push((index, span_id, unix_nanos(SystemTime::now())));
         Some(("TRACEPARENT", context::format(&trace_id, &span_id)))
     })
+}
+
+/// The handler [`handler_started`] was told of is under way (started, or it could not be): the
+/// first time in a dispatch that is exported, the request to the collector is begun
+/// ([`export::open`]), so that connecting and sending its head overlap the handler's own start
+/// instead of delaying it.
+pub fn handler_spawned() {
+    ACTIVE.with(|active| {
+        let mut active = active.borrow_mut();
+        let Some(active) = active.as_mut() else {
+            return;
+        };
+        if active.opened {
+            return;
+        }
+        if let Some(Trace::Recorded { config, .. }) = &active.trace {
+            active.opened = true;
+            active.opening = export::open(config);
+        }
+    });
 }
 
 /// Returns true if and only if the dispatch in progress has spans to export: export is on and
@@ -261,5 +282,11 @@ pub fn finish(finished: Finished, warnings: &mut Vec<String>) {
             error: handler.error,
         });
     }
-    export::send(config, spans, active.opening, warnings);
+    // Should no action have said that its handler was under way, the request is begun now.
+    let opening = if active.opened {
+        active.opening
+    } else {
+        export::open(config)
+    };
+    export::send(config, spans, opening, warnings);
 }
