@@ -42,11 +42,40 @@ for s in $scenarios; do
         valgrind --tool=callgrind --demangle=no --dump-instr=no \
         --callgrind-out-file="$work/$s.callgrind.out" "$bin" run <"$payload" >/dev/null 2>&1)
 done
+# The one-handler scenario once more, exported to a local receiver (benches/lean_receiver.py,
+# with the OTLP decoder `make otlp-python` installs) in both protocols: what export runs goes
+# after the rest, so that a dispatch that does not export touches the same pages as before.
+python_path=$target/otlp-python
+mkdir -p "$work/export"
+if [ -d "$python_path/opentelemetry/proto" ]; then
+    PYTHONPATH=$python_path python3 benches/lean_receiver.py --lifetime 300 >"$work/receiver.out" &
+    receiver=$!
+    trap 'kill "$receiver" 2>/dev/null || true; rm -rf "$work"' EXIT
+    for _ in $(seq 100); do [ -s "$work/receiver.out" ] && break; sleep 0.1; done
+    port=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["port"])' "$work/receiver.out")
+    home=$(field one_command home) project=$(field one_command project) payload=$(field one_command payload)
+    for protocol in http/protobuf http/json; do
+        (cd "$project" && env -u LEVELCODE_DIR -u LEVELCODE_HOOKS -u LEVELCODE_HOOKS_NO_PROJECT \
+            -u LEVELCODE_HOOKS_DEPTH -u LEVELCODE_TEAM -u NEXT_PUBLIC_CB_ENVIRONMENT HOME="$home" \
+            OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$port" OTEL_EXPORTER_OTLP_PROTOCOL=$protocol \
+            valgrind --tool=callgrind --demangle=no --dump-instr=no \
+            --callgrind-out-file="$work/export/${protocol#http/}.callgrind.out" "$bin" run <"$payload" >/dev/null 2>&1)
+    done
+else
+    echo "hot-symbols: no OTLP decoder (make otlp-python): the export's functions are not listed" >&2
+fi
 # The functions named in the profiles (callgrind gives each name once, with a number reused
 # after), less those it knows only by address or by a name of its own (`(below main)`), and
 # less the `'2` it marks a recursive call with; sorted, so that a new list shows as a diff.
-sed -n 's/^c\{0,1\}fn=([0-9]*) \(.*\)$/\1/p' "$work"/*.callgrind.out \
-    | sed "s/'[0-9]*$//" | grep -v -e '^0x' -e '^(' | LC_ALL=C sort -u >"$work/run.txt"
+names() {
+    sed -n 's/^c\{0,1\}fn=([0-9]*) \(.*\)$/\1/p' "$@" \
+        | sed "s/'[0-9]*$//" | grep -v -e '^0x' -e '^(' | LC_ALL=C sort -u
+}
+names "$work"/*.callgrind.out >"$work/run.txt"
+: >"$work/export.txt"
+if compgen -G "$work/export/*.callgrind.out" >/dev/null; then
+    names "$work"/export/*.callgrind.out | LC_ALL=C comm -23 - "$work/run.txt" >"$work/export.txt"
+fi
 # The C library picks one version of memcpy, strlen and the like for the processor it starts on,
 # and valgrind's is not the real one: beside each version it ran, the ones a processor with
 # AVX-512 takes (`__memmove_avx_unaligned_erms` beside `__memmove_avx512_unaligned_erms` and
@@ -59,5 +88,7 @@ done >"$work/variants.txt"
     echo "# The functions a dispatch runs, for the static build's linker to lay out side by side"
     echo "# (benches/static-rustflags.sh). Written by benches/hot-symbols.sh; do not edit."
     LC_ALL=C sort -u "$work/run.txt" "$work/variants.txt"
+    echo "# What export to a collector runs besides."
+    cat "$work/export.txt"
 } >benches/hot-symbols.txt
 echo "hot-symbols: $(grep -vc '^#' benches/hot-symbols.txt) functions in benches/hot-symbols.txt" >&2
