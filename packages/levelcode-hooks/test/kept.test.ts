@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { NoMatchCache } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
 import { createHookRunner, type HookPayload } from "../src/index.ts";
+import { ENV_KEYS, unchanged } from "../src/process.ts";
 import { BINARY, perTestDir, writeScript } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
@@ -158,5 +159,18 @@ describe.skipIf(!cacheAvailable)("answers kept for the next process", () => {
     const replaced = await s.early(s.make(), "read_files");
     expect(replaced.first).toBe("late");
     expect(replaced.answer.results).toEqual([]);
+  });
+});
+
+describe("the variables that change an answer", () => {
+  test("the comparison made on every call reads each of them, in order", () => {
+    const values = ENV_KEYS.map((name) => `value of ${name}`);
+    const env = Object.fromEntries(ENV_KEYS.map((name, i) => [name, values[i]]));
+    expect(unchanged(env, values)).toBe(true);
+    for (const name of ENV_KEYS) {
+      expect({ name, same: unchanged({ ...env, [name]: "another value" }, values) }).toEqual({ name, same: false });
+      expect({ name, same: unchanged({ ...env, [name]: undefined }, values) }).toEqual({ name, same: false });
+    }
+    expect(unchanged({ ...env, SOMETHING_ELSE: "x" }, values)).toBe(true);
   });
 });
