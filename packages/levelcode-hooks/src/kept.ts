@@ -12,11 +12,11 @@
  * to a file, even a same-size rewrite, gives the file a newer change time and another stamp.
  *
  * The folder is `$XDG_CACHE_HOME/levelcode-hooks/answers` (or `~/.cache/…`), one file per scope,
- * written whole and renamed into place. A file or folder that is not the person's own, or that
+ * written whole and renamed into place, at most `MAX_FILES` of them. A file or folder that is not the person's own, or that
  * another user could write, is not read. Anything unreadable is simply not there: the call goes to
  * `serve`, as it would without this. Deleting the folder is always safe.
  */
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 
 import { RECENT_NS, stampOf } from "./cache.js";
@@ -25,6 +25,9 @@ import { RECENT_NS, stampOf } from "./cache.js";
 const FORMAT = 1;
 /** A kept file larger than this is not one of ours. */
 const MAX_BYTES = 1 << 20;
+/** Kept files at most; past it, the least recently written go until `PRUNED_TO` are left. */
+export const MAX_FILES = 512;
+const PRUNED_TO = 384;
 
 /**
  * A scope's summary, as kept: the subjects it does not answer, and its files with their stamps.
@@ -131,9 +134,25 @@ export function writeKept(folder: string, key: string, binary: string, summary: 
     if (!ownOnly(lstatSync(folder))) return null;
     writeFileSync(temporary, text, { mode: 0o600, flag: "wx" });
     renameSync(temporary, join(folder, fileName(key)));
+    prune(folder);
     return text;
   } catch {
     rmSync(temporary, { force: true });
     return null;
   }
+}
+
+/** Removes the least recently written kept files once there are more than `MAX_FILES`. */
+function prune(folder: string): void {
+  const names = readdirSync(folder).filter((name) => name.endsWith(".json"));
+  if (names.length <= MAX_FILES) return;
+  const written = (name: string): number => {
+    try {
+      return statSync(join(folder, name)).mtimeMs;
+    } catch {
+      return 0;
+    }
+  };
+  const oldest = names.map((name) => ({ name, at: written(name) })).sort((a, b) => a.at - b.at);
+  for (const { name } of oldest.slice(0, names.length - PRUNED_TO)) rmSync(join(folder, name), { force: true });
 }

@@ -5,12 +5,13 @@
  * or the kept file could have been written by someone else.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { NoMatchCache } from "../src/cache.ts";
+import { NoMatchCache, stampOf } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
 import { createHookRunner, type HookPayload } from "../src/index.ts";
+import { keptKey, MAX_FILES, readKept, writeKept } from "../src/kept.ts";
 import { ENV_KEYS, unchanged } from "../src/process.ts";
 import { BINARY, perTestDir, writeScript } from "./helpers.ts";
 
@@ -172,5 +173,45 @@ describe("the variables that change an answer", () => {
       expect({ name, same: unchanged({ ...env, [name]: undefined }, values) }).toEqual({ name, same: false });
     }
     expect(unchanged({ ...env, SOMETHING_ELSE: "x" }, values)).toBe(true);
+  });
+});
+
+describe("the folder of kept answers", () => {
+  test("keeps at most MAX_FILES, dropping the least recently written", () => {
+    const folder = join(dir, "answers");
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    const old = new Date(Date.now() - 3600_000);
+    for (let i = 0; i < MAX_FILES; i++) {
+      const file = join(folder, `old-${i}.json`);
+      writeFileSync(file, "{}", { mode: 0o600 });
+      utimesSync(file, old, old);
+    }
+    writeFileSync(join(folder, "recent.json"), "{}", { mode: 0o600 });
+    const text = writeKept(folder, keptKey(BINARY, "env", "/project", "PreToolUse"), BINARY, { except: ["write_file"], watch: [] }, BigInt(Date.now()) * 1_000_000n, null);
+    expect(text).not.toBeNull();
+    const left = readdirSync(folder);
+    expect(left.length).toBeLessThan(MAX_FILES);
+    // The newest two stay: the file written a moment ago, and the one just kept.
+    expect(left).toContain("recent.json");
+    expect(left.filter((name) => !name.startsWith("old-") && name !== "recent.json").length).toBe(1);
+    expect(left.filter((name) => name.startsWith("old-")).length).toBe(left.length - 2);
+  });
+
+  test("is not written for a file changed within two seconds of the request, nor for another stamp", async () => {
+    const folder = join(dir, "answers");
+    const file = join(dir, "settings.json");
+    writeFileSync(file, "{}");
+    const key = keptKey(BINARY, "env", "/project", "PreToolUse");
+    const sent = () => BigInt(Date.now()) * 1_000_000n;
+    expect(writeKept(folder, key, BINARY, { except: [], watch: [[file, stampOf(file, sent()).text]] }, sent(), null)).toBeNull();
+    await sleep(2100);
+    expect(writeKept(folder, key, BINARY, { except: [], watch: [[file, "absent"]] }, sent(), null)).toBeNull();
+    const text = writeKept(folder, key, BINARY, { except: [], watch: [[file, stampOf(file, sent()).text]] }, sent(), null);
+    expect(text).not.toBeNull();
+    expect(readKept(folder, key, BINARY)?.kept.watch).toEqual([[file, stampOf(file, sent()).text]]);
+    // Written again only when it says something else.
+    expect(writeKept(folder, key, BINARY, { except: [], watch: [[file, stampOf(file, sent()).text]] }, sent(), text)).toBe(text);
+    expect(readKept(folder, keptKey(BINARY, "another env", "/project", "PreToolUse"), BINARY)).toBeNull();
+    expect(readKept(folder, key, join(dir, "another-binary"))).toBeNull();
   });
 });
