@@ -127,6 +127,34 @@ fn exit_2_on_another_event_is_an_error() {
     }
 }
 
+/// A failure's message says what goes on for the event it happened on: a tool call only on a
+/// tool event.
+#[test]
+fn a_failure_says_what_goes_on_for_its_own_event() {
+    for (event, says) in [
+        ("PreToolUse", "the tool call proceeds"),
+        ("PostToolUse", "the tool call proceeds"),
+        ("Stop", "the dispatch goes on"),
+        ("SessionStart", "the dispatch goes on"),
+        ("UserPromptSubmit", "the prompt goes on to the model"),
+    ] {
+        for command in ["exit 1", "kill -9 $$"] {
+            let out = Test::new()
+                .project_settings(on(event, command))
+                .payload(&json!({"event": event, "tool_name": "write_file", "prompt": "hi"}))
+                .run();
+            let message = out.handler(0)["message"].as_str().unwrap().to_string();
+            assert!(message.contains(says), "{event} {command}: {message}");
+            if !says.contains("tool") {
+                assert!(
+                    !message.contains("tool call"),
+                    "{event} {command}: {message}"
+                );
+            }
+        }
+    }
+}
+
 // --- exit 0 and stdout JSON ---
 
 #[test]

@@ -58,6 +58,14 @@ pub struct TestArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
+    /// Another payload field, e.g. --field prompt='fix the build' (repeatable; the value is JSON
+    /// when it parses as JSON, else text).
+    #[arg(long = "field", value_name = "NAME=VALUE", help = format!(
+        "Another field of the payload, repeatable, e.g. --field reason=clear: {}; the value is JSON when it parses as JSON, else text",
+        field_list()
+    ))]
+    pub fields: Vec<String>,
+
     /// Show what would run, in order, without running anything.
     #[arg(long)]
     pub dry_run: bool,
@@ -98,8 +106,8 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
-/// The payload the flags describe: `event`, `tool_name`, `tool_input`, `tool_result` and `cwd`,
-/// each only when given.
+/// The payload the flags describe: `event`, `tool_name`, `tool_input`, `tool_result`, each
+/// `--field` and `cwd`, each only when given.
 fn build_payload(args: &TestArgs) -> Result<Vec<u8>, String> {
     let mut object = Map::new();
     object.insert("event".into(), Value::String(args.event.clone()));
@@ -133,6 +141,10 @@ fn build_payload(args: &TestArgs) -> Result<Vec<u8>, String> {
         };
         object.insert("tool_result".into(), value);
     }
+    for field in &args.fields {
+        let (name, value) = payload_field(&args.event, field)?;
+        object.insert(name, value);
+    }
     if let Some(cwd) = &args.cwd {
         let cwd = if cwd.is_absolute() {
             cwd.clone()
@@ -147,6 +159,70 @@ fn build_payload(args: &TestArgs) -> Result<Vec<u8>, String> {
         );
     }
     serde_json::to_vec(&Value::Object(object)).map_err(|e| format!("payload: {e}"))
+}
+
+/// The fields of the events' table that `--field` is for, as `--help` lists them.
+fn field_list() -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for event in events::EVENTS {
+        for field in event.fields {
+            let name = field.name();
+            if own_flag(name).is_none() && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names.join(", ")
+}
+
+/// The flag that sets a payload field, for the fields that have one.
+fn own_flag(name: &str) -> Option<&'static str> {
+    match name {
+        "event" => Some("--event"),
+        "tool_name" => Some("--tool"),
+        "tool_input" => Some("--input"),
+        "tool_result" => Some("--result"),
+        "cwd" => Some("--cwd"),
+        _ => None,
+    }
+}
+
+/// One `--field NAME=VALUE`: the field's name and value, the value JSON when it parses as JSON
+/// (`--field stop_hook_active=true`), else the text as given (`--field reason=clear`). A name
+/// with a flag of its own, or one that is a slip for a field of the event, is refused with what
+/// to write instead.
+fn payload_field(event: &str, given: &str) -> Result<(String, Value), String> {
+    let Some((name, text)) = given.split_once('=') else {
+        return Err(format!(
+            "--field {given}: expected NAME=VALUE, e.g. --field reason=clear"
+        ));
+    };
+    let valid = name
+        .bytes()
+        .enumerate()
+        .all(|(i, b)| b == b'_' || b.is_ascii_lowercase() || (i > 0 && b.is_ascii_digit()));
+    if name.is_empty() || !valid {
+        return Err(format!(
+            "--field {given}: the name must be a payload field in lower case, letters, digits and _, e.g. --field reason=clear"
+        ));
+    }
+    if let Some(flag) = own_flag(name) {
+        return Err(format!("--field {name}: give it with {flag} instead"));
+    }
+    let known: Vec<&str> = EventKind::of(event)
+        .event()
+        .map(|e| e.fields.iter().map(|f| f.name()).collect())
+        .unwrap_or_default();
+    if !known.contains(&name) {
+        if let Some(meant) = crate::commands::suggest::nearest(name, &known) {
+            return Err(format!(
+                "--field {name}: {event} has no field {name}; did you mean --field {meant}=...?"
+            ));
+        }
+    }
+    let value =
+        serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.to_string()));
+    Ok((name.to_string(), value))
 }
 
 fn read_input_file(file: &PathBuf) -> Result<String, String> {
@@ -178,7 +254,13 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
     let inspection = inspect::inspect(options, root);
     let tool = payload.tool_name.as_deref();
     let input = payload.tool_input();
-    let planned = list::plan(&inspection, Some(&payload.event), tool, Some(&input));
+    // What the matchers are tested against: the tool, or the event's member (`reason`, …).
+    let planned = list::plan(
+        &inspection,
+        Some(&payload.event),
+        payload.subject(),
+        Some(&input),
+    );
     let (runs, others): (Vec<&Planned<'_>>, Vec<&Planned<'_>>) = planned
         .iter()
         .partition(|p| matches!(p.verdict, Verdict::WouldRun(_)));

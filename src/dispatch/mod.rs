@@ -453,13 +453,32 @@ impl<'a> Chain<'a> {
         };
         let rules = handler.protocol.rules();
         let judgement = outcome::judge(done, handler.timeout, |reply| rules.judge(reply, &context));
-        match handler.on_failure {
+        let judgement = match handler.on_failure {
             OnFailure::Block if self.payload.kind.can_block() => {
                 fail_closed(judgement, label, &self.payload.event)
             }
             OnFailure::Block | OnFailure::Proceed => judgement,
-        }
+        };
+        worded_for(judgement, self.payload.kind)
     }
+}
+
+/// A judgement's message as it reads for the event: the rules of every handler say what a
+/// failure means for a tool call, and an event that is not one goes on otherwise.
+fn worded_for(mut judgement: Judgement, kind: EventKind) -> Judgement {
+    const TOOL_CALL: &str = "the tool call proceeds";
+    if kind.is_tool_event() {
+        return judgement;
+    }
+    if let Some(message) = judgement.message.as_mut().filter(|m| m.contains(TOOL_CALL)) {
+        let instead = if kind == EventKind::UserPromptSubmit {
+            "the prompt goes on to the model"
+        } else {
+            "the dispatch goes on"
+        };
+        *message = message.replace(TOOL_CALL, instead);
+    }
+    judgement
 }
 
 /// A guard's own failure as a block, for a handler with `"onFailure": "block"` on an event that

@@ -167,6 +167,67 @@ fn bad_flags_are_errors_in_run_form() {
         .contains("--input-file"));
 }
 
+/// `--field` gives the events beyond the four their fields (contract §15): the handler gets
+/// them, the matcher is tested against the event's own member, and `--dry-run` agrees.
+#[test]
+fn fields_of_the_other_events_reach_handlers_and_matchers() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{
+            "SessionEnd":[{"matcher":"clear","hooks":[{"command":"cat > ended.json"}]}],
+            "UserPromptSubmit":[{"hooks":[{"command":"cat > prompt.json"}]}]}}"#,
+    );
+    let out = env.run(&[
+        "test",
+        "--event",
+        "UserPromptSubmit",
+        "--field",
+        "prompt=fix the build",
+        "--field",
+        "stop_hook_active=true",
+    ]);
+    out.status(0);
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.project().join("prompt.json")).unwrap())
+            .unwrap();
+    assert_eq!(seen["prompt"], "fix the build");
+    // A value that parses as JSON is JSON.
+    assert_eq!(seen["stop_hook_active"], true);
+
+    for (reason, runs) in [("clear", true), ("logout", false)] {
+        let field = format!("reason={reason}");
+        let args = ["test", "--event", "SessionEnd", "--field", &field];
+        let dry = env
+            .run(&[&args[..], &["--dry-run", "--json"]].concat())
+            .status(0)
+            .json();
+        assert_eq!(
+            strings(&dry["would_run"], "label").len(),
+            usize::from(runs),
+            "{reason}: {dry:#}"
+        );
+        let real = env.run(&args).status(0).json();
+        assert_eq!(
+            real["handlers"].as_array().unwrap().len(),
+            usize::from(runs),
+            "{reason}"
+        );
+    }
+    assert!(env.project().join("ended.json").exists());
+
+    for (field, says) in [
+        ("reasn=clear", "did you mean --field reason=...?"),
+        ("tool_input={}", "give it with --input instead"),
+        ("Reason=clear", "the name must be a payload field"),
+        ("reason", "expected NAME=VALUE"),
+    ] {
+        let out = env.run(&["test", "--event", "SessionEnd", "--field", field]);
+        out.status(1);
+        let error = out.json()["error"].as_str().unwrap().to_string();
+        assert!(error.contains(says), "{field}: {error}");
+    }
+}
+
 #[test]
 fn compact_output_and_settings_flag_work_as_in_run() {
     let env = Env::new();

@@ -168,6 +168,46 @@ fn clean_settings_pass() {
     assert_eq!(json["files"][2]["handlers"], 4);
 }
 
+/// A group or handler written as an array of its fields in order is refused, by `validate` and
+/// by the dispatch alike, however closely the array follows the object's fields.
+#[test]
+fn groups_and_handlers_written_as_arrays_are_refused() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"Stop":[["*",[{"command":"echo group"}]],{"hooks":[[null,"echo handler"]]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    assert_eq!(
+        problems(&json),
+        [
+            ("hooks.Stop[0]".to_string(), "invalid_entry".to_string()),
+            (
+                "hooks.Stop[1].hooks[0]".to_string(),
+                "invalid_entry".to_string()
+            ),
+        ]
+    );
+    assert!(message(&json, "hooks.Stop[0]", "invalid_entry").contains("not an array"));
+    let answer = env
+        .run_stdin(
+            &["run"],
+            &[("LEVELCODE_TRUST_PROJECT_HOOKS", "1")],
+            r#"{"event":"Stop"}"#,
+        )
+        .status(0)
+        .json();
+    assert_eq!(answer["handlers"], serde_json::json!([]), "{answer:#}");
+    let warnings = answer["warnings"].to_string();
+    assert!(
+        warnings.contains("hooks.Stop[0]: a group must be an object"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("hooks.Stop[1].hooks[0]: a handler must be an object"),
+        "{warnings}"
+    );
+}
+
 #[test]
 fn no_settings_at_all_is_fine() {
     let env = Env::new();

@@ -41,7 +41,7 @@ export function isNoMatch(outcome: HookDispatchOutcome): boolean {
 }
 
 /** How recent a file's times may be before a write within the same clock tick is possible. */
-const RECENT_NS = 2_000_000_000n;
+export const RECENT_NS = 2_000_000_000n;
 /** Symlinks followed on one path at most, as the kernel does (ELOOP). */
 const MAX_LINKS = 40;
 /** How long after a store the folders further up are watched whole (see `upgrade`). */
@@ -62,16 +62,18 @@ type Summary = { outcome: HookDispatchOutcome; except: Set<string> };
 
 /**
  * A file's stamp as `serve` writes it in `watch` (docs/serve.md): `dev:ino:mode:size:mtime_ns:
- * ctime_ns` of `stat` (symlinks followed), `absent`, or `unreachable`; and whether its times are
- * too recent to rule out a same-size write in the same clock tick.
+ * ctime_ns` of `stat` (symlinks followed), `absent`, or `unreachable`; whether its times are
+ * too recent to rule out a same-size write in the same clock tick; and the later of its times
+ * (null when it is not there).
  */
-function stampOf(path: string, nowNs: bigint): { text: string; recent: boolean } {
+export function stampOf(path: string, nowNs: bigint): { text: string; recent: boolean; changed: bigint | null } {
   try {
     const s = statSync(path, { bigint: true });
-    const recent = nowNs - s.mtimeNs < RECENT_NS || nowNs - s.ctimeNs < RECENT_NS;
-    return { text: `${s.dev}:${s.ino}:${s.mode}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, recent };
+    const changed = s.mtimeNs > s.ctimeNs ? s.mtimeNs : s.ctimeNs;
+    return { text: `${s.dev}:${s.ino}:${s.mode}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, recent: nowNs - changed < RECENT_NS, changed };
   } catch (error) {
-    return { text: (error as { code?: string }).code === "ENOENT" || (error as { code?: string }).code === "ENOTDIR" ? "absent" : "unreachable", recent: false };
+    const code = (error as { code?: string }).code;
+    return { text: code === "ENOENT" || code === "ENOTDIR" ? "absent" : "unreachable", recent: false, changed: null };
   }
 }
 
@@ -169,7 +171,7 @@ export class NoMatchCache {
    * read them (`watch`). Each file's whole way is watched first; then, when no watch fired since
    * the ticket and every file's stamp is still the server's, nothing can have changed between
    * the server's reading and the watches. Nothing is stored when a way cannot be watched, a
-   * stamp differs, or a file's times are too recent to tell.
+   * stamp differs, or a file's times are too recent to tell. Returns whether it was stored.
    */
   store(
     key: string | null,
@@ -177,22 +179,22 @@ export class NoMatchCache {
     outcome: HookDispatchOutcome,
     watch: Array<[string, string]>,
     summary?: { scope: string; except: string[] },
-  ): void {
+  ): boolean {
     this.check();
-    if (ticket !== this.generation) return;
+    if (ticket !== this.generation) return false;
     if (!isNoMatch(outcome)) {
       if (key !== null) this.unremembered.add(key);
-      return;
+      return false;
     }
-    for (const [path] of watch) if (!this.watchWay(path)) return;
+    for (const [path] of watch) if (!this.watchWay(path)) return false;
     this.check();
-    if (ticket !== this.generation) return;
+    if (ticket !== this.generation) return false;
     const now = BigInt(Date.now()) * 1_000_000n;
     for (const [path, stamp] of watch) {
       // Checked once since the watches were set: any change since would have dropped everything.
       if (this.verified.get(path) === stamp) continue;
       const current = stampOf(path, now);
-      if (current.recent || current.text !== stamp) return;
+      if (current.recent || current.text !== stamp) return false;
       this.verified.set(path, stamp);
     }
     const kept = { ...outcome, durationMs: 0 };
@@ -201,6 +203,7 @@ export class NoMatchCache {
     // other subject outside the list gets the same one.
     if (summary) this.summaries.set(summary.scope, { outcome: kept, except: new Set(summary.except) });
     this.stats.stored++;
+    return true;
   }
 
   /**

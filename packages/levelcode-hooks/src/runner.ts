@@ -18,6 +18,7 @@ import { failOpen, outcomeFromAnswer } from "./answer.js";
 import { findBinary } from "./binary.js";
 import { isNoMatch, NoMatchCache, type CacheStats } from "./cache.js";
 import { inotifyLoaded } from "./inotify.js";
+import { keptFolder, keptKey, readKept, writeKept } from "./kept.js";
 import { listArgs, listAsync } from "./loader.js";
 import { newId, poolFor, type Pool } from "./pool.js";
 import { hostEnvironment, keyId, noticesFor } from "./process.js";
@@ -275,6 +276,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const { key, scope, subject } = cacheKey(event, cwd, payload);
       let hit = memory.lookup(key, scope, subject);
       if (!hit) {
+        // The first sighting of a tool event in a directory: what the last process kept of it.
+        if ((event === "PreToolUse" || event === "PostToolUse") && !keptTried.has(scope)) takeKept(memory, bin, cwd, event, scope);
         const pending = fresh.get(scope);
         hit = pending ? answerFrom(memory, pending.verdict, key, subject, true) : null;
         // A host that never lets a timer run (calls answered from memory, one after another)
@@ -338,19 +341,61 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
    * Remembers an answer, after the callers waiting for it have it: watching the files it depends
    * on costs more than the answer itself the first time (see cache.ts).
    */
-  function storeLater(memory: NoMatchCache, verdict: Verdict, ticket: number, summary?: { scope: string; except: string[] }): void {
+  function storeLater(memory: NoMatchCache, verdict: Verdict, ticket: number, summary?: { scope: string; except: string[] }, keep?: KeepAs): void {
     let done = false;
     const entry = { verdict, uses: 0, storeNow };
+    // Kept for the next process once remembered here, or as this process exits, whichever is
+    // first: a host that exits right after its calls never lets the timer below run.
+    const keepNow =
+      summary && keep
+        ? () => {
+            atExit.delete(keepNow!);
+            keepForNext(keep, summary, verdict);
+          }
+        : undefined;
     function storeNow(): void {
       if (done) return;
       done = true;
       clearTimeout(timer);
       memory.store(verdict.key, ticket, verdict.outcome, verdict.watch, summary);
       if (summary && fresh.get(summary.scope) === entry) fresh.delete(summary.scope);
+      keepNow?.();
     }
+    if (keepNow) beforeExit(keepNow);
     if (summary) fresh.set(summary.scope, entry);
     const timer = setTimeout(storeNow, 0);
     (timer as Unrefable).unref?.();
+  }
+
+  /** For each scope, the kept summary (kept.ts) this runner read, as it was read. */
+  const keptTexts = new Map<string, string>();
+  /** The scopes whose kept summary was looked for. */
+  const keptTried = new Set<string>();
+
+  /** Keeps a scope's summary for the next process in this directory (kept.ts). */
+  function keepForNext(keep: KeepAs, summary: { scope: string; except: string[] }, verdict: Verdict): void {
+    const folder = keptFolder(env);
+    if (folder === null || verdict.sentNs === undefined) return;
+    const key = keptKey(keep.binary, envKey, keep.cwd, keep.event);
+    const text = writeKept(folder, key, keep.binary, { except: summary.except, watch: verdict.watch }, verdict.sentNs, keptTexts.get(summary.scope) ?? null);
+    if (text !== null) keptTexts.set(summary.scope, text);
+  }
+
+  /**
+   * Takes in what the last process in this directory kept of a scope: an answer for every tool
+   * its summary covers, given, like any answer not remembered yet, only while its files hold what
+   * the server read (`answerFrom`), and remembered as soon as its files are watched.
+   */
+  function takeKept(memory: NoMatchCache, bin: string, cwd: string, event: string, scope: string): void {
+    keptTried.add(scope);
+    const folder = keptFolder(env);
+    if (folder === null) return;
+    const found = readKept(folder, keptKey(bin, envKey, cwd, event), bin);
+    if (found === null) return;
+    keptTexts.set(scope, found.text);
+    const outcome = outcomeFromAnswer({ decision: "proceed" });
+    const verdict: Verdict = { outcome, key: null, except: new Set(found.kept.except), watch: found.kept.watch };
+    storeLater(memory, verdict, memory.ticket(), { scope, except: found.kept.except });
   }
 
   /** Whether an answer from memory could stand for this event's (docs/serve.md). */
@@ -417,10 +462,12 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       if (!cacheable(event, payload)) continue;
       const { scope } = cacheKey(event, cwd, payload);
       if (scopeAhead.has(scope) || !memory.mayBeSummarized(scope)) continue;
+      takeKept(memory, bin, cwd, event, scope);
       const chosen = poolOf(bin);
       const server = chosen.pick();
       if (!server.watch) return;
       const ticket = memory.ticket();
+      const sentNs = nowNs();
       const id = newId();
       const line = `{"id":${id},"options":{"watch":true,"probe":true},${payloadJson(event, payload).slice(1)}\n`;
       const answered = chosen.send(server, line, id, true).then((reply): Verdict | null => {
@@ -429,8 +476,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         const except = stringList(reply.answer.no_match_except);
         const outcome = outcomeFromAnswer(reply.answer);
         if (!watch || !except || !isNoMatch(outcome)) return null;
-        const verdict = { outcome, key: null, except: new Set(except), watch };
-        storeLater(memory, verdict, ticket, { scope, except });
+        const verdict = { outcome, key: null, except: new Set(except), watch, sentNs };
+        storeLater(memory, verdict, ticket, { scope, except }, { binary: bin, cwd, event });
         return verdict;
       });
       hold(scope, answered, null, () => server.wake(id));
@@ -448,6 +495,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     settle?: (verdict: Verdict | null) => void,
   ): Promise<HookDispatchOutcome> {
     const ticket = memory ? memory.ticket() : null;
+    const sentNs = memory ? nowNs() : 0n;
     const remember = (reply: Reply, outcome: HookDispatchOutcome): HookDispatchOutcome => {
       if (memory && ticket !== null && reply.kind === "answer") {
         const watch = inlineJson !== null ? [] : watchList(reply.answer.watch);
@@ -458,9 +506,10 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         if (!watch || !isNoMatch(outcome)) memory.noteMatched(key);
         else {
           const summary = scope !== undefined && except !== null ? { scope, except } : undefined;
-          const verdict = { outcome, key, except: summary ? new Set(except) : null, watch };
+          const verdict = { outcome, key, except: summary ? new Set(except) : null, watch, sentNs };
           settle?.(verdict);
-          storeLater(memory, verdict, ticket, summary);
+          const keep = summary && inlineJson === null && typeof payload.cwd === "string" && (event === "PreToolUse" || event === "PostToolUse") ? { binary: bin, cwd: payload.cwd, event } : undefined;
+          storeLater(memory, verdict, ticket, summary, keep);
         }
       }
       return outcome;
@@ -562,6 +611,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     pool = null;
     seenWarnings.clear();
     fresh.clear();
+    keptTried.clear();
+    keptTexts.clear();
     cache?.invalidate();
   }
 
@@ -632,6 +683,25 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   return { runEvent, invalidate, close, trustStatus, trust, cacheStats };
 }
 
+/** What is still to be kept for the next process (kept.ts) when this one exits. */
+const atExit = new Set<() => void>();
+function beforeExit(task: () => void): void {
+  if (atExit.size === 0 && !exitHooked) {
+    exitHooked = true;
+    process.once("exit", () => {
+      for (const pending of [...atExit]) {
+        try {
+          pending();
+        } catch {
+          // nothing kept: the next process asks its server
+        }
+      }
+    });
+  }
+  atExit.add(task);
+}
+let exitHooked = false;
+
 /** Runners open on each pool; a pool none uses any more is ended. */
 const holders = new Map<Pool, number>();
 function holdPool(pool: Pool): void {
@@ -657,7 +727,16 @@ type Verdict = {
   watch: Array<[string, string]>;
   /** Whether the files still hold what the server read, once asked. */
   holds?: boolean;
+  /** When the request was sent, in nanoseconds since the epoch (for kept.ts); none for a kept one. */
+  sentNs?: bigint;
 };
+
+/** Where a summary is kept for the next process: the binary that gave it, its directory and event. */
+type KeepAs = { binary: string; cwd: string; event: string };
+
+function nowNs(): bigint {
+  return BigInt(Date.now()) * 1_000_000n;
+}
 
 /** A list of strings, or null when `value` is not one. */
 function stringList(value: unknown): string[] | null {

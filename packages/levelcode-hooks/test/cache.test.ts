@@ -63,6 +63,7 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     }
 
     let compared = 0;
+    let keptHits = 0;
     /** The corpus, answered by both; a second round by the cached runner alone, from memory. */
     const agree = async (step: string) => {
       for (let round = 0; round < 3; round++) {
@@ -76,6 +77,15 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
         // same clock tick would not show in their stamps): let them age.
         if (round === 0) await sleep(2100);
       }
+      // A runner made now answers its first calls from what the others kept (kept.ts).
+      const newcomer = createHookRunner({ env });
+      for (const [event, payload] of corpus) {
+        const fromKept = comparable(await newcomer.runEvent(event, payload));
+        const fromDispatcher = comparable(await plain.runEvent(event, payload));
+        expect({ step, newcomer: true, event, payload, answer: fromKept }).toEqual({ step, newcomer: true, event, payload, answer: fromDispatcher });
+      }
+      keptHits += newcomer.cacheStats().hits;
+      newcomer.close();
     };
 
     await agree("start");
@@ -134,6 +144,7 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     // Watches are set only for what was stored, so only changes after a store drop the cache.
     expect(stats.invalidations).toBeGreaterThanOrEqual(2);
     expect(plain.cacheStats().hits).toBe(0);
+    expect(keptHits).toBeGreaterThan(0);
   });
 
   test("a no-match answered from memory costs no dispatch: the server never sees it", async () => {

@@ -7,10 +7,12 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::checked::clamp_secs;
@@ -77,7 +79,7 @@ pub(super) fn hooks_of<'a>(
 pub(super) struct CleanGroup<'a> {
     #[serde(borrow, default)]
     matcher: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "objects_only")]
     hooks: Vec<CleanHandler<'a>>,
     #[serde(default)]
     enabled: Option<bool>,
@@ -105,6 +107,37 @@ pub(super) struct CleanHandler<'a> {
     protocol: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default, rename = "if")]
     filter: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A value read only from a JSON object. serde's derive also reads a struct from an array of
+/// its fields in order (`["write_file", [...]]` as a group), which the general path rightly
+/// refuses with a warning; the fast path must not take it either.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Object(PhantomData))
+            .map(ObjectOnly)
+    }
+}
+
+/// A group's `hooks`, each handler read only from an object (see [`ObjectOnly`]).
+fn objects_only<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<CleanHandler<'de>>, D::Error> {
+    let handlers = Vec::<ObjectOnly<CleanHandler<'de>>>::deserialize(deserializer)?;
+    Ok(handlers.into_iter().map(|h| h.0).collect())
 }
 
 /// An event's groups when they have the shape nearly every settings file has, with nothing to
@@ -345,7 +378,9 @@ pub(super) fn serde_event(
         ) -> Result<Vec<Group>, A::Error> {
             let mut groups = Vec::new();
             let mut index = 0;
-            while let Some(mut entry) = seq.next_element::<CleanGroup<'de>>()? {
+            while let Some(ObjectOnly(mut entry)) =
+                seq.next_element::<ObjectOnly<CleanGroup<'de>>>()?
+            {
                 match clean_group(self.source, self.event, index, &mut entry, self.tool) {
                     Some(Some(group)) => groups.push(group),
                     Some(None) => {}

@@ -125,7 +125,15 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
         format!("{{{}}}", fields.join(","))
     });
-    prop_oneof![3 => usual, 1 => any]
+    // A handler written as an array of its fields in order, which serde's derive would read as
+    // the struct if the fast read let it.
+    let array = prop::sample::select(vec![
+        "[null,\"echo hi\"]",
+        "[\"command\",\"echo hi\"]",
+        "[null,null,[\"prog\"]]",
+    ])
+    .prop_map(String::from);
+    prop_oneof![6 => usual, 2 => any, 1 => array]
 }
 
 fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
@@ -175,6 +183,10 @@ fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
             }
             format!("{{{}}}", fields.join(","))
         });
+    // Now and then a group written as an array of its fields in order (see `handler_text`).
+    let array = prop::collection::vec(handler_text(), 1..3)
+        .prop_map(|h| format!("[\"write_file\",[{}]]", h.join(",")));
+    let group = prop_oneof![12 => group, 1 => array];
     prop::collection::vec(group, 0..4).prop_map(|g| format!("[{}]", g.join(",")))
 }
 
