@@ -12,6 +12,9 @@ dispatch never overlaps the next dispatch, and every dispatch starts from the sa
 
 Prints one JSON object: per case its median and interquartile range in ms, the rounds, and how
 many requests the receiver decoded (it must be RUNS per export case, warm-up included).
+
+With BEFORE set to another binary (the one before a change, say), its three cases run in the
+same rounds too, as "off before", "protobuf before" and "json before".
 """
 
 import json
@@ -54,6 +57,12 @@ def main():
                 OTEL_EXPORTER_OTLP_PROTOCOL="http/json",
             ),
         }
+        before = os.environ.get("BEFORE")
+        programs = {name: binary for name in cases}
+        if before:
+            for name in list(cases):
+                cases[name + " before"] = cases[name]
+                programs[name + " before"] = before
         times = {name: [] for name in cases}
         received = 0
         failed = 0
@@ -66,8 +75,8 @@ def main():
                 stdin = os.open(payload, os.O_RDONLY)
                 start = time.perf_counter()
                 pid = os.posix_spawn(
-                    binary,
-                    [binary],
+                    programs[name],
+                    [programs[name]],
                     cases[name],
                     file_actions=[
                         (os.POSIX_SPAWN_DUP2, stdin, 0),
@@ -78,7 +87,7 @@ def main():
                 os.waitpid(pid, 0)
                 elapsed = time.perf_counter() - start
                 os.close(stdin)
-                if name != "off":
+                if not name.startswith("off"):
                     record = json.loads(receiver.stdout.readline())
                     received += 1
                     failed += "error" in record
