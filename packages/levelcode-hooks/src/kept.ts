@@ -16,7 +16,7 @@
  * another user could write, is not read. Anything unreadable is simply not there: the call goes to
  * `serve`, as it would without this. Deleting the folder is always safe.
  */
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 
 import { RECENT_NS, stampOf } from "./cache.js";
@@ -28,12 +28,29 @@ const MAX_BYTES = 1 << 20;
 /** Kept files at most; past it, the least recently written go until `PRUNED_TO` are left. */
 export const MAX_FILES = 512;
 const PRUNED_TO = 384;
+/** A temporary file older than this was left by a process that died while writing it. */
+const STALE_TEMPORARY_MS = 5 * 60_000;
+/** Opened without waiting (a FIFO put in a kept file's place) and without following a link. */
+const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 
 /**
  * A scope's summary, as kept: the subjects it does not answer, and its files with their stamps.
  * Its outcome is always the plain no-match (cache.ts, `isNoMatch`), so it is not kept.
  */
 export type Kept = { except: string[]; watch: Array<[string, string]> };
+
+/**
+ * Where a directory really is, symlinks resolved: a project's trust is recorded for its real
+ * path (docs/trust.md), which no stamp of `watch` shows when a link on the way is moved to a
+ * copy of the same files. Null when it cannot be told.
+ */
+export function realDirectory(dir: string): string | null {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return null;
+  }
+}
 
 /** The folder of kept answers for this environment; null when it has no home to put one in. */
 export function keptFolder(env: Record<string, string | undefined>): string | null {
@@ -83,13 +100,14 @@ function stamps(value: unknown): Array<[string, string]> | null {
 
 /**
  * The kept answer for `key`; null when there is none, it is not the person's own, it is for
- * another key, or `binary` is not the one that gave it. The caller checks the files' stamps.
+ * another key, `binary` is not the one that gave it, or `cwd` is now elsewhere than it was.
+ * The caller checks the files' stamps.
  */
-export function readKept(folder: string, key: string, binary: string): { kept: Kept; text: string } | null {
+export function readKept(folder: string, key: string, binary: string, cwd: string): { kept: Kept; text: string } | null {
   let fd = -1;
   try {
     if (!ownOnly(lstatSync(folder))) return null;
-    fd = openSync(join(folder, fileName(key)), "r");
+    fd = openSync(join(folder, fileName(key)), OPEN_FLAGS);
     const stat = fstatSync(fd);
     if (!stat.isFile() || !ownOnly(stat) || stat.size > MAX_BYTES) return null;
     const text = readFileSync(fd, "utf8");
@@ -101,6 +119,7 @@ export function readKept(folder: string, key: string, binary: string): { kept: K
     const now = BigInt(Date.now()) * 1_000_000n;
     const current = stampOf(binary, now);
     if (current.recent || current.text !== value.binary) return null;
+    if (typeof value.real !== "string" || realDirectory(cwd) !== value.real) return null;
     return { kept: { except: except as string[], watch }, text };
   } catch {
     return null;
@@ -112,11 +131,22 @@ export function readKept(folder: string, key: string, binary: string): { kept: K
 /**
  * Keeps a summary for the next process, when every file it depends on (and `binary`) still has
  * the stamp it had and none was changed within `RECENT_NS` before `sentNs`, when the request
- * went out: then any change since, whenever made, shows in a stamp. `previous` is the text read
- * for the same key: the same summary is not written again. Returns the text now kept, or null
- * when nothing could be.
+ * went out: then any change since, whenever made, shows in a stamp. `real` is where the
+ * directory really was when the request went out; it must still be there. `previous` is the
+ * text read for the same key: the same summary is not written again. Returns the text now
+ * kept, or null when nothing could be.
  */
-export function writeKept(folder: string, key: string, binary: string, summary: Kept, sentNs: bigint, previous: string | null): string | null {
+export function writeKept(
+  folder: string,
+  key: string,
+  binary: string,
+  summary: Kept,
+  sentNs: bigint,
+  previous: string | null,
+  cwd: string,
+  real: string | null,
+): string | null {
+  if (real === null || realDirectory(cwd) !== real) return null;
   const now = (path: string, stamp: string | null): string | null => {
     const current = stampOf(path, sentNs);
     if (current.text === "unreachable" || (stamp !== null && current.text !== stamp)) return null;
@@ -126,7 +156,7 @@ export function writeKept(folder: string, key: string, binary: string, summary: 
   for (const [path, stamp] of summary.watch) if (now(path, stamp) === null) return null;
   const own = now(binary, null);
   if (own === null || own === "absent") return null;
-  const text = JSON.stringify({ key, binary: own, except: summary.except, watch: summary.watch });
+  const text = JSON.stringify({ key, binary: own, real, except: summary.except, watch: summary.watch });
   if (text === previous) return text;
   const temporary = join(folder, `.${fileName(key)}.${process.pid}.${Math.random().toString(36).slice(2)}`);
   try {
@@ -142,10 +172,12 @@ export function writeKept(folder: string, key: string, binary: string, summary: 
   }
 }
 
-/** Removes the least recently written kept files once there are more than `MAX_FILES`. */
+/**
+ * Removes the least recently written kept files once there are more than `MAX_FILES`, and the
+ * temporary files of writers that died before renaming them.
+ */
 function prune(folder: string): void {
-  const names = readdirSync(folder).filter((name) => name.endsWith(".json"));
-  if (names.length <= MAX_FILES) return;
+  const all = readdirSync(folder);
   const written = (name: string): number => {
     try {
       return statSync(join(folder, name)).mtimeMs;
@@ -153,6 +185,11 @@ function prune(folder: string): void {
       return 0;
     }
   };
+  for (const name of all) {
+    if (name.startsWith(".") && Date.now() - written(name) > STALE_TEMPORARY_MS) rmSync(join(folder, name), { force: true });
+  }
+  const names = all.filter((name) => name.endsWith(".json"));
+  if (names.length <= MAX_FILES) return;
   const oldest = names.map((name) => ({ name, at: written(name) })).sort((a, b) => a.at - b.at);
   for (const { name } of oldest.slice(0, names.length - PRUNED_TO)) rmSync(join(folder, name), { force: true });
 }

@@ -18,7 +18,7 @@ import { failOpen, outcomeFromAnswer } from "./answer.js";
 import { findBinary } from "./binary.js";
 import { isNoMatch, NoMatchCache, type CacheStats } from "./cache.js";
 import { inotifyLoaded } from "./inotify.js";
-import { keptFolder, keptKey, readKept, writeKept } from "./kept.js";
+import { keptFolder, keptKey, readKept, realDirectory, writeKept } from "./kept.js";
 import { listArgs, listAsync } from "./loader.js";
 import { newId, poolFor, type Pool } from "./pool.js";
 import { hostEnvironment, keyId, noticesFor } from "./process.js";
@@ -367,6 +367,11 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     (timer as Unrefable).unref?.();
   }
 
+  /** What an answer to a request going out now would be kept as (kept.ts). */
+  function keepingAs(bin: string, cwd: string, event: string): KeepAs {
+    return { binary: bin, cwd, event, envKey, env, real: realDirectory(cwd) };
+  }
+
   /** For each scope, the kept summary (kept.ts) this runner read, as it was read. */
   const keptTexts = new Map<string, string>();
   /** The scopes whose kept summary was looked for. */
@@ -374,10 +379,12 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
 
   /** Keeps a scope's summary for the next process in this directory (kept.ts). */
   function keepForNext(keep: KeepAs, summary: { scope: string; except: string[] }, verdict: Verdict): void {
-    const folder = keptFolder(env);
+    const folder = keptFolder(keep.env);
     if (folder === null || verdict.sentNs === undefined) return;
-    const key = keptKey(keep.binary, envKey, keep.cwd, keep.event);
-    const text = writeKept(folder, key, keep.binary, { except: summary.except, watch: verdict.watch }, verdict.sentNs, keptTexts.get(summary.scope) ?? null);
+    // Under the environment of the request: the host's may have changed since.
+    const key = keptKey(keep.binary, keep.envKey, keep.cwd, keep.event);
+    const kept = { except: summary.except, watch: verdict.watch };
+    const text = writeKept(folder, key, keep.binary, kept, verdict.sentNs, keptTexts.get(summary.scope) ?? null, keep.cwd, keep.real);
     if (text !== null) keptTexts.set(summary.scope, text);
   }
 
@@ -388,9 +395,11 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
    */
   function takeKept(memory: NoMatchCache, bin: string, cwd: string, event: string, scope: string): void {
     keptTried.add(scope);
+    // An inline configuration is not what any kept answer was read from.
+    if (inlineJson !== null) return;
     const folder = keptFolder(env);
     if (folder === null) return;
-    const found = readKept(folder, keptKey(bin, envKey, cwd, event), bin);
+    const found = readKept(folder, keptKey(bin, envKey, cwd, event), bin, cwd);
     if (found === null) return;
     keptTexts.set(scope, found.text);
     const outcome = outcomeFromAnswer({ decision: "proceed" });
@@ -468,6 +477,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       if (!server.watch) return;
       const ticket = memory.ticket();
       const sentNs = nowNs();
+      const keepAs = keepingAs(bin, cwd, event);
       const id = newId();
       const line = `{"id":${id},"options":{"watch":true,"probe":true},${payloadJson(event, payload).slice(1)}\n`;
       const answered = chosen.send(server, line, id, true).then((reply): Verdict | null => {
@@ -477,7 +487,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         const outcome = outcomeFromAnswer(reply.answer);
         if (!watch || !except || !isNoMatch(outcome)) return null;
         const verdict = { outcome, key: null, except: new Set(except), watch, sentNs };
-        storeLater(memory, verdict, ticket, { scope, except }, { binary: bin, cwd, event });
+        storeLater(memory, verdict, ticket, { scope, except }, keepAs);
         return verdict;
       });
       hold(scope, answered, null, () => server.wake(id));
@@ -496,6 +506,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   ): Promise<HookDispatchOutcome> {
     const ticket = memory ? memory.ticket() : null;
     const sentNs = memory ? nowNs() : 0n;
+    // What a summary in the answer would be kept as: taken now, as the request goes out.
+    const keepAs = memory && inlineJson === null && typeof payload.cwd === "string" && (event === "PreToolUse" || event === "PostToolUse") ? keepingAs(bin, payload.cwd, event) : undefined;
     const remember = (reply: Reply, outcome: HookDispatchOutcome): HookDispatchOutcome => {
       if (memory && ticket !== null && reply.kind === "answer") {
         const watch = inlineJson !== null ? [] : watchList(reply.answer.watch);
@@ -508,8 +520,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
           const summary = scope !== undefined && except !== null ? { scope, except } : undefined;
           const verdict = { outcome, key, except: summary ? new Set(except) : null, watch, sentNs };
           settle?.(verdict);
-          const keep = summary && inlineJson === null && typeof payload.cwd === "string" && (event === "PreToolUse" || event === "PostToolUse") ? { binary: bin, cwd: payload.cwd, event } : undefined;
-          storeLater(memory, verdict, ticket, summary, keep);
+          storeLater(memory, verdict, ticket, summary, summary ? keepAs : undefined);
         }
       }
       return outcome;
@@ -732,7 +743,16 @@ type Verdict = {
 };
 
 /** Where a summary is kept for the next process: the binary that gave it, its directory and event. */
-type KeepAs = { binary: string; cwd: string; event: string };
+type KeepAs = {
+  binary: string;
+  cwd: string;
+  event: string;
+  /** The environment key and environment of the request. */
+  envKey: string;
+  env: Record<string, string>;
+  /** Where `cwd` really was as the request went out. */
+  real: string | null;
+};
 
 function nowNs(): bigint {
   return BigInt(Date.now()) * 1_000_000n;

@@ -5,13 +5,14 @@
  * or the kept file could have been written by someone else.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { NoMatchCache, stampOf } from "../src/cache.ts";
 import { inotifyReady } from "../src/inotify.ts";
 import { createHookRunner, type HookPayload } from "../src/index.ts";
-import { keptKey, MAX_FILES, readKept, writeKept } from "../src/kept.ts";
+import { keptKey, MAX_FILES, readKept, realDirectory, writeKept } from "../src/kept.ts";
 import { ENV_KEYS, unchanged } from "../src/process.ts";
 import { BINARY, perTestDir, writeScript } from "./helpers.ts";
 
@@ -73,7 +74,7 @@ async function setup() {
     runner.close();
     expect(existsSync(folder) ? readdirSync(folder).filter((name) => name.endsWith(".json")).length : 0).toBeGreaterThan(0);
   };
-  return { home, project, settings, flag, make, call, folder, early, keep };
+  return { home, project, settings, flag, binary, env, make, call, folder, early, keep };
 }
 
 describe.skipIf(!cacheAvailable)("answers kept for the next process", () => {
@@ -149,6 +150,67 @@ describe.skipIf(!cacheAvailable)("answers kept for the next process", () => {
     expect(gone.answer.decision).toBe("proceed");
   });
 
+  test("an answer is kept under the environment of its request, though the host's changed before it was kept", async () => {
+    const s = await setup();
+    const runner = s.make();
+    process.env.LEVELCODE_HOOKS_NO_PROJECT = "1";
+    try {
+      // The project layer off: nothing applies to any tool.
+      expect((await runner.runEvent("PreToolUse", s.call("read_files"))).results).toEqual([]);
+    } finally {
+      delete process.env.LEVELCODE_HOOKS_NO_PROJECT;
+    }
+    // The next call, before the first answer is kept, sees the host's environment as it is now
+    // (an event whose answers are not kept, so that nothing kept since hides the first).
+    await runner.runEvent("SessionStart", { event: "SessionStart", cwd: s.project });
+    await sleep(200);
+    runner.close();
+    const guarded = await s.make().runEvent("PreToolUse", s.call("write_file"));
+    expect(guarded.additionalContext).toBe("guarded");
+  });
+
+  test("a runner with inline hooks answers from them, never from what others kept", async () => {
+    const s = await setup();
+    await s.keep();
+    // The same binary and environment as the runner that kept its answers.
+    const inline = createHookRunner({ binary: s.binary, env: s.env, hooks: { PreToolUse: [{ matcher: "read_files", hooks: [{ command: `printf '{"additionalContext":"inline"}'` }] }] } });
+    runners.push(inline);
+    expect((await inline.runEvent("PreToolUse", s.call("read_files"))).additionalContext).toBe("inline");
+  });
+
+  test("a kept file that is not a plain file is passed over without waiting", async () => {
+    const s = await setup();
+    await s.keep();
+    for (const name of readdirSync(s.folder)) {
+      rmSync(join(s.folder, name));
+      expect(spawnSync("mkfifo", ["-m", "600", join(s.folder, name)]).status).toBe(0);
+    }
+    const outcome = await s.make().runEvent("PreToolUse", s.call("read_files"));
+    expect(outcome.decision).toBe("proceed");
+    expect(outcome.results).toEqual([]);
+  });
+
+  test("a directory reached through a link is not answered for once the link points elsewhere", async () => {
+    const s = await setup();
+    const first = join(dir, "first");
+    const second = join(dir, "second");
+    renameSync(s.project, first);
+    mkdirSync(join(second, ".levelcode"), { recursive: true });
+    linkSync(join(first, ".levelcode", "settings.json"), join(second, ".levelcode", "settings.json"));
+    symlinkSync(first, s.project);
+    await sleep(2100);
+    await s.keep();
+    writeFileSync(s.flag, "");
+    expect((await s.early(s.make(), "read_files")).first).not.toBe("late");
+    rmSync(s.project);
+    symlinkSync(second, s.project);
+    // Every file of the answer has its stamp still (the settings are one file with two names);
+    // only where the directory really is tells, and the trust of a project is for that.
+    for (const runner of runners.splice(0)) runner.close();
+    const moved = await s.early(s.make(), "read_files");
+    expect(moved.first).toBe("late");
+  });
+
   test("a kept answer is for the binary that gave it", async () => {
     const s = await setup();
     await s.keep();
@@ -187,8 +249,16 @@ describe("the folder of kept answers", () => {
       utimesSync(file, old, old);
     }
     writeFileSync(join(folder, "recent.json"), "{}", { mode: 0o600 });
-    const text = writeKept(folder, keptKey(BINARY, "env", "/project", "PreToolUse"), BINARY, { except: ["write_file"], watch: [] }, BigInt(Date.now()) * 1_000_000n, null);
+    // A writer that died before its rename long ago, and one writing now.
+    for (const [name, at] of [[".dead.json.1.x", old], [".writing.json.2.y", new Date()]] as const) {
+      writeFileSync(join(folder, name), "{", { mode: 0o600 });
+      utimesSync(join(folder, name), at, at);
+    }
+    const text = writeKept(folder, keptKey(BINARY, "env", dir, "PreToolUse"), BINARY, { except: ["write_file"], watch: [] }, BigInt(Date.now()) * 1_000_000n, null, dir, realDirectory(dir));
     expect(text).not.toBeNull();
+    expect(readdirSync(folder)).not.toContain(".dead.json.1.x");
+    expect(readdirSync(folder)).toContain(".writing.json.2.y");
+    rmSync(join(folder, ".writing.json.2.y"));
     const left = readdirSync(folder);
     expect(left.length).toBeLessThan(MAX_FILES);
     // The newest two stay: the file written a moment ago, and the one just kept.
@@ -201,17 +271,21 @@ describe("the folder of kept answers", () => {
     const folder = join(dir, "answers");
     const file = join(dir, "settings.json");
     writeFileSync(file, "{}");
-    const key = keptKey(BINARY, "env", "/project", "PreToolUse");
+    const key = keptKey(BINARY, "env", dir, "PreToolUse");
     const sent = () => BigInt(Date.now()) * 1_000_000n;
-    expect(writeKept(folder, key, BINARY, { except: [], watch: [[file, stampOf(file, sent()).text]] }, sent(), null)).toBeNull();
+    const real = realDirectory(dir);
+    const write = (watch: Array<[string, string]>, previous: string | null = null) => writeKept(folder, key, BINARY, { except: [], watch }, sent(), previous, dir, real);
+    expect(write([[file, stampOf(file, sent()).text]])).toBeNull();
     await sleep(2100);
-    expect(writeKept(folder, key, BINARY, { except: [], watch: [[file, "absent"]] }, sent(), null)).toBeNull();
-    const text = writeKept(folder, key, BINARY, { except: [], watch: [[file, stampOf(file, sent()).text]] }, sent(), null);
+    expect(write([[file, "absent"]])).toBeNull();
+    const text = write([[file, stampOf(file, sent()).text]]);
     expect(text).not.toBeNull();
-    expect(readKept(folder, key, BINARY)?.kept.watch).toEqual([[file, stampOf(file, sent()).text]]);
+    expect(readKept(folder, key, BINARY, dir)?.kept.watch).toEqual([[file, stampOf(file, sent()).text]]);
     // Written again only when it says something else.
-    expect(writeKept(folder, key, BINARY, { except: [], watch: [[file, stampOf(file, sent()).text]] }, sent(), text)).toBe(text);
-    expect(readKept(folder, keptKey(BINARY, "another env", "/project", "PreToolUse"), BINARY)).toBeNull();
-    expect(readKept(folder, key, join(dir, "another-binary"))).toBeNull();
+    expect(write([[file, stampOf(file, sent()).text]], text)).toBe(text);
+    expect(readKept(folder, keptKey(BINARY, "another env", dir, "PreToolUse"), BINARY, dir)).toBeNull();
+    expect(readKept(folder, key, join(dir, "another-binary"), dir)).toBeNull();
+    // Not for a directory that was elsewhere when the request went out.
+    expect(writeKept(folder, key, BINARY, { except: [], watch: [[file, stampOf(file, sent()).text]] }, sent(), null, dir, "/elsewhere")).toBeNull();
   });
 });
