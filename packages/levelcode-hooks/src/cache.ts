@@ -42,6 +42,10 @@ export function isNoMatch(outcome: HookDispatchOutcome): boolean {
 
 /** How recent a file's times may be before a write within the same clock tick is possible. */
 export const RECENT_NS = 2_000_000_000n;
+/** The time now, in nanoseconds since 1970, as file times are compared with it. */
+export function nowNs(): bigint {
+  return BigInt(Date.now()) * 1_000_000n;
+}
 /** Symlinks followed on one path at most, as the kernel does (ELOOP). */
 const MAX_LINKS = 40;
 /** How long after a store the folders further up are watched whole (see `upgrade`). */
@@ -189,7 +193,7 @@ export class NoMatchCache {
     for (const [path] of watch) if (!this.watchWay(path)) return false;
     this.check();
     if (ticket !== this.generation) return false;
-    const now = BigInt(Date.now()) * 1_000_000n;
+    const now = nowNs();
     for (const [path, stamp] of watch) {
       // Checked once since the watches were set: any change since would have dropped everything.
       if (this.verified.get(path) === stamp) continue;
@@ -212,7 +216,7 @@ export class NoMatchCache {
    * not.
    */
   stampsHold(watch: Array<[string, string]>): boolean {
-    const now = BigInt(Date.now()) * 1_000_000n;
+    const now = nowNs();
     for (const [path, stamp] of watch) {
       const current = stampOf(path, now);
       if (current.recent || current.text !== stamp) return false;

@@ -19,7 +19,7 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 
-import { RECENT_NS, stampOf } from "./cache.js";
+import { nowNs, RECENT_NS, stampOf } from "./cache.js";
 
 /** Changed whenever what a kept file holds, or what it means, changes. */
 const FORMAT = 1;
@@ -116,8 +116,7 @@ export function readKept(folder: string, key: string, binary: string, cwd: strin
     const except = value.except;
     if (value.key !== key || watch === null || watch.length === 0) return null;
     if (!Array.isArray(except) || !except.every((item) => typeof item === "string")) return null;
-    const now = BigInt(Date.now()) * 1_000_000n;
-    const current = stampOf(binary, now);
+    const current = stampOf(binary, nowNs());
     if (current.recent || current.text !== value.binary) return null;
     if (typeof value.real !== "string" || realDirectory(cwd) !== value.real) return null;
     return { kept: { except: except as string[], watch }, text };

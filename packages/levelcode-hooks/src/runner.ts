@@ -16,7 +16,7 @@ import { isAbsolute, join } from "node:path";
 
 import { failOpen, outcomeFromAnswer } from "./answer.js";
 import { findBinary } from "./binary.js";
-import { isNoMatch, NoMatchCache, type CacheStats } from "./cache.js";
+import { isNoMatch, NoMatchCache, nowNs, type CacheStats } from "./cache.js";
 import { inotifyLoaded } from "./inotify.js";
 import { keptFolder, keptKey, readKept, realDirectory, writeKept } from "./kept.js";
 import { listArgs, listAsync } from "./loader.js";
@@ -754,9 +754,6 @@ type KeepAs = {
   real: string | null;
 };
 
-function nowNs(): bigint {
-  return BigInt(Date.now()) * 1_000_000n;
-}
 
 /** A list of strings, or null when `value` is not one. */
 function stringList(value: unknown): string[] | null {
