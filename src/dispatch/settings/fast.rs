@@ -107,6 +107,23 @@ pub(super) struct CleanHandler<'a> {
     protocol: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default, rename = "if")]
     filter: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    args: Option<Vec<std::borrow::Cow<'a, str>>>,
+    #[serde(borrow, default)]
+    shell: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "onFailure")]
+    on_failure: Option<std::borrow::Cow<'a, str>>,
+    /// Claude Code's fields that a dispatch passes over without a word (`validate` says what
+    /// each would have done), taken here only with the kind of value Claude Code writes there:
+    /// anything else goes the general way, which also passes it over.
+    #[serde(borrow, default, rename = "statusMessage")]
+    _status_message: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, rename = "async")]
+    _run_async: Option<bool>,
+    #[serde(default, rename = "asyncRewake")]
+    _async_rewake: Option<bool>,
+    #[serde(default, rename = "once")]
+    _once: Option<bool>,
 }
 
 /// A value read only from a JSON object. serde's derive also reads a struct from an array of
@@ -231,6 +248,19 @@ fn optional_text<'a>(reader: &mut Reader<'a>) -> Read<Option<Cow<'a, str>>> {
     }
 }
 
+/// An array of strings or `null`, as `Option<Vec<Cow<str>>>` takes it.
+fn optional_strings<'a>(reader: &mut Reader<'a>) -> Read<Option<Vec<Cow<'a, str>>>> {
+    if reader.null()? {
+        return Ok(None);
+    }
+    let mut strings = Vec::new();
+    reader.array(|reader| {
+        strings.push(reader.string()?.decoded()?);
+        Ok(())
+    })?;
+    Ok(Some(strings))
+}
+
 /// A group object with only [`CleanGroup`]'s fields, read into `entry`, whose `hooks` are
 /// empty.
 fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<()> {
@@ -289,6 +319,13 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
         name: None,
         protocol: None,
         filter: None,
+        args: None,
+        shell: None,
+        on_failure: None,
+        _status_message: None,
+        _run_async: None,
+        _async_rewake: None,
+        _once: None,
     };
     reader.object(|reader, key| {
         match key.plain().ok_or(Unsure)? {
@@ -302,14 +339,7 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
             }
             "argv" => {
                 seen.first(2)?;
-                if !reader.null()? {
-                    let mut argv = Vec::new();
-                    reader.array(|reader| {
-                        argv.push(reader.string()?.decoded()?);
-                        Ok(())
-                    })?;
-                    handler.argv = Some(argv);
-                }
+                handler.argv = optional_strings(reader)?;
             }
             "timeout" => {
                 seen.first(3)?;
@@ -332,6 +362,34 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
             "if" => {
                 seen.first(7)?;
                 handler.filter = optional_text(reader)?;
+            }
+            "args" => {
+                seen.first(8)?;
+                handler.args = optional_strings(reader)?;
+            }
+            "shell" => {
+                seen.first(9)?;
+                handler.shell = optional_text(reader)?;
+            }
+            "onFailure" => {
+                seen.first(10)?;
+                handler.on_failure = optional_text(reader)?;
+            }
+            "statusMessage" => {
+                seen.first(11)?;
+                handler._status_message = optional_text(reader)?;
+            }
+            "async" => {
+                seen.first(12)?;
+                handler._run_async = reader.null_or_bool()?;
+            }
+            "asyncRewake" => {
+                seen.first(13)?;
+                handler._async_rewake = reader.null_or_bool()?;
+            }
+            "once" => {
+                seen.first(14)?;
+                handler._once = reader.null_or_bool()?;
             }
             _ => return Err(Unsure),
         }
@@ -462,16 +520,17 @@ pub(super) fn clean_group(
         if handler.kind.as_deref().is_some_and(|k| k != "command") {
             return None;
         }
-        let program = match (handler.command, handler.argv) {
-            (Some(c), None) if !c.trim().is_empty() => {
-                build.then(|| Action::Process(Program::Shell(c.into_owned())))
-            }
-            (None, Some(argv)) if argv.first().is_some_and(|p| !p.is_empty()) => build.then(|| {
-                Action::Process(Program::Argv(
-                    argv.into_iter().map(std::borrow::Cow::into_owned).collect(),
-                ))
-            }),
-            _ => return None,
+        let program = clean_program(
+            handler.command,
+            handler.argv,
+            handler.args,
+            handler.shell,
+            build,
+        )?;
+        let on_failure = match handler.on_failure.as_deref() {
+            None | Some("proceed") => OnFailure::Proceed,
+            Some("block") => OnFailure::Block,
+            Some(_) => return None,
         };
         let secs = match handler.timeout.map(clamp_secs) {
             None => default_secs,
@@ -481,17 +540,17 @@ pub(super) fn clean_group(
         if handler.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
             return None;
         }
-        let Some(action) = program else {
+        let Some(program) = program else {
             continue;
         };
         handlers.push(Handler {
             index: h,
-            action,
+            action: Action::Process(program),
             timeout: Duration::from_secs_f64(secs),
             enabled: handler.enabled.unwrap_or(true),
             name: handler.name.map(std::borrow::Cow::into_owned),
             protocol: handler_protocol,
-            on_failure: OnFailure::Proceed,
+            on_failure,
             filter: handler.filter.map(Filter::new),
         });
     }
@@ -510,6 +569,45 @@ pub(super) fn clean_group(
         compiled: OnceLock::new(),
         parses: OnceLock::new(),
     }))
+}
+
+/// What a handler runs, read as the general path reads its `command`, `argv`, `args` and
+/// `shell` when that has nothing to warn about: `None` otherwise, `Some(None)` when it need not
+/// be built.
+fn clean_program(
+    command: Option<Cow<'_, str>>,
+    argv: Option<Vec<Cow<'_, str>>>,
+    args: Option<Vec<Cow<'_, str>>>,
+    shell: Option<Cow<'_, str>>,
+    build: bool,
+) -> Option<Option<Program>> {
+    let owned = |strings: Vec<Cow<'_, str>>| strings.into_iter().map(Cow::into_owned).collect();
+    let powershell = match shell.as_deref() {
+        None | Some(BASH) => false,
+        Some(POWERSHELL) => true,
+        Some(_) => return None,
+    };
+    Some(match (command, argv, args) {
+        (Some(c), None, None) if !c.trim().is_empty() => build.then(|| {
+            if powershell {
+                Program::PowerShell(c.into_owned())
+            } else {
+                Program::Shell(c.into_owned())
+            }
+        }),
+        // `"powershell"` where no shell runs (with `args` or `argv`) is warned about.
+        _ if powershell => return None,
+        // With `args`, `command` is the program alone: spaces around it are warned about.
+        (Some(c), None, Some(args)) if !c.trim().is_empty() && c.trim().len() == c.len() => build
+            .then(|| Program::Exec {
+                program: c.into_owned(),
+                args: owned(args),
+            }),
+        (None, Some(argv), None) if argv.first().is_some_and(|p| !p.is_empty()) => {
+            build.then(|| Program::Argv(owned(argv)))
+        }
+        _ => return None,
+    })
 }
 
 /// Returns true unless a group with `matcher` certainly passes over `tool`, judged as the

@@ -61,8 +61,22 @@ fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
 fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let key = prop::sample::select(vec![
-        "type", "command", "argv", "timeout", "enabled", "name", "note", "protocol", "if", "args",
+        "type",
+        "command",
+        "argv",
+        "timeout",
+        "enabled",
+        "name",
+        "note",
+        "protocol",
+        "if",
+        "args",
         "shell",
+        "onFailure",
+        "statusMessage",
+        "async",
+        "asyncRewake",
+        "once",
     ]);
     let value = prop::sample::select(vec![
         "null",
@@ -89,6 +103,14 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         "\"powershell\"",
         "\"a\\u0000b\"",
         "[\"a\\u0000\"]",
+        "\"block\"",
+        "\"proceed\"",
+        "\"b\\u006cock\"",
+        "\"Block\"",
+        "\"block \"",
+        "\"bash\"",
+        "\"\\ud800\"",
+        "[\"block\"]",
     ]);
     let program = prop::sample::select(vec![
         "\"command\":\"echo hi\"",
@@ -96,6 +118,9 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         "\"argv\":[\"sh\",\"-c\",\"true\"]",
         "\"argv\":[\"prog\"]",
         "\"command\":null,\"argv\":[\"p\"]",
+        "\"command\":\"node\",\"args\":[\"g.js\",\"a b\"]",
+        "\"command\":\"./g\",\"args\":[]",
+        "\"command\":\"Get-Date\",\"shell\":\"powershell\"",
     ]);
     // Mostly the usual shape, a program and a few valid keys, with now and then one
     // key of any value.
@@ -111,8 +136,16 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
                 "\"name\":\"n\"",
                 "\"protocol\":\"claude\"",
                 "\"if\":\"Bash(git *)\"",
+                "\"onFailure\":\"block\"",
+                "\"onFailure\":\"proceed\"",
+                "\"onFailure\":null",
+                "\"statusMessage\":\"Checking\"",
+                "\"async\":false",
+                "\"asyncRewake\":null",
+                "\"once\":true",
+                "\"shell\":\"bash\"",
             ],
-            0..3,
+            0..4,
         ),
     )
         .prop_map(|(program, odd, valid)| {
@@ -318,6 +351,83 @@ fn the_fast_read_takes_the_usual_shape() {
         assert!(
             clean_event(&source, "Stop", unusual, None).is_none(),
             "{unusual}"
+        );
+    }
+}
+
+/// `onFailure` and the fields Claude Code writes on a handler are read fast, by the hand-written
+/// reader and by `serde_json`, into the handlers the general path reads; a value the general
+/// path warns about leaves the event to it.
+#[test]
+fn the_fast_read_takes_on_failure_and_claude_code_fields() {
+    let source = Arc::new(Source {
+        layer: LayerKind::Project,
+        file: Path::new("s.json").into(),
+    });
+    let raw = r#"[{"matcher":"Bash","hooks":[
+        {"type":"command","command":"python3 g.py","timeout":5,"onFailure":"block","statusMessage":"Checking","async":false},
+        {"command":"node","args":["g.js","a b"],"onFailure":"pro\u0063eed","shell":"bash"},
+        {"command":"Get-Date","shell":"powershell","onFailure":null,"once":true,"asyncRewake":null},
+        {"argv":["g"],"onFailure":"block","shell":null,"args":null}]}]"#;
+    let (general_groups, warnings) = general(&source, raw);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let general_groups = format!("{general_groups:?}");
+    let file = format!(r#"{{"hooks":{{"Stop":{raw}}}}}"#);
+    let read = fast::hooks_of(&file, &source, Events::Only("Stop"))
+        .expect("taken by the hand-written reader")
+        .expect("has hooks");
+    let [(_, Reading::Clean(by_hand))] = &read[..] else {
+        panic!("not read fast by the hand-written reader");
+    };
+    assert_eq!(format!("{by_hand:?}"), general_groups);
+    let by_serde = fast::serde_event(&source, "Stop", raw, None).expect("taken by serde_json");
+    assert_eq!(format!("{by_serde:?}"), general_groups);
+    let handlers = &by_hand[0].handlers;
+    let on_failure: Vec<OnFailure> = handlers.iter().map(|h| h.on_failure).collect();
+    assert_eq!(
+        on_failure,
+        [
+            OnFailure::Block,
+            OnFailure::Proceed,
+            OnFailure::Proceed,
+            OnFailure::Block
+        ]
+    );
+    assert_eq!(
+        handlers[1].action,
+        Action::Process(Program::Exec {
+            program: "node".into(),
+            args: vec!["g.js".into(), "a b".into()]
+        })
+    );
+    assert_eq!(
+        handlers[2].action,
+        Action::Process(Program::PowerShell("Get-Date".into()))
+    );
+    for (handler, key) in [
+        (r#"{"command":"a","onFailure":"Block"}"#, "onFailure"),
+        (r#"{"command":"a","onFailure":"block "}"#, "onFailure"),
+        (r#"{"command":"a","onFailure":1}"#, "onFailure"),
+        (r#"{"command":"a","onFailure":true}"#, "onFailure"),
+        (r#"{"command":"a","onFailure":["block"]}"#, "onFailure"),
+        (r#"{"command":"a","onFailure":{}}"#, "onFailure"),
+        (
+            r#"{"command":"a","args":["x"],"shell":"powershell"}"#,
+            "shell",
+        ),
+        (r#"{"argv":["a"],"shell":"powershell"}"#, "shell"),
+        (r#"{"command":"a","shell":"zsh"}"#, "shell"),
+        (r#"{"command":" a","args":[]}"#, "command"),
+        (r#"{"command":"a","args":[1]}"#, "args"),
+        (r#"{"argv":["a"],"args":[]}"#, "args"),
+    ] {
+        let raw = format!(r#"[{{"hooks":[{handler}]}}]"#);
+        assert!(clean_event(&source, "Stop", &raw, None).is_none(), "{raw}");
+        let (_, warnings) = general(&source, &raw);
+        assert_eq!(warnings.len(), 1, "{raw}: {warnings:?}");
+        assert!(
+            warnings[0].contains(&format!("hooks[0].{key}: ")),
+            "{raw}: {warnings:?}"
         );
     }
 }
