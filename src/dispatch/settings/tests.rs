@@ -121,11 +121,57 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         "\"command\":\"node\",\"args\":[\"g.js\",\"a b\"]",
         "\"command\":\"./g\",\"args\":[]",
         "\"command\":\"Get-Date\",\"shell\":\"powershell\"",
+        "\"command\":\" node\",\"args\":[\"g.js\"]",
+        "\"command\":\"node\",\"args\":[\"g.js\",1]",
+        "\"command\":\"node\",\"args\":\"g.js\"",
     ]);
+    // `onFailure` often, of every kind of value: those the general path takes, strings it
+    // refuses (some spelled with escapes) and other kinds.
+    let on_failure = prop::option::weighted(
+        0.4,
+        prop::sample::select(vec![
+            "\"block\"",
+            "\"proceed\"",
+            "null",
+            "\"bl\\u006fck\"",
+            "\"Block\"",
+            "\"block \"",
+            "\"\"",
+            "\"fail\"",
+            "true",
+            "0",
+            "[\"block\"]",
+            "{}",
+        ]),
+    );
+    // Claude Code's own fields often: values the general path passes over, and some it cannot
+    // read (a lone surrogate, a number out of range), or warns about.
+    let claude = prop::option::weighted(
+        0.4,
+        prop::sample::select(vec![
+            "\"statusMessage\":\"Checking\"",
+            "\"statusMessage\":null",
+            "\"statusMessage\":\"\\ud800\"",
+            "\"statusMessage\":1e400",
+            "\"async\":true",
+            "\"async\":\"\\ud800\"",
+            "\"asyncRewake\":false",
+            "\"asyncRewake\":1e400",
+            "\"once\":true",
+            "\"once\":\"yes\"",
+        ]),
+    );
+    let shell = prop::option::weighted(
+        0.3,
+        prop::sample::select(vec!["\"bash\"", "\"powershell\"", "\"zsh\"", "null"]),
+    );
     // Mostly the usual shape, a program and a few valid keys, with now and then one
     // key of any value.
     let usual = (
         program,
+        on_failure,
+        claude,
+        shell,
         prop::collection::vec((key.clone(), value.clone()), 0..2),
         prop::sample::subsequence(
             vec![
@@ -136,20 +182,15 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
                 "\"name\":\"n\"",
                 "\"protocol\":\"claude\"",
                 "\"if\":\"Bash(git *)\"",
-                "\"onFailure\":\"block\"",
-                "\"onFailure\":\"proceed\"",
-                "\"onFailure\":null",
-                "\"statusMessage\":\"Checking\"",
-                "\"async\":false",
-                "\"asyncRewake\":null",
-                "\"once\":true",
-                "\"shell\":\"bash\"",
             ],
-            0..4,
+            0..3,
         ),
     )
-        .prop_map(|(program, odd, valid)| {
+        .prop_map(|(program, on_failure, claude, shell, odd, valid)| {
             let mut fields: Vec<String> = vec![program.to_string()];
+            fields.extend(on_failure.map(|v| format!("\"onFailure\":{v}")));
+            fields.extend(claude.map(String::from));
+            fields.extend(shell.map(|v| format!("\"shell\":{v}")));
             fields.extend(valid.iter().map(|v| v.to_string()));
             fields.extend(odd.iter().map(|(k, v)| format!("\"{k}\":{v}")));
             format!("{{{}}}", fields.join(","))
@@ -220,7 +261,10 @@ fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
     let array = prop::collection::vec(handler_text(), 1..3)
         .prop_map(|h| format!("[\"write_file\",[{}]]", h.join(",")));
     let group = prop_oneof![12 => group, 1 => array];
-    prop::collection::vec(group, 0..4).prop_map(|g| format!("[{}]", g.join(",")))
+    let groups = prop::collection::vec(group, 0..4).prop_map(|g| format!("[{}]", g.join(",")));
+    // Often one handler alone, so that whether the event is clean is up to its fields.
+    let single = handler_text().prop_map(|h| format!("[{{\"hooks\":[{h}]}}]"));
+    prop_oneof![2 => groups, 1 => single]
 }
 
 proptest::proptest! {
