@@ -58,7 +58,26 @@ fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
     (groups, warnings)
 }
 
+/// One of `good` (twice as often) or of `bad`, four times in ten.
+fn sometimes(
+    good: Vec<&'static str>,
+    bad: Vec<&'static str>,
+) -> impl proptest::strategy::Strategy<Value = Option<&'static str>> {
+    use proptest::prelude::*;
+    prop::option::weighted(
+        0.4,
+        prop_oneof![2 => prop::sample::select(good), 1 => prop::sample::select(bad)],
+    )
+}
+
 fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
+    handler_text_with(0..2)
+}
+
+/// A handler, which in the usual shape has `odd` keys of any value.
+fn handler_text_with(
+    odd: std::ops::Range<usize>,
+) -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     let key = prop::sample::select(vec![
         "type",
@@ -125,15 +144,12 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         "\"command\":\"node\",\"args\":[\"g.js\",1]",
         "\"command\":\"node\",\"args\":\"g.js\"",
     ]);
-    // `onFailure` often, of every kind of value: those the general path takes, strings it
-    // refuses (some spelled with escapes) and other kinds.
-    let on_failure = prop::option::weighted(
-        0.4,
-        prop::sample::select(vec![
-            "\"block\"",
-            "\"proceed\"",
-            "null",
-            "\"bl\\u006fck\"",
+    // `onFailure`, Claude Code's own fields and `shell` often, mostly with values the general
+    // path takes (or passes over), else with values it warns about or cannot read at all (a
+    // string spelled otherwise, another kind of value, a lone surrogate, a number out of range).
+    let on_failure = sometimes(
+        vec!["\"block\"", "\"proceed\"", "\"bl\\u006fck\"", "null"],
+        vec![
             "\"Block\"",
             "\"block \"",
             "\"\"",
@@ -142,28 +158,27 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
             "0",
             "[\"block\"]",
             "{}",
-        ]),
+        ],
     );
-    // Claude Code's own fields often: values the general path passes over, and some it cannot
-    // read (a lone surrogate, a number out of range), or warns about.
-    let claude = prop::option::weighted(
-        0.4,
-        prop::sample::select(vec![
+    let claude = sometimes(
+        vec![
             "\"statusMessage\":\"Checking\"",
             "\"statusMessage\":null",
+            "\"async\":true",
+            "\"asyncRewake\":false",
+            "\"once\":true",
+        ],
+        vec![
             "\"statusMessage\":\"\\ud800\"",
             "\"statusMessage\":1e400",
-            "\"async\":true",
             "\"async\":\"\\ud800\"",
-            "\"asyncRewake\":false",
             "\"asyncRewake\":1e400",
-            "\"once\":true",
             "\"once\":\"yes\"",
-        ]),
+        ],
     );
-    let shell = prop::option::weighted(
-        0.3,
-        prop::sample::select(vec!["\"bash\"", "\"powershell\"", "\"zsh\"", "null"]),
+    let shell = sometimes(
+        vec!["\"bash\"", "\"powershell\"", "null"],
+        vec!["\"zsh\"", "\"Bash\"", "1"],
     );
     // Mostly the usual shape, a program and a few valid keys, with now and then one
     // key of any value.
@@ -172,7 +187,7 @@ fn handler_text() -> impl proptest::strategy::Strategy<Value = String> {
         on_failure,
         claude,
         shell,
-        prop::collection::vec((key.clone(), value.clone()), 0..2),
+        prop::collection::vec((key.clone(), value.clone()), odd),
         prop::sample::subsequence(
             vec![
                 "\"type\":\"command\"",
@@ -262,15 +277,17 @@ fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
         .prop_map(|h| format!("[\"write_file\",[{}]]", h.join(",")));
     let group = prop_oneof![12 => group, 1 => array];
     let groups = prop::collection::vec(group, 0..4).prop_map(|g| format!("[{}]", g.join(",")));
-    // Often one handler alone, so that whether the event is clean is up to its fields.
-    let single = handler_text().prop_map(|h| format!("[{{\"hooks\":[{h}]}}]"));
+    // Often one handler alone, so that whether the event is clean is up to its fields; now and
+    // then with no key of any value, so that the fields that are not always there decide.
+    let single = prop_oneof![handler_text(), handler_text_with(0..1)]
+        .prop_map(|h| format!("[{{\"hooks\":[{h}]}}]"));
     prop_oneof![2 => groups, 1 => single]
 }
 
 proptest::proptest! {
-    // Most generated events have something to warn about; enough cases that a few dozen
-    // take the fast read.
-    #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+    // Most generated events have something to warn about; enough cases that each value of a
+    // field the fast read takes is read by it a few dozen times.
+    #![proptest_config(proptest::test_runner::Config::with_cases(5000))]
 
     /// Whenever the fast read takes an event, the general path reads the same groups from
     /// it and has nothing to warn about.
