@@ -23,6 +23,7 @@ mod session_env;
 mod settings_files;
 
 use by_event::{cannot_keep_going, keeps_going, stdout_is_context};
+pub use settings_files::default_timeout;
 
 /// The value of `"protocol"` that names it.
 pub const NAME: &str = "claude";
