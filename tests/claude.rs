@@ -504,7 +504,7 @@ fn import_of_a_realistic_claude_settings_file() {
     assert_eq!(pre[0]["protocol"], "claude");
     assert_eq!(pre[0]["hooks"][0]["timeout"], 10);
     assert_eq!(
-        pre[1]["hooks"][0]["timeout"], 60,
+        pre[1]["hooks"][0]["timeout"], 600,
         "Claude Code's default timeout"
     );
     assert_eq!(

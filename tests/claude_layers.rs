@@ -319,7 +319,7 @@ fn import_keeps_the_exec_form_the_shell_and_the_new_events_and_names_what_it_dro
             "args": [
               ".claude/hooks/commit_msg.sh"
             ],
-            "timeout": 60,
+            "timeout": 600,
             "if": "Bash(git commit *)"
           }
         ]
@@ -331,7 +331,7 @@ fn import_keeps_the_exec_form_the_shell_and_the_new_events_and_names_what_it_dro
           {
             "command": "sh .claude/hooks/protect.sh",
             "shell": "bash",
-            "timeout": 60,
+            "timeout": 600,
             "onFailure": "block"
           }
         ]
@@ -343,7 +343,7 @@ fn import_keeps_the_exec_form_the_shell_and_the_new_events_and_names_what_it_dro
         "hooks": [
           {
             "command": "sh .claude/hooks/prompt.sh",
-            "timeout": 60
+            "timeout": 30
           }
         ]
       }
@@ -539,8 +539,80 @@ fn with_the_switch_on_claude_codes_files_are_layers_after_levelcodes_of_their_le
         .iter()
         .find(|h| h["layer"] == "claude-local")
         .unwrap();
-    assert_eq!(claude["timeout"], 60.0);
+    assert_eq!(claude["timeout"], 600.0);
     assert_eq!(claude["protocol"], "claude");
+}
+
+/// Claude Code's handlers without a `timeout`, one under each event whose default its hooks
+/// reference gives apart (docs/claude-code.md).
+fn claude_without_timeouts() -> Value {
+    let handler = || json!([{"hooks": [{"type": "command", "command": "true"}]}]);
+    json!({"hooks": {
+        "PreToolUse": handler(),
+        "Stop": handler(),
+        "UserPromptSubmit": handler(),
+        "SessionEnd": handler()
+    }})
+}
+
+#[test]
+fn a_claude_handler_without_a_timeout_gets_claude_codes_default_for_its_event() {
+    let expected = [
+        ("PreToolUse", 600.0),
+        ("Stop", 600.0),
+        ("UserPromptSubmit", 30.0),
+        ("SessionEnd", 1.5),
+    ];
+    // Read as a layer, as `list` shows it; levelcode's own layer keeps levelcode's 10 s.
+    let listed = claude_user(Test::new(), &claude_without_timeouts())
+        .user_settings(
+            json!({"claudeCodeHooks": true, "hooks": claude_without_timeouts()["hooks"]}),
+        )
+        .args(["list", "--json"])
+        .run();
+    assert_eq!(listed.status(), 0, "{}", listed.stderr());
+    let handlers = listed.json()["handlers"].as_array().unwrap().clone();
+    for (event, secs) in expected {
+        let of = |layer: &str| {
+            handlers
+                .iter()
+                .find(|h| h["event"] == event && h["layer"] == layer)
+                .unwrap_or_else(|| panic!("no {layer} handler for {event}: {handlers:#?}"))
+                ["timeout"]
+                .clone()
+        };
+        assert_eq!(of("claude-user"), secs, "{event}");
+        assert_eq!(of("user"), 10.0, "{event}");
+    }
+    // Imported, each handler is written with the same number.
+    let imported = Test::new()
+        .project_file(
+            ".claude/settings.json",
+            claude_without_timeouts().to_string(),
+        )
+        .args(["import", "claude"])
+        .run();
+    assert_eq!(imported.status(), 0, "{}", imported.stderr());
+    let hooks = serde_json::from_str::<Value>(&imported.stdout()).unwrap()["hooks"].clone();
+    for (event, secs) in expected {
+        assert_eq!(hooks[event][0]["hooks"][0]["timeout"], secs, "{event}");
+    }
+    assert!(
+        imported.stdout().contains("\"timeout\": 600\n"),
+        "a whole number is written whole: {}",
+        imported.stdout()
+    );
+    // The dispatch itself: a `SessionEnd` handler that takes 5 s is cut at Claude Code's
+    // 1.5 s, where levelcode's own default of 10 s would have let it finish.
+    let slow =
+        json!({"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "sleep 5"}]}]}});
+    let out = claude_user(Test::new(), &slow)
+        .user_settings(json!({"claudeCodeHooks": true}))
+        .event("SessionEnd")
+        .run();
+    assert_eq!(out.status(), 0, "{}", out.stdout());
+    assert_eq!(layers_of(&out), ["claude-user"]);
+    assert_eq!(out.handler(0)["outcome"], "timeout", "{}", out.stdout());
 }
 
 #[test]

@@ -18,9 +18,6 @@ use crate::dispatch::protocol::claude;
 /// The Claude Code settings files read when none is named, in this order, under the project root.
 pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
 
-/// Claude Code's default handler timeout, in seconds: an imported handler keeps it.
-const CLAUDE_TIMEOUT_SECS: u64 = 60;
-
 /// A handler's fields that levelcode reads as Claude Code does, copied as they are.
 const KEPT: &[&str] = &["args", "shell", "onFailure", "if"];
 
@@ -79,7 +76,8 @@ pub fn convert(file: &str, settings: &Value, out: &mut Conversion) {
             ));
             continue;
         };
-        if EventKind::of(event) == EventKind::Unknown {
+        let kind = EventKind::of(event);
+        if kind == EventKind::Unknown {
             out.notes.push(format!(
                 "{file}: hooks.{event}: levelcode-hooks knows no event {event} (it knows {}); its {} group(s) were left out",
                 events::names().join(", "),
@@ -89,7 +87,7 @@ pub fn convert(file: &str, settings: &Value, out: &mut Conversion) {
         }
         for (i, group) in groups.iter().enumerate() {
             let at = format!("{file}: hooks.{event}[{i}]");
-            if let Some(converted) = convert_group(&at, group, &mut out.notes) {
+            if let Some(converted) = convert_group(&at, kind, group, &mut out.notes) {
                 let list = out
                     .hooks
                     .entry(event.clone())
@@ -102,7 +100,21 @@ pub fn convert(file: &str, settings: &Value, out: &mut Conversion) {
     }
 }
 
-fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Value> {
+/// A number of seconds as JSON, written `600` rather than `600.0` when it is whole.
+fn seconds(secs: f64) -> Value {
+    if secs.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&secs) {
+        Value::from(secs as u64)
+    } else {
+        Value::from(secs)
+    }
+}
+
+fn convert_group(
+    at: &str,
+    event: EventKind,
+    group: &Value,
+    notes: &mut Vec<String>,
+) -> Option<Value> {
     let Some(fields) = group.as_object() else {
         notes.push(format!("{at}: not an object; left out"));
         return None;
@@ -142,11 +154,13 @@ fn convert_group(at: &str, group: &Value, notes: &mut Vec<String>) -> Option<Val
                 out.insert(key.into(), value.clone());
             }
         }
+        // Without one, Claude Code's own default for the event, as its file read as a layer
+        // gets.
         let timeout = handler
             .get("timeout")
             .filter(|t| t.is_number())
             .cloned()
-            .unwrap_or_else(|| Value::from(CLAUDE_TIMEOUT_SECS));
+            .unwrap_or_else(|| seconds(claude::default_timeout(event)));
         out.insert("timeout".into(), timeout);
         if let Some(value) = handler.get("onFailure") {
             out.insert("onFailure".into(), value.clone());
@@ -369,10 +383,10 @@ mod tests {
             json!({
                 "PreToolUse": [
                     {"matcher": "Bash", "protocol": "claude", "hooks": [{"command": "python3 .claude/hooks/bash_guard.py", "timeout": 5, "onFailure": "block"}]},
-                    {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 60}]}
+                    {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 600}]}
                 ],
-                "UserPromptSubmit": [{"protocol": "claude", "hooks": [{"command": "x", "timeout": 60}]}],
-                "SessionStart": [{"matcher": "startup", "protocol": "claude", "hooks": [{"command": "cat notes.md", "timeout": 60}]}]
+                "UserPromptSubmit": [{"protocol": "claude", "hooks": [{"command": "x", "timeout": 30}]}],
+                "SessionStart": [{"matcher": "startup", "protocol": "claude", "hooks": [{"command": "cat notes.md", "timeout": 600}]}]
             })
         );
         let notes = out.notes.join("\n");

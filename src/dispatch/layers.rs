@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::dispatch::events::EventKind;
 use crate::dispatch::protocol::{OwnFile, Protocol};
 
 /// Settings files larger than this are skipped with a warning.
@@ -60,13 +61,14 @@ impl LayerKind {
         }
     }
 
-    /// A handler's timeout when it gives none, in seconds, when it is not levelcode's: the
-    /// agent's own default in its files.
-    pub fn default_timeout(self) -> Option<f64> {
+    /// A handler's timeout when it gives none, in seconds, under `event`, when it is not
+    /// levelcode's: the agent's own default in its files.
+    pub fn default_timeout(self, event: EventKind) -> Option<f64> {
         match self {
-            LayerKind::Agent(protocol, _) => {
-                protocol.rules().own_layers().map(|own| own.default_timeout)
-            }
+            LayerKind::Agent(protocol, _) => protocol
+                .rules()
+                .own_layers()
+                .map(|own| (own.default_timeout)(event)),
             _ => None,
         }
     }

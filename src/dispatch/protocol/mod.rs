@@ -105,8 +105,9 @@ pub struct OwnLayers {
     /// The project's folder of the agent's hook scripts, covered whole by the trust digest as
     /// levelcode's own hooks folder is.
     pub hooks_folder: &'static str,
-    /// A handler's timeout when it gives none, in seconds: the agent's own default.
-    pub default_timeout: f64,
+    /// A handler's timeout when it gives none, in seconds, by the event its group is under: the
+    /// agent's own default.
+    pub default_timeout: fn(EventKind) -> f64,
 }
 
 /// One of an agent's settings files.

@@ -195,7 +195,7 @@ pub(super) fn parse_group(
     // In an agent's own file its handlers speak its protocol, with its default timeout.
     let defaults = Defaults {
         protocol: protocol.unwrap_or(source.layer.protocol()),
-        timeout: source.layer.default_timeout(),
+        timeout: source.layer.default_timeout(EventKind::of(event)),
     };
     for (h, value) in hooks.into_iter().enumerate() {
         if let Some(handler) = parse_handler(h, value, defaults, path.handler(h), at) {

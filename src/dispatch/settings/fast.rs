@@ -483,7 +483,7 @@ pub(super) fn clean_group(
     let layer_protocol = source.layer.protocol();
     let default_secs = source
         .layer
-        .default_timeout()
+        .default_timeout(EventKind::of(event))
         .unwrap_or(DEFAULT_TIMEOUT_SECS);
     // A handler's own protocol, else the group's, else the layer's; `None` for a value that
     // names none, which the general path warns about.

@@ -1,6 +1,11 @@
 //! Unit tests of the Claude Code translation.
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
 use super::*;
-use serde_json::json;
+use crate::dispatch::outcome::Outcome;
+use crate::dispatch::protocol::{Rewrite, ToolCall};
 
 const ROOT: &str = "/home/u/proj";
 
