@@ -636,3 +636,7 @@ pub(super) fn may_apply(matcher: Option<&str>, tool: &str) -> bool {
     found |= !name.is_empty() && name == tool.as_bytes();
     found || !named
 }
+
+#[cfg(test)]
+#[path = "fast_tests.rs"]
+mod tests;
