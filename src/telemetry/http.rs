@@ -197,24 +197,53 @@ pub fn chunked(body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Writes `bytes` to `stream`, giving up at `deadline`.
+/// Writes `bytes` to `stream`, giving up at `deadline`: each write waits at most the time left,
+/// so that a collector that takes a little at a time cannot stretch the wait.
 pub fn send(
     stream: &mut TcpStream,
     endpoint: &Endpoint,
     bytes: &[u8],
     deadline: Instant,
 ) -> Result<(), String> {
-    stream
-        .set_write_timeout(Some(left(deadline)?))
-        .map_err(|e| e.to_string())?;
-    stream
-        .write_all(bytes)
-        .map_err(|e| format!("cannot send to {}: {e}", endpoint.url))
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let slow = || {
+            format!(
+                "cannot send to {} in time: the collector takes the request too slowly",
+                endpoint.url
+            )
+        };
+        let left = left(deadline).map_err(|_| slow())?;
+        stream
+            .set_write_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
+        match stream.write(rest) {
+            Ok(0) => {
+                return Err(format!(
+                    "cannot send to {}: the connection was closed",
+                    endpoint.url
+                ))
+            }
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(slow())
+            }
+            Err(e) => return Err(format!("cannot send to {}: {e}", endpoint.url)),
+        }
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `stream`, in non-blocking mode: at once when the connection takes them
 /// all, as it takes a small request; else the rest waiting, giving up at `deadline`. The stream
-/// is left in non-blocking mode.
+/// is left in non-blocking mode, whether the send succeeded or not, so that reading what the
+/// collector said after a failure cannot wait.
 pub fn send_now(
     stream: &mut TcpStream,
     endpoint: &Endpoint,
@@ -230,8 +259,9 @@ pub fn send_now(
         return Ok(());
     }
     stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-    send(stream, endpoint, &bytes[sent..], deadline)?;
-    stream.set_nonblocking(true).map_err(|e| e.to_string())
+    let rest = send(stream, endpoint, &bytes[sent..], deadline);
+    stream.set_nonblocking(true).map_err(|e| e.to_string())?;
+    rest
 }
 
 /// What the collector has said on a connection so far: the status of each complete response
@@ -359,6 +389,51 @@ pub fn verdict(endpoint: &Endpoint, code: u16) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_send_to_a_reader_that_takes_a_little_at_a_time_ends_at_the_deadline() {
+        use std::time::Duration;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        // About 5 MB a second: each write takes some, none takes all.
+        let reader = std::thread::spawn(move || {
+            let (mut connection, _) = listener.accept().unwrap();
+            let mut buffer = vec![0; 256 << 10];
+            while matches!(connection.read(&mut buffer), Ok(n) if n > 0) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let mut stream = TcpStream::connect(addr).unwrap();
+        // A small send buffer, so that a write is woken for each little the reader takes.
+        let size: libc::c_int = 64 << 10;
+        // SAFETY: the stream's own descriptor and an int that lives for the call.
+        let set = unsafe {
+            use std::os::fd::AsRawFd as _;
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&raw const size).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0);
+        let endpoint = Endpoint::parse(&format!("http://{addr}/")).unwrap();
+        let bytes = vec![b'x'; 64 << 20];
+        let started = Instant::now();
+        let sent = send(
+            &mut stream,
+            &endpoint,
+            &bytes,
+            started + Duration::from_millis(300),
+        );
+        let took = started.elapsed();
+        drop(stream);
+        reader.join().unwrap();
+        assert!(sent.unwrap_err().contains("too slowly"));
+        // 300 ms, with room for a loaded machine; a wait renewed on each write takes 13 s.
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+    }
 
     #[test]
     fn endpoints_parse_as_urls_do() {

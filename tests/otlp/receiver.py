@@ -3,13 +3,17 @@ project's own protobuf definitions (the opentelemetry-proto package), never with
 and prints one JSON line per request on stdout.
 
 Usage: receiver.py [--delay SECONDS] [--status CODE] [--reject CODE] [--read-timeout SECONDS]
-                   [--lifetime SECONDS]
+                   [--hold-until PATH] [--trickle] [--lifetime SECONDS]
 
 A body comes with its Content-Length or chunked (HTTP/1.1's two framings). A request that says
 `Expect: 100-continue` is answered `100 Continue` once its head is read, as a collector does,
 or, with --reject, with that final status instead, as a collector that checks the head first (an
 authentication extension, say) does; that is printed as {"rejected": CODE, "path", "headers"}. With --read-timeout, a connection
-that sends nothing for that long is closed, as servers close idle connections.
+that sends nothing for that long is closed, as servers close idle connections. With
+--hold-until, a body is not read until PATH exists, through a receive buffer kept small, so that
+a client's send of a large body waits for it. With --trickle, a body is read a little at a time
+(at most 1 KiB every 0.1 s) and never decoded; {"trickled": BYTES} is printed when the client
+gives up.
 
 It listens on 127.0.0.1 only, on a port of the system's choosing, which it prints first as
 `port N`. Each request line is {"path", "content_type", "headers", "request"}, where "request"
@@ -21,6 +25,8 @@ seconds (default 60) whatever happens, so a failing test never leaves it behind.
 import argparse
 import base64
 import json
+import os
+import socket
 import sys
 import threading
 import time
@@ -72,6 +78,8 @@ def main():
     parser.add_argument("--status", type=int, default=200)
     parser.add_argument("--reject", type=int, default=0)
     parser.add_argument("--read-timeout", type=float, default=None)
+    parser.add_argument("--hold-until", default=None)
+    parser.add_argument("--trickle", action="store_true")
     parser.add_argument("--lifetime", type=float, default=60.0)
     args = parser.parse_args()
     lock = threading.Lock()
@@ -118,6 +126,15 @@ def main():
                 self.rfile.readline()
 
         def do_POST(self):
+            while args.hold_until and not os.path.exists(args.hold_until):
+                time.sleep(0.01)
+            if args.trickle:
+                total = 0
+                while chunk := self.rfile.read1(1024):
+                    total += len(chunk)
+                    time.sleep(0.1)
+                emit({"trickled": total})
+                return
             body = self.read_body()
             content_type = self.headers.get("Content-Type", "")
             record = {
@@ -164,6 +181,12 @@ def main():
                 emit(record)
 
     class Server(ThreadingHTTPServer):
+        def server_bind(self):
+            if args.hold_until or args.trickle:
+                # Inherited by each connection accepted: a small window while the body waits.
+                self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            super().server_bind()
+
         def handle_error(self, request, client_address):
             # A client that went away before the answer (a server that exited) is no error of
             # the request's: it was decoded and printed already.
