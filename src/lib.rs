@@ -21,3 +21,17 @@ pub(crate) mod signals;
 pub(crate) mod style;
 pub(crate) mod telemetry;
 pub mod trust;
+
+/// Says that the executable calls [`after_answer`] last, once its answer is written and
+/// flushed; until then, what an OpenTelemetry export has left to send once the collector has
+/// taken the request's head is sent before the answer.
+pub fn arm_after_answer() {
+    telemetry::handoff::arm();
+}
+
+/// What is left once the answer is written and flushed: the body of an OpenTelemetry export,
+/// sent by a child of its own (`telemetry::handoff`). It closes every descriptor: nothing may be
+/// read or written after it.
+pub fn after_answer() {
+    telemetry::handoff::complete();
+}

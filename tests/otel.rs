@@ -1,9 +1,10 @@
 //! OpenTelemetry export (contract §18), checked against a real OTLP decoder: a receiver that
 //! decodes each request with the OpenTelemetry project's own protobuf definitions
 //! (`tests/otlp/receiver.py`, with the `opentelemetry-proto` package that `make otlp-python`
-//! installs under `target/`), listening on 127.0.0.1 only. A collector that reads slowly:
-//! [`slow`].
+//! installs under `target/`), listening on 127.0.0.1 only. The body sent after the answer:
+//! [`after_answer`]; a collector that reads slowly: [`slow`].
 
+mod after_answer;
 mod slow;
 
 use std::io::{BufRead as _, BufReader, Write as _};

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::telemetry::config::Config;
-use crate::telemetry::{connect, encode, http, SpanRecord};
+use crate::telemetry::{connect, encode, handoff, http, SpanRecord};
 
 /// Requests `serve` keeps waiting for its exporter before it drops new ones.
 const QUEUE: usize = 256;
@@ -328,7 +328,16 @@ fn foreground(
         // The collector gave up on the idle connection while a long handler ran.
         return plain(config, &[addr], body, deadline);
     }
-    if let Err(e) = http::send_now(&mut stream, endpoint, &http::chunked(body), deadline) {
+    let mut chunked = http::chunked(body);
+    if continued && !verdict {
+        // The collector has taken the head: nothing it says now changes the answer, and the
+        // body can follow it (`handoff`).
+        match handoff::defer(stream, chunked, config.timeout) {
+            Ok(()) => return Ok(()),
+            Err((back, bytes)) => (stream, chunked) = (back, bytes),
+        }
+    }
+    if let Err(e) = http::send_now(&mut stream, endpoint, &chunked, deadline) {
         // A collector that refused the head just now, and closed the connection.
         answers.read_now(&mut stream);
         return match final_status(&mut answers, &mut continued) {

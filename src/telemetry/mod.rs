@@ -17,6 +17,7 @@ pub mod connect;
 pub mod context;
 pub mod encode;
 pub mod export;
+pub mod handoff;
 pub mod http;
 
 use std::cell::RefCell;

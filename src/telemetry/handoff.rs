@@ -1,0 +1,371 @@
+//! The last part of `run`'s export, done after its answer by a process of its own.
+//!
+//! Once the collector has said `100 Continue` to the head of a dispatch's request, nothing it
+//! does can change what the dispatch answers (`run` does not wait for the verdict on the spans,
+//! [`super::export`]). What is left, the body, is then handed over ([`defer`]) and sent after the
+//! process's answer is written ([`complete`]), by a child that shares the process's memory and
+//! has none of its descriptors but the connection: the caller sees the answer, the exit status
+//! and the end of the output without waiting for the collector to be woken by the body. That
+//! wake-up is what the body's send cost: the system puts the collector on the sender's CPU, where
+//! it runs before the sender gets on (docs/BENCHMARKS.md, "Export on, local receiver"). A child
+//! started as the process ends is put on another CPU; a `fork` copies the address space and
+//! costs more than the send it would save.
+//!
+//! The child has the export's timeout ([`super::config::Config::timeout`]) to send the body, and
+//! then ends; it is never waited for. Only the executable arms this ([`arm`]), on Linux, because
+//! only it knows that nothing follows [`complete`]; anything else sends the body before it
+//! answers, as before.
+
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// Arms the hand-over: from now on [`complete`] will be called once the answer is written, and
+/// nothing is read or written after it.
+pub fn arm() {
+    imp::arm();
+}
+
+/// Takes the body `bytes` of a request whose head the collector accepted, to send on `stream`
+/// after the answer, within `timeout`; gives them back when the hand-over is not armed, or not
+/// available on this system.
+pub fn defer(
+    stream: TcpStream,
+    bytes: Vec<u8>,
+    timeout: Duration,
+) -> Result<(), (TcpStream, Vec<u8>)> {
+    imp::defer(stream, bytes, timeout)
+}
+
+/// Sends what [`defer`] took, by a child of its own. Called last, once the process's answer is
+/// written and flushed: it closes every descriptor of the process.
+pub fn complete() {
+    imp::complete();
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod imp {
+    use std::cell::UnsafeCell;
+    use std::net::TcpStream;
+    use std::os::fd::{IntoRawFd as _, RawFd};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    static ARMED: AtomicBool = AtomicBool::new(false);
+
+    struct Deferred {
+        stream: TcpStream,
+        bytes: Vec<u8>,
+        timeout: Duration,
+    }
+
+    static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
+
+    pub fn arm() {
+        ARMED.store(true, Ordering::Relaxed);
+    }
+
+    pub fn defer(
+        stream: TcpStream,
+        bytes: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(), (TcpStream, Vec<u8>)> {
+        if !ARMED.load(Ordering::Relaxed) {
+            return Err((stream, bytes));
+        }
+        let mut deferred = DEFERRED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if deferred.is_some() {
+            return Err((stream, bytes));
+        }
+        *deferred = Some(Deferred {
+            stream,
+            bytes,
+            timeout,
+        });
+        Ok(())
+    }
+
+    /// What the child sends: written once by [`complete`] before the child starts, read only by
+    /// the child.
+    struct Parcel {
+        fd: RawFd,
+        bytes: *const u8,
+        len: usize,
+        /// `CLOCK_MONOTONIC`, in nanoseconds.
+        deadline: u64,
+    }
+
+    struct Shared<T>(UnsafeCell<T>);
+
+    // SAFETY: each `Shared` below is written by the parent only before the child exists, and
+    // read by the child only; `clone` orders the write before the child's first instruction.
+    unsafe impl<T> Sync for Shared<T> {}
+
+    static PARCEL: Shared<Parcel> = Shared(UnsafeCell::new(Parcel {
+        fd: -1,
+        bytes: std::ptr::null(),
+        len: 0,
+        deadline: 0,
+    }));
+
+    const STACK_SIZE: usize = 16 << 10;
+
+    #[repr(C, align(16))]
+    struct Stack([u8; STACK_SIZE]);
+
+    /// The child's stack: never touched by the parent.
+    static STACK: Shared<Stack> = Shared(UnsafeCell::new(Stack([0; STACK_SIZE])));
+
+    pub fn complete() {
+        let Some(Deferred {
+            stream,
+            bytes,
+            timeout,
+        }) = DEFERRED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let fd = stream.into_raw_fd();
+        // The body outlives this process's part: never freed, so the child may read it after
+        // the parent has gone on to exit.
+        let bytes = std::mem::ManuallyDrop::new(bytes);
+        let deadline =
+            sys::monotonic().saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        // SAFETY: `PARCEL` is written here, before the child exists, and never again.
+        unsafe {
+            *PARCEL.0.get() = Parcel {
+                fd,
+                bytes: bytes.as_ptr(),
+                len: bytes.len(),
+                deadline,
+            };
+        }
+        // The child gets a copy of the descriptor table as it is when it starts: every
+        // descriptor but the connection is closed first, so that it holds none of the caller's
+        // pipes (whose end the caller waits for) and no lock. Signals are blocked, so that no
+        // handler of the process's runs on the child's stack.
+        // SAFETY: plain system calls on this process's own descriptors and signal mask; `fd` is
+        // at least 3, descriptors 0 to 2 being open since the start (`main`).
+        let closed = unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+            sys::close_range(fd as u32 + 1, u32::MAX) == 0
+                && sys::close_range(0, fd as u32 - 1) == 0
+        };
+        if !closed {
+            // A kernel without close_range (before 5.9): sent here, within the bound of `run`.
+            let bound = super::super::config::FOREGROUND_BOUND.min(timeout);
+            // SAFETY: `PARCEL` was written above; no child shares it.
+            unsafe {
+                (*PARCEL.0.get()).deadline =
+                    sys::monotonic().saturating_add(bound.as_nanos() as u64);
+            }
+            send_parcel();
+            return;
+        }
+        // SAFETY: the child runs `child` on `STACK`, which nothing else uses, and reads only
+        // `PARCEL` and the body, which outlive it: the memory they are in is shared (CLONE_VM)
+        // and is neither freed nor unmapped by the parent, whose exit leaves it to the child.
+        // The child makes raw system calls only, so it touches no thread-local state of the
+        // parent's (errno among it) and no lock or allocator.
+        let child = unsafe {
+            let top = STACK.0.get().cast::<u8>().add(STACK_SIZE);
+            libc::clone(
+                child,
+                top.cast(),
+                libc::CLONE_VM | libc::SIGCHLD,
+                std::ptr::null_mut(),
+            )
+        };
+        if child < 0 {
+            send_parcel();
+        }
+    }
+
+    extern "C" fn child(_: *mut libc::c_void) -> libc::c_int {
+        send_parcel();
+        0
+    }
+
+    /// Sends the parcel's bytes, waiting while the connection takes no more, until they are
+    /// sent or its deadline passes; raw system calls only (see [`complete`]).
+    fn send_parcel() {
+        // SAFETY: written by `complete` before this runs, and not written again.
+        let parcel = unsafe { &*PARCEL.0.get() };
+        let mut sent = 0;
+        while sent < parcel.len {
+            // SAFETY: `sent < len`, within the body `complete` left alive.
+            let n = unsafe { sys::send(parcel.fd, parcel.bytes.add(sent), parcel.len - sent) };
+            if n > 0 {
+                sent += n as usize;
+                continue;
+            }
+            if n == -libc::EINTR as isize {
+                continue;
+            }
+            if n != -libc::EAGAIN as isize {
+                break;
+            }
+            let now = sys::monotonic();
+            if now >= parcel.deadline {
+                break;
+            }
+            let wait = ((parcel.deadline - now) / 1_000_000).clamp(1, i32::MAX as u64) as i32;
+            sys::wait_writable(parcel.fd, wait);
+        }
+        sys::close(parcel.fd);
+    }
+
+    /// System calls without the C library: they return `-errno` and write no `errno`.
+    mod sys {
+        use std::os::fd::RawFd;
+
+        #[cfg(target_arch = "x86_64")]
+        unsafe fn call(n: libc::c_long, a: [usize; 6]) -> isize {
+            let ret: isize;
+            // SAFETY (the caller's): the arguments are valid for system call `n`.
+            unsafe {
+                std::arch::asm!(
+                    "syscall",
+                    inlateout("rax") n as isize => ret,
+                    in("rdi") a[0], in("rsi") a[1], in("rdx") a[2],
+                    in("r10") a[3], in("r8") a[4], in("r9") a[5],
+                    lateout("rcx") _, lateout("r11") _,
+                    options(nostack),
+                );
+            }
+            ret
+        }
+
+        #[cfg(target_arch = "aarch64")]
+        unsafe fn call(n: libc::c_long, a: [usize; 6]) -> isize {
+            let ret: isize;
+            // SAFETY (the caller's): the arguments are valid for system call `n`.
+            unsafe {
+                std::arch::asm!(
+                    "svc 0",
+                    in("x8") n,
+                    inlateout("x0") a[0] as isize => ret,
+                    in("x1") a[1], in("x2") a[2], in("x3") a[3], in("x4") a[4], in("x5") a[5],
+                    options(nostack),
+                );
+            }
+            ret
+        }
+
+        /// `send(fd, bytes, len, MSG_NOSIGNAL | MSG_DONTWAIT)`.
+        ///
+        /// # Safety
+        /// `bytes` is valid for reads of `len` bytes.
+        pub unsafe fn send(fd: RawFd, bytes: *const u8, len: usize) -> isize {
+            let flags = (libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) as usize;
+            // SAFETY: the caller's; no address is given.
+            unsafe {
+                call(
+                    libc::SYS_sendto,
+                    [fd as usize, bytes as usize, len, flags, 0, 0],
+                )
+            }
+        }
+
+        /// Waits at most `millis` for `fd` to take more.
+        pub fn wait_writable(fd: RawFd, millis: i32) {
+            let mut poll = libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            let ts = libc::timespec {
+                tv_sec: libc::time_t::from(millis / 1000),
+                tv_nsec: libc::c_long::from(millis % 1000) * 1_000_000,
+            };
+            // SAFETY: one pollfd and one timespec, both live for the call; no signal mask.
+            unsafe {
+                call(
+                    libc::SYS_ppoll,
+                    [
+                        (&raw mut poll) as usize,
+                        1,
+                        (&raw const ts) as usize,
+                        0,
+                        0,
+                        0,
+                    ],
+                );
+            }
+        }
+
+        pub fn close(fd: RawFd) {
+            // SAFETY: closing a descriptor is valid for any number.
+            unsafe {
+                call(libc::SYS_close, [fd as usize, 0, 0, 0, 0, 0]);
+            }
+        }
+
+        /// `close_range(first, last, 0)`: 0, or `-errno`.
+        pub fn close_range(first: u32, last: u32) -> isize {
+            // SAFETY: closing descriptors is valid for any range.
+            unsafe {
+                call(
+                    libc::SYS_close_range,
+                    [first as usize, last as usize, 0, 0, 0, 0],
+                )
+            }
+        }
+
+        /// `CLOCK_MONOTONIC` in nanoseconds.
+        pub fn monotonic() -> u64 {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: one timespec, live for the call.
+            unsafe {
+                call(
+                    libc::SYS_clock_gettime,
+                    [
+                        libc::CLOCK_MONOTONIC as usize,
+                        (&raw mut ts) as usize,
+                        0,
+                        0,
+                        0,
+                        0,
+                    ],
+                );
+            }
+            (ts.tv_sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec as u64)
+        }
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+mod imp {
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    pub fn arm() {}
+
+    pub fn defer(
+        stream: TcpStream,
+        bytes: Vec<u8>,
+        _timeout: Duration,
+    ) -> Result<(), (TcpStream, Vec<u8>)> {
+        Err((stream, bytes))
+    }
+
+    pub fn complete() {}
+}

@@ -1,0 +1,62 @@
+//! Once the collector has taken the head of a dispatch's request, `run` answers without waiting
+//! for the body to go: a child of its own sends it, with the export's whole timeout, holding none
+//! of the caller's descriptors.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{attributes, spans, Receiver};
+use crate::common::{group, Test};
+
+#[test]
+fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
+    let test = Test::new();
+    let go = test.home().join("go");
+    // A collector that says `100 Continue` at once and reads no body until `go` exists.
+    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
+        return;
+    };
+    // Three handler spans of a 2 MiB label each: a body no connection's buffers take whole,
+    // so that sending it waits for the collector. The first handler lasts long enough for the
+    // collector's `100 Continue` to be there when the handlers end.
+    let label = |n: u8| format!("{n}{}", "x".repeat(2 << 20));
+    let settings = group(
+        "PreToolUse",
+        None,
+        json!([
+            { "command": "sleep 1", "name": label(1) },
+            { "command": "true", "name": label(2) },
+            { "command": "exit 0", "name": label(3) },
+        ]),
+    );
+    let test = test
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
+        .user_settings(&settings)
+        .tool_event("PreToolUse", "write_file");
+    let (done, out) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(test.run());
+    });
+    // The answer, the exit and the end of stdout and stderr, all while the body waits: were
+    // any of the caller's pipes held by the process sending it, their end would come only
+    // when the collector had read it all, which it does only after this.
+    let out = out
+        .recv_timeout(Duration::from_secs(30))
+        .expect("run ended while its export's body waited for the collector");
+    assert_eq!(out.outcomes(), ["proceed", "proceed", "proceed"]);
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+
+    std::fs::write(&go, "").unwrap();
+    let spans = spans(&receiver.request());
+    assert_eq!(spans.len(), 4);
+    for (n, span) in (1..).zip(&spans[1..]) {
+        assert_eq!(
+            attributes(span)["levelcode.hook.label"].as_str(),
+            Some(label(n).as_str()),
+            "every span whole, sent after the dispatch ended"
+        );
+    }
+}
