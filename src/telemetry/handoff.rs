@@ -98,6 +98,8 @@ mod imp {
         len: usize,
         /// `CLOCK_MONOTONIC`, in nanoseconds.
         deadline: u64,
+        /// The signal mask before [`complete`] blocked every signal, as the kernel has it.
+        mask: u64,
     }
 
     struct Shared<T>(UnsafeCell<T>);
@@ -111,6 +113,7 @@ mod imp {
         bytes: std::ptr::null(),
         len: 0,
         deadline: 0,
+        mask: 0,
     }));
 
     const STACK_SIZE: usize = 16 << 10;
@@ -139,6 +142,25 @@ mod imp {
         let bytes = std::mem::ManuallyDrop::new(bytes);
         let deadline =
             sys::monotonic().saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        // Signals are blocked until the child has put back the default action of every signal
+        // the process handles, so that no handler of the process's runs on the child's stack;
+        // the child then has the mask the process had. The child gets a copy of the descriptor
+        // table as it is when it starts: every descriptor but the connection is closed first,
+        // so that it holds none of the caller's pipes (whose end the caller waits for) and no
+        // lock.
+        // SAFETY: plain system calls on this process's own descriptors and signal mask, with
+        // sets that live for the calls; `fd` is at least 3, descriptors 0 to 2 being open since
+        // the start (`main`).
+        let (mask, closed) = unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut before: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut before);
+            let mask = (&raw const before).cast::<u64>().read_unaligned();
+            let closed = sys::close_range(fd as u32 + 1, u32::MAX) == 0
+                && sys::close_range(0, fd as u32 - 1) == 0;
+            (mask, closed)
+        };
         // SAFETY: `PARCEL` is written here, before the child exists, and never again.
         unsafe {
             *PARCEL.0.get() = Parcel {
@@ -146,21 +168,9 @@ mod imp {
                 bytes: bytes.as_ptr(),
                 len: bytes.len(),
                 deadline,
+                mask,
             };
         }
-        // The child gets a copy of the descriptor table as it is when it starts: every
-        // descriptor but the connection is closed first, so that it holds none of the caller's
-        // pipes (whose end the caller waits for) and no lock. Signals are blocked, so that no
-        // handler of the process's runs on the child's stack.
-        // SAFETY: plain system calls on this process's own descriptors and signal mask; `fd` is
-        // at least 3, descriptors 0 to 2 being open since the start (`main`).
-        let closed = unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
-            sys::close_range(fd as u32 + 1, u32::MAX) == 0
-                && sys::close_range(0, fd as u32 - 1) == 0
-        };
         if !closed {
             // A kernel without close_range (before 5.9): sent here, within the bound of `run`.
             let bound = super::super::config::FOREGROUND_BOUND.min(timeout);
@@ -192,6 +202,9 @@ mod imp {
     }
 
     extern "C" fn child(_: *mut libc::c_void) -> libc::c_int {
+        sys::default_signals();
+        // SAFETY: written by `complete` before the child started.
+        sys::set_mask(unsafe { (*PARCEL.0.get()).mask });
         send_parcel();
         0
     }
@@ -319,6 +332,68 @@ mod imp {
                     libc::SYS_close_range,
                     [first as usize, last as usize, 0, 0, 0, 0],
                 )
+            }
+        }
+
+        /// The kernel's `struct sigaction`, the same on x86_64 and aarch64.
+        #[repr(C)]
+        struct Action {
+            handler: usize,
+            flags: u64,
+            restorer: usize,
+            mask: u64,
+        }
+
+        const NO_ACTION: Action = Action {
+            handler: 0,
+            flags: 0,
+            restorer: 0,
+            mask: 0,
+        };
+
+        /// Puts back the default action of every signal that has a handler.
+        pub fn default_signals() {
+            for signal in 1..=64 {
+                if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+                    continue;
+                }
+                let mut action = NO_ACTION;
+                // SAFETY: one `Action` for the old action, live for the call; none given.
+                let read = unsafe {
+                    call(
+                        libc::SYS_rt_sigaction,
+                        [signal as usize, 0, (&raw mut action) as usize, 8, 0, 0],
+                    )
+                };
+                // SIG_DFL is 0 and SIG_IGN 1: anything else is a handler.
+                if read == 0 && action.handler > 1 {
+                    let default = NO_ACTION;
+                    // SAFETY: one `Action` (the default, SIG_DFL), live for the call.
+                    unsafe {
+                        call(
+                            libc::SYS_rt_sigaction,
+                            [signal as usize, (&raw const default) as usize, 0, 8, 0, 0],
+                        );
+                    }
+                }
+            }
+        }
+
+        /// Sets the signal mask to `mask`.
+        pub fn set_mask(mask: u64) {
+            // SAFETY: one mask, live for the call.
+            unsafe {
+                call(
+                    libc::SYS_rt_sigprocmask,
+                    [
+                        libc::SIG_SETMASK as usize,
+                        (&raw const mask) as usize,
+                        0,
+                        8,
+                        0,
+                        0,
+                    ],
+                );
             }
         }
 

@@ -2,25 +2,20 @@
 //! for the body to go: a child of its own sends it, with the export's whole timeout, holding none
 //! of the caller's descriptors.
 
+use std::io::Write as _;
+use std::process::Stdio;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use super::{attributes, spans, Receiver};
-use crate::common::{group, Test};
+use crate::common::{group, group_members, write, Sandbox, Test};
 
-#[test]
-fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
-    let test = Test::new();
-    let go = test.home().join("go");
-    // A collector that says `100 Continue` at once and reads no body until `go` exists.
-    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
-        return;
-    };
-    // Three handler spans of a 2 MiB label each: a body no connection's buffers take whole,
-    // so that sending it waits for the collector. The first handler lasts long enough for the
-    // collector's `100 Continue` to be there when the handlers end.
+/// Settings whose three handler spans have a 2 MiB label each: a body no connection's buffers
+/// take whole, so that sending it waits for the collector. The first handler lasts long enough
+/// for the collector's `100 Continue` to be there when the handlers end.
+fn big_labels() -> (serde_json::Value, impl Fn(u8) -> String) {
     let label = |n: u8| format!("{n}{}", "x".repeat(2 << 20));
     let settings = group(
         "PreToolUse",
@@ -31,6 +26,18 @@ fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
             { "command": "exit 0", "name": label(3) },
         ]),
     );
+    (settings, label)
+}
+
+#[test]
+fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
+    let test = Test::new();
+    let go = test.home().join("go");
+    // A collector that says `100 Continue` at once and reads no body until `go` exists.
+    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
+        return;
+    };
+    let (settings, label) = big_labels();
     let test = test
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
         .env("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
@@ -59,4 +66,54 @@ fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
             "every span whole, sent after the dispatch ended"
         );
     }
+}
+
+#[test]
+fn the_process_sending_the_body_ends_on_a_signal_to_its_group_as_any_process_does() {
+    let sandbox = Sandbox::new();
+    let go = sandbox.root().join("go");
+    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
+        return;
+    };
+    let (settings, _) = big_labels();
+    write(
+        &sandbox.home().join(".config/levelcode/settings.json"),
+        settings.to_string(),
+    );
+    let mut child = {
+        use std::os::unix::process::CommandExt as _;
+        sandbox
+            .command()
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let group = i32::try_from(child.id()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"event":"PreToolUse","tool_name":"write_file"}"#)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    // The dispatcher is gone; what sends the body is left in its group, waiting for the
+    // collector.
+    let sender = group_members(group);
+    assert_eq!(sender.len(), 1, "{sender:?}");
+    // SAFETY: a signal to the test's own child's group.
+    assert_eq!(unsafe { libc::kill(-group, libc::SIGTERM) }, 0);
+    let limit = Instant::now() + Duration::from_secs(20);
+    while !group_members(group).is_empty() {
+        assert!(
+            Instant::now() < limit,
+            "{sender:?} outlived SIGTERM to its group"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::write(&go, "").unwrap();
 }
