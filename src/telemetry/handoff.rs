@@ -209,31 +209,65 @@ mod imp {
         0
     }
 
-    /// Sends the parcel's bytes, waiting while the connection takes no more, until they are
-    /// sent or its deadline passes; raw system calls only (see [`complete`]).
+    /// Sends the parcel's bytes, then reads what the collector says until the head of its
+    /// final answer (or the connection's end), waiting while there is nothing to do, until its
+    /// deadline; raw system calls only (see [`complete`]). Closing the
+    /// connection before the collector has answered would lose the spans with collectors that
+    /// give up on a request whose client has gone (hyper-based ones among them).
     fn send_parcel() {
         // SAFETY: written by `complete` before this runs, and not written again.
         let parcel = unsafe { &*PARCEL.0.get() };
+        let wait = |events| {
+            let now = sys::monotonic();
+            if now >= parcel.deadline {
+                return false;
+            }
+            let millis = ((parcel.deadline - now) / 1_000_000).clamp(1, i32::MAX as u64) as i32;
+            sys::wait_for(parcel.fd, events, millis);
+            true
+        };
         let mut sent = 0;
         while sent < parcel.len {
             // SAFETY: `sent < len`, within the body `complete` left alive.
             let n = unsafe { sys::send(parcel.fd, parcel.bytes.add(sent), parcel.len - sent) };
             if n > 0 {
                 sent += n as usize;
-                continue;
+            } else if n == -libc::EINTR as isize {
+            } else if n != -libc::EAGAIN as isize || !wait(libc::POLLOUT) {
+                sys::close(parcel.fd);
+                return;
             }
-            if n == -libc::EINTR as isize {
-                continue;
-            }
-            if n != -libc::EAGAIN as isize {
+        }
+        // What the collector answers, up to the end of its final answer's head: a status of
+        // 200 or more, after any interim `1xx`.
+        let mut answer = [0u8; 1024];
+        let mut have = 0;
+        loop {
+            // SAFETY: `have < 1024`: the rest of `answer`, live for the call.
+            let n = unsafe {
+                sys::receive(
+                    parcel.fd,
+                    answer.as_mut_ptr().add(have),
+                    answer.len() - have,
+                )
+            };
+            if n > 0 {
+                have += n as usize;
+                while let Some(end) = answer[..have].windows(4).position(|w| w == b"\r\n\r\n") {
+                    if answer.get(9) != Some(&b'1') {
+                        sys::close(parcel.fd);
+                        return;
+                    }
+                    answer.copy_within(end + 4..have, 0);
+                    have -= end + 4;
+                }
+                if have == answer.len() {
+                    break;
+                }
+            } else if n == -libc::EINTR as isize {
+            } else if n != -libc::EAGAIN as isize || !wait(libc::POLLIN) {
                 break;
             }
-            let now = sys::monotonic();
-            if now >= parcel.deadline {
-                break;
-            }
-            let wait = ((parcel.deadline - now) / 1_000_000).clamp(1, i32::MAX as u64) as i32;
-            sys::wait_writable(parcel.fd, wait);
         }
         sys::close(parcel.fd);
     }
@@ -290,11 +324,26 @@ mod imp {
             }
         }
 
-        /// Waits at most `millis` for `fd` to take more.
-        pub fn wait_writable(fd: RawFd, millis: i32) {
+        /// `recv(fd, bytes, len, MSG_DONTWAIT)`.
+        ///
+        /// # Safety
+        /// `bytes` is valid for writes of `len` bytes.
+        pub unsafe fn receive(fd: RawFd, bytes: *mut u8, len: usize) -> isize {
+            let flags = libc::MSG_DONTWAIT as usize;
+            // SAFETY: the caller's; no address is asked for.
+            unsafe {
+                call(
+                    libc::SYS_recvfrom,
+                    [fd as usize, bytes as usize, len, flags, 0, 0],
+                )
+            }
+        }
+
+        /// Waits at most `millis` for `events` on `fd`.
+        pub fn wait_for(fd: RawFd, events: libc::c_short, millis: i32) {
             let mut poll = libc::pollfd {
                 fd,
-                events: libc::POLLOUT,
+                events,
                 revents: 0,
             };
             let ts = libc::timespec {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{attributes, spans, Receiver};
-use crate::common::{group, group_members, write, Sandbox, Test};
+use crate::common::{group, group_members, on, write, Sandbox, Test};
 
 /// Settings whose three handler spans have a 2 MiB label each: a body no connection's buffers
 /// take whole, so that sending it waits for the collector. The first handler lasts long enough
@@ -116,4 +116,24 @@ fn the_process_sending_the_body_ends_on_a_signal_to_its_group_as_any_process_doe
         std::thread::sleep(Duration::from_millis(10));
     }
     std::fs::write(&go, "").unwrap();
+}
+
+#[test]
+fn the_spans_reach_a_collector_that_drops_a_request_whose_client_left_before_its_answer() {
+    // Such a collector (hyper's HTTP/1 server, say) gives up on a request whose connection
+    // ends before it has answered; this one answers half a second after the body.
+    let Some(receiver) = Receiver::start(&["--delay", "0.5", "--drop-if-closed"]) else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(on("Stop", "sleep 1"))
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    // `run` has answered; what sends the body keeps the connection until the answer.
+    let record = receiver.request();
+    assert!(record.get("dropped").is_none(), "{record}");
+    assert_eq!(spans(&record).len(), 2);
 }

@@ -3,7 +3,7 @@ project's own protobuf definitions (the opentelemetry-proto package), never with
 and prints one JSON line per request on stdout.
 
 Usage: receiver.py [--delay SECONDS] [--status CODE] [--reject CODE] [--read-timeout SECONDS]
-                   [--hold-until PATH] [--trickle] [--lifetime SECONDS]
+                   [--hold-until PATH] [--trickle] [--drop-if-closed] [--lifetime SECONDS]
 
 A body comes with its Content-Length or chunked (HTTP/1.1's two framings). A request that says
 `Expect: 100-continue` is answered `100 Continue` once its head is read, as a collector does,
@@ -13,7 +13,9 @@ that sends nothing for that long is closed, as servers close idle connections. W
 --hold-until, a body is not read until PATH exists, through a receive buffer kept small, so that
 a client's send of a large body waits for it. With --trickle, a body is read a little at a time
 (at most 1 KiB every 0.1 s) and never decoded; {"trickled": BYTES} is printed when the client
-gives up.
+gives up. With --drop-if-closed, a request whose client has closed its side of the connection
+by the time of the answer is dropped, as hyper's HTTP/1 server drops one (it then reads the end
+of the connection in the middle of a request); that is printed as {"dropped": true}.
 
 It listens on 127.0.0.1 only, on a port of the system's choosing, which it prints first as
 `port N`. Each request line is {"path", "content_type", "headers", "request"}, where "request"
@@ -26,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import select
 import socket
 import sys
 import threading
@@ -80,6 +83,7 @@ def main():
     parser.add_argument("--read-timeout", type=float, default=None)
     parser.add_argument("--hold-until", default=None)
     parser.add_argument("--trickle", action="store_true")
+    parser.add_argument("--drop-if-closed", action="store_true")
     parser.add_argument("--lifetime", type=float, default=60.0)
     args = parser.parse_args()
     lock = threading.Lock()
@@ -157,6 +161,11 @@ def main():
                 record["error"] = repr(error)
             if args.delay:
                 time.sleep(args.delay)
+            if args.drop_if_closed:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
+                    emit({"dropped": True})
+                    return
             # Answered as soon as decoded, as a collector does; rendered for the test after,
             # even when the client is gone by then.
             status = 400 if "error" in record else args.status
