@@ -13,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target=${CARGO_TARGET_DIR:-target}
+# The collector benchmarked beside the receivers (benches/rotel_receiver.py), from PyPI.
+ROTEL_VERSION=0.0.1a15
 out=$target/bench
 mkdir -p "$out"
 say() { printf '%s\n' "$*" >&2; }
@@ -112,9 +114,22 @@ printf 'no-match dispatch: %s ms with no managed file, %s ms with one (hyperfine
 
 # --- export, local receiver ---------------------------------------------------------------
 if [ -n "$have_receiver" ]; then
-    for receiver in tests lean; do
-        script=tests/otlp/receiver.py
-        [ "$receiver" = tests ] || script=benches/lean_receiver.py
+    receivers="tests lean"
+    # A real OpenTelemetry collector too: Rotel, written in Rust, from PyPI.
+    rotel=$target/otlp-rotel
+    [ -f "$rotel/rotel/rotel-agent" ] || python3 -m pip install --quiet --disable-pip-version-check \
+        --root-user-action=ignore --no-deps --target "$rotel" "rotel==$ROTEL_VERSION" >/dev/null 2>&1 || true
+    chmod +x "$rotel/rotel/rotel-agent" 2>/dev/null || true
+    if [ -x "$rotel/rotel/rotel-agent" ]; then
+        export ROTEL_AGENT=$rotel/rotel/rotel-agent
+        receivers="$receivers rotel"
+    fi
+    for receiver in $receivers; do
+        case $receiver in
+            tests) script=tests/otlp/receiver.py ;;
+            lean) script=benches/lean_receiver.py ;;
+            rotel) script=benches/rotel_receiver.py ;;
+        esac
         python3 benches/interleaved.py "$runs" "$work/one.json" "$bin" "$home" "$python_path" "$script" \
             > "$work/interleaved.$receiver.json"
         figure "local_$receiver" "$(cat "$work/interleaved.$receiver.json")"
@@ -126,8 +141,10 @@ if sys.argv[2] == "tests":
     print("## Export on, local receiver: a one-handler dispatch")
     print()
     print("The tests' receiver (tests/otlp/receiver.py: Python's http.server, a thread per connection):")
+elif sys.argv[2] == "lean":
+    print("A lean receiver (benches/lean_receiver.py: one thread, one poll loop, the same decoding):")
 else:
-    print("A lean receiver (benches/lean_receiver.py: one thread, one poll loop, the same decoding), standing in for a collector that answers as fast as the OpenTelemetry Collector:")
+    print("A real collector, Rotel (benches/rotel_receiver.py: an OpenTelemetry collector written in Rust, from PyPI, dropping what it receives):")
 print()
 print("| | median | interquartile range | vs export off |")
 print("|---|---:|---:|---:|")
@@ -136,7 +153,7 @@ for name, label in (("protobuf", "`http/protobuf` (the default)"), ("json", "`ht
     m = r[name]["median"]
     print(f"| {label} | {m:.3f} ms | {r[name]['iqr']:.3f} ms | {100 * (m / off - 1):+.1f}% ({m - off:+.3f} ms) |")
 print()
-print(f"{r['rounds']} rounds, each running the three cases once in a shuffled order, with the receiver's line awaited and the same pause after every run (benches/interleaved.py); the receiver decoded {r['received']} requests, {r['undecodable']} of them not valid OTLP.")
+print(f"{r['rounds']} rounds, each running the three cases once in a shuffled order, with the receiver's line awaited and the same pause after every run (benches/interleaved.py); the receiver took {r['received']} requests, {r['undecodable']} of them not valid OTLP.")
 print()
 EOF
     done
@@ -207,7 +224,7 @@ rows = []
 if "managed_calls" in f:
     n = f["managed_calls"]
     rows.append(("managed layer, file absent: a no-match `run` makes at most one system call about it", f"{n} (`serve`: {f['managed_serve_calls']} per request)", n <= 1 and f["managed_serve_calls"] <= 1))
-for receiver, which in (("tests", "the tests' receiver"), ("lean", "a lean receiver")):
+for receiver, which in (("tests", "the tests' receiver"), ("lean", "a lean receiver"), ("rotel", "Rotel, a collector")):
     if f"local_{receiver}" not in f:
         continue
     l = f[f"local_{receiver}"]

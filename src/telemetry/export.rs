@@ -360,6 +360,9 @@ fn foreground(
             return final_answer(config, addr, body, deadline, code);
         }
         if continued && !verdict {
+            // The collector's answer is waited for after the dispatch's (`handoff`): some
+            // collectors drop a request whose connection ends before they have answered.
+            let _ = handoff::defer(stream, Vec::new(), config.timeout);
             return Ok(());
         }
     }

@@ -2,19 +2,22 @@
 //!
 //! Once the collector has said `100 Continue` to the head of a dispatch's request, nothing it
 //! does can change what the dispatch answers (`run` does not wait for the verdict on the spans,
-//! [`super::export`]). What is left, the body, is then handed over ([`defer`]) and sent after the
-//! process's answer is written ([`complete`]), by a child that shares the process's memory and
-//! has none of its descriptors but the connection: the caller sees the answer, the exit status
-//! and the end of the output without waiting for the collector to be woken by the body. That
-//! wake-up is what the body's send cost: the system puts the collector on the sender's CPU, where
-//! it runs before the sender gets on (docs/BENCHMARKS.md, "Export on, local receiver"). A child
-//! started as the process ends is put on another CPU; a `fork` copies the address space and
-//! costs more than the send it would save.
+//! [`super::export`]). What is left, the body (when it has not been sent yet) and the wait for
+//! the collector's answer, is then handed over ([`defer`]) and done after the process's answer
+//! is written ([`complete`]), by a child that shares the process's memory and has none of its
+//! descriptors but the connection. Waiting for the collector's answer before the connection is
+//! closed matters: some collectors (hyper-based ones) drop a request whose connection ends
+//! before they have answered. With the child, the caller sees the answer, the exit status and
+//! the end of the output without waiting for either, nor for the collector to be woken by the
+//! body. That wake-up is what the body's send cost: the system puts the collector on the
+//! sender's CPU, where it runs before the sender gets on (docs/BENCHMARKS.md, "Export on, local
+//! receiver"). A child started as the process ends is put on another CPU; a `fork` copies the
+//! address space and costs more than the send it would save.
 //!
-//! The child has the export's timeout ([`super::config::Config::timeout`]) to send the body, and
-//! then ends; it is never waited for. Only the executable arms this ([`arm`]), on Linux, because
-//! only it knows that nothing follows [`complete`]; anything else sends the body before it
-//! answers, as before.
+//! The child has the export's timeout ([`super::config::Config::timeout`]) for the body and the
+//! answer, and then ends; it is never waited for. Only the executable arms this ([`arm`]), on
+//! Linux, because only it knows that nothing follows [`complete`]; anything else sends the body
+//! before it answers and closes the connection without waiting for the collector's answer.
 
 use std::net::TcpStream;
 use std::time::Duration;

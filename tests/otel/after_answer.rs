@@ -137,3 +137,33 @@ fn the_spans_reach_a_collector_that_drops_a_request_whose_client_left_before_its
     assert!(record.get("dropped").is_none(), "{record}");
     assert_eq!(spans(&record).len(), 2);
 }
+
+#[test]
+fn the_answer_is_waited_for_after_the_dispatch_when_the_collector_says_continue_late() {
+    // A collector that says `100 Continue` only once the body arrives (hyper's way), answers
+    // half a second later, and drops the request if the connection has ended by then.
+    let Some(receiver) =
+        Receiver::start(&["--late-continue", "--delay", "0.5", "--drop-if-closed"])
+    else {
+        return;
+    };
+    // `run` waits 200 ms at most for that `100 Continue`; on a loaded machine the collector
+    // can be slower, and the attempt shows nothing: it is made again.
+    for _ in 0..5 {
+        let out = Test::new()
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+            .user_settings(on("Stop", "true"))
+            .event("Stop")
+            .run();
+        assert_eq!(out.outcomes(), ["proceed"]);
+        let record = receiver.request();
+        if !out.warnings().is_empty() {
+            out.warning(&["OpenTelemetry", "no answer within 200 ms"]);
+            continue;
+        }
+        assert!(record.get("dropped").is_none(), "{record}");
+        assert_eq!(spans(&record).len(), 2);
+        return;
+    }
+    panic!("the collector was slower than the bound five times");
+}

@@ -3,7 +3,8 @@ project's own protobuf definitions (the opentelemetry-proto package), never with
 and prints one JSON line per request on stdout.
 
 Usage: receiver.py [--delay SECONDS] [--status CODE] [--reject CODE] [--read-timeout SECONDS]
-                   [--hold-until PATH] [--trickle] [--drop-if-closed] [--lifetime SECONDS]
+                   [--hold-until PATH] [--trickle] [--drop-if-closed] [--late-continue]
+                   [--lifetime SECONDS]
 
 A body comes with its Content-Length or chunked (HTTP/1.1's two framings). A request that says
 `Expect: 100-continue` is answered `100 Continue` once its head is read, as a collector does,
@@ -15,7 +16,8 @@ a client's send of a large body waits for it. With --trickle, a body is read a l
 (at most 1 KiB every 0.1 s) and never decoded; {"trickled": BYTES} is printed when the client
 gives up. With --drop-if-closed, a request whose client has closed its side of the connection
 by the time of the answer is dropped, as hyper's HTTP/1 server drops one (it then reads the end
-of the connection in the middle of a request); that is printed as {"dropped": true}.
+of the connection in the middle of a request); that is printed as {"dropped": true}. With --late-continue, `100 Continue` is said only once the
+body has begun to arrive, as hyper says it once the request's body is first read.
 
 It listens on 127.0.0.1 only, on a port of the system's choosing, which it prints first as
 `port N`. Each request line is {"path", "content_type", "headers", "request"}, where "request"
@@ -84,6 +86,7 @@ def main():
     parser.add_argument("--hold-until", default=None)
     parser.add_argument("--trickle", action="store_true")
     parser.add_argument("--drop-if-closed", action="store_true")
+    parser.add_argument("--late-continue", action="store_true")
     parser.add_argument("--lifetime", type=float, default=60.0)
     args = parser.parse_args()
     lock = threading.Lock()
@@ -101,6 +104,8 @@ def main():
             pass
 
         def handle_expect_100(self):
+            if args.late_continue:
+                select.select([self.connection], [], [], 30)
             if not args.reject:
                 return super().handle_expect_100()
             self.send_response(args.reject)
