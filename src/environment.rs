@@ -186,6 +186,9 @@ pub struct OtelVars {
     pub traceparent: Option<String>,
     /// `LEVELCODE_HOOKS_OTEL_CONTENT`: payloads and output go into the spans too.
     pub content: bool,
+    /// `LEVELCODE_HOOKS_OTEL_IN_PROCESS`: `run` sends the body itself, not a child after its
+    /// answer (for tools that cannot follow a child sharing the process's memory: valgrind).
+    pub in_process: bool,
 }
 
 fn otel_var(name: &str) -> Option<String> {
@@ -226,6 +229,7 @@ pub fn otel() -> Option<&'static OtelVars> {
             traces_exporter: var("OTEL_TRACES_EXPORTER"),
             traceparent: var("TRACEPARENT"),
             content: std::env::var("LEVELCODE_HOOKS_OTEL_CONTENT").is_ok_and(|v| is_on(&v)),
+            in_process: std::env::var("LEVELCODE_HOOKS_OTEL_IN_PROCESS").is_ok_and(|v| is_on(&v)),
         })
     })
     .as_ref()

@@ -329,7 +329,8 @@ fn foreground(
         return plain(config, &[addr], body, deadline);
     }
     let mut chunked = http::chunked(body);
-    if continued && !verdict {
+    let handoff = !crate::environment::otel().is_some_and(|v| v.in_process);
+    if continued && !verdict && handoff {
         // The collector has taken the head: nothing it says now changes the answer, and the
         // body can follow it (`handoff`).
         match handoff::defer(stream, chunked, config.timeout) {
@@ -362,7 +363,9 @@ fn foreground(
         if continued && !verdict {
             // The collector's answer is waited for after the dispatch's (`handoff`): some
             // collectors drop a request whose connection ends before they have answered.
-            let _ = handoff::defer(stream, Vec::new(), config.timeout);
+            if handoff {
+                let _ = handoff::defer(stream, Vec::new(), config.timeout);
+            }
             return Ok(());
         }
     }

@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 35] = [
+pub const CLEARED: [&str; 36] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -52,6 +52,7 @@ pub const CLEARED: [&str; 35] = [
     "TRACEPARENT",
     "TRACESTATE",
     "LEVELCODE_HOOKS_OTEL_CONTENT",
+    "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
     // What handlers are given.
     "LEVELCODE_HOOK_EVENT",
     "LEVELCODE_TOOL_NAME",
