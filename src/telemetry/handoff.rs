@@ -174,8 +174,9 @@ mod imp {
                 mask,
             };
         }
-        if !closed {
-            // A kernel without close_range (before 5.9): sent here, within the bound of `run`.
+        // Without a child (a kernel without close_range, before 5.9, or no process to be had):
+        // sent here, within the bound of `run`.
+        let here = || {
             let bound = super::super::config::FOREGROUND_BOUND.min(timeout);
             // SAFETY: `PARCEL` was written above; no child shares it.
             unsafe {
@@ -183,6 +184,9 @@ mod imp {
                     sys::monotonic().saturating_add(bound.as_nanos() as u64);
             }
             send_parcel();
+        };
+        if !closed {
+            here();
             return;
         }
         // SAFETY: the child runs `child` on `STACK`, which nothing else uses, and reads only
@@ -200,7 +204,7 @@ mod imp {
             )
         };
         if child < 0 {
-            send_parcel();
+            here();
         }
     }
 
