@@ -12,21 +12,25 @@ use serde_json::json;
 use super::{attributes, spans, Receiver};
 use crate::common::{group, group_members, on, write, Sandbox, Test};
 
-/// Settings whose three handler spans have a 2 MiB label each: a body no connection's buffers
-/// take whole, so that sending it waits for the collector. The first handler lasts long enough
-/// for the collector's `100 Continue` to be there when the handlers end.
-fn big_labels() -> (serde_json::Value, impl Fn(u8) -> String) {
-    let label = |n: u8| format!("{n}{}", "x".repeat(2 << 20));
-    let settings = group(
-        "PreToolUse",
+/// The label of handler `n` in [`big_labels`]: 2 MiB.
+pub(super) fn label(n: u8) -> String {
+    format!("{n}{}", "x".repeat(2 << 20))
+}
+
+/// Settings under `event` whose three handler spans have a 2 MiB label each: a body no
+/// connection's buffers take whole, so that sending it waits for the collector. The first
+/// handler runs `first`: long enough, where it matters, for the collector's `100 Continue` to
+/// be there when the handlers end.
+pub(super) fn big_labels(event: &str, first: &str) -> serde_json::Value {
+    group(
+        event,
         None,
         json!([
-            { "command": "sleep 1", "name": label(1) },
+            { "command": first, "name": label(1) },
             { "command": "true", "name": label(2) },
             { "command": "exit 0", "name": label(3) },
         ]),
-    );
-    (settings, label)
+    )
 }
 
 #[test]
@@ -37,7 +41,7 @@ fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
     let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
         return;
     };
-    let (settings, label) = big_labels();
+    let settings = big_labels("PreToolUse", "sleep 1");
     let test = test
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
         .env("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
@@ -85,7 +89,7 @@ fn the_process_sending_the_body_ends_on_a_signal_to_its_group_as_any_process_doe
     let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
         return;
     };
-    let (settings, _) = big_labels();
+    let settings = big_labels("PreToolUse", "sleep 1");
     write(
         &sandbox.home().join(".config/levelcode/settings.json"),
         settings.to_string(),

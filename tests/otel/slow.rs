@@ -3,10 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
+use super::after_answer::big_labels;
 use super::Receiver;
-use crate::common::{group, Test};
+use crate::common::Test;
 
 #[test]
 fn a_collector_that_reads_slowly_holds_the_dispatch_no_longer_than_the_bound() {
@@ -16,16 +15,7 @@ fn a_collector_that_reads_slowly_holds_the_dispatch_no_longer_than_the_bound() {
     // Three spans of a 2 MiB label each, far more than the connection's buffers take: at the
     // collector's 10 KiB a second, a send that waited on each write in turn would take
     // minutes.
-    let label = |n: u8| format!("{n}{}", "x".repeat(2 << 20));
-    let settings = group(
-        "Stop",
-        None,
-        json!([
-            { "command": "true", "name": label(1) },
-            { "command": "exit 0", "name": label(2) },
-            { "command": ":", "name": label(3) },
-        ]),
-    );
+    let settings = big_labels("Stop", ":");
     let started = Instant::now();
     // `test`, which waits for the collector's verdict, sends the body itself.
     let out = Test::new()
