@@ -93,7 +93,7 @@ fn work(
     while let Ok(job) = jobs.recv() {
         let deadline = Instant::now() + job.config.timeout;
         let sent = match ADDRS.get() {
-            Some(Ok(addrs)) => plain(job.config, addrs, &job.body, deadline),
+            Some(Ok(addrs)) => plain(job.config, addrs, &job.body, deadline, false),
             Some(Err(e)) => Err(e.clone()),
             None => Err("the collector's address is not known".into()),
         };
@@ -317,20 +317,22 @@ fn foreground(
     let opening = opening.ok_or("cannot start the export thread")?;
     let (mut stream, addr) = begun(config, opening.begun, deadline)?;
     let verdict = VERDICT.load(std::sync::atomic::Ordering::Relaxed);
+    // What is left once the collector has shown it is there may be done after the answer.
+    let handoff = !crate::environment::otel().is_some_and(|v| v.in_process);
+    let later = handoff && !verdict;
     let mut answers = http::Answers::default();
     let mut continued = false;
     // What the collector said of the head while the handlers ran.
     answers.read_now(&mut stream);
     if let Some(code) = final_status(&mut answers, &mut continued) {
-        return final_answer(config, addr, body, deadline, code);
+        return final_answer(config, addr, body, deadline, code, later);
     }
     if answers.closed {
         // The collector gave up on the idle connection while a long handler ran.
-        return plain(config, &[addr], body, deadline);
+        return plain(config, &[addr], body, deadline, later);
     }
     let mut chunked = http::chunked(body);
-    let handoff = !crate::environment::otel().is_some_and(|v| v.in_process);
-    if continued && !verdict && handoff {
+    if continued && later {
         // The collector has taken the head: nothing it says now changes the answer, and the
         // body can follow it (`handoff`).
         match handoff::defer(stream, chunked, config.timeout) {
@@ -342,7 +344,7 @@ fn foreground(
         // A collector that refused the head just now, and closed the connection.
         answers.read_now(&mut stream);
         return match final_status(&mut answers, &mut continued) {
-            Some(code) => final_answer(config, addr, body, deadline, code),
+            Some(code) => final_answer(config, addr, body, deadline, code, later),
             None => Err(e),
         };
     }
@@ -358,12 +360,12 @@ fn foreground(
             ));
         }
         if let Some(code) = final_status(&mut answers, &mut continued) {
-            return final_answer(config, addr, body, deadline, code);
+            return final_answer(config, addr, body, deadline, code, later);
         }
         if continued && !verdict {
             // The collector's answer is waited for after the dispatch's (`handoff`): some
             // collectors drop a request whose connection ends before they have answered.
-            if handoff {
+            if later {
                 let _ = handoff::defer(stream, Vec::new(), config.timeout);
             }
             return Ok(());
@@ -391,22 +393,26 @@ fn final_answer(
     body: &[u8],
     deadline: Instant,
     code: u16,
+    later: bool,
 ) -> Result<(), String> {
     match code {
         // A collector that does not take a body announced this way (411 Length Required,
         // 417 Expectation Failed, 501 Not Implemented): the plain request, once more.
-        411 | 417 | 501 => plain(config, &[addr], body, deadline),
+        411 | 417 | 501 => plain(config, &[addr], body, deadline, later),
         code => http::verdict(&config.endpoint, code),
     }
 }
 
 /// `body` posted with its length given, on a connection of its own to `addrs`, waiting for
-/// the collector's final answer.
+/// the collector's final answer; or, `later`, once connected, leaving the request and the wait
+/// for after the dispatch's answer (`handoff`): the collector has answered on the first
+/// connection already, so it is there.
 fn plain(
     config: &Config,
     addrs: &[SocketAddr],
     body: &[u8],
     deadline: Instant,
+    later: bool,
 ) -> Result<(), String> {
     let (mut stream, _) = http::connect(&config.endpoint, Some(addrs), deadline)?;
     let mut request = Vec::with_capacity(body.len() + 512);
@@ -418,6 +424,12 @@ fn plain(
         http::Framing::Length(body.len()),
     );
     request.extend_from_slice(body);
+    if later {
+        match handoff::defer(stream, request, config.timeout) {
+            Ok(()) => return Ok(()),
+            Err((back, bytes)) => (stream, request) = (back, bytes),
+        }
+    }
     http::exchange(&mut stream, &config.endpoint, &request, deadline)
 }
 

@@ -14,8 +14,9 @@
 //! receiver"). A child started as the process ends is put on another CPU; a `fork` copies the
 //! address space and costs more than the send it would save.
 //!
-//! The child has the export's timeout ([`super::config::Config::timeout`]) for the body and the
-//! answer, and then ends; it is never waited for. Only the executable arms this ([`arm`]), on
+//! The child has the export's timeout ([`super::config::Config::timeout`]) for the body, and at
+//! most 2 s more for the answer, and then ends; it is never waited for. A process whose parent
+//! is an init process gets no child (nothing there may ever reap it). Only the executable arms this ([`arm`]), on
 //! Linux, because only it knows that nothing follows [`complete`]; anything else sends the body
 //! before it answers and closes the connection without waiting for the collector's answer.
 
@@ -76,7 +77,10 @@ mod imp {
         bytes: Vec<u8>,
         timeout: Duration,
     ) -> Result<(), (TcpStream, Vec<u8>)> {
-        if !ARMED.load(Ordering::Relaxed) {
+        // A child of an init process (a container's first process, say) would be left to one
+        // that may never reap it: no hand-over there.
+        // SAFETY: getppid has no preconditions.
+        if !ARMED.load(Ordering::Relaxed) || unsafe { libc::getppid() } == 1 {
             return Err((stream, bytes));
         }
         let mut deferred = DEFERRED
@@ -120,6 +124,9 @@ mod imp {
     }));
 
     const STACK_SIZE: usize = 16 << 10;
+
+    /// How long the child waits for the collector's answer once the body is sent.
+    const ANSWER_WAIT: Duration = Duration::from_secs(2);
 
     #[repr(C, align(16))]
     struct Stack([u8; STACK_SIZE]);
@@ -177,6 +184,7 @@ mod imp {
         // Without a child (a kernel without close_range, before 5.9, or no process to be had):
         // sent here, within the bound of `run`.
         let here = || {
+            sys::set_mask(mask);
             let bound = super::super::config::FOREGROUND_BOUND.min(timeout);
             // SAFETY: `PARCEL` was written above; no child shares it.
             unsafe {
@@ -224,12 +232,12 @@ mod imp {
     fn send_parcel() {
         // SAFETY: written by `complete` before this runs, and not written again.
         let parcel = unsafe { &*PARCEL.0.get() };
-        let wait = |events| {
+        let wait = |events, deadline: u64| {
             let now = sys::monotonic();
-            if now >= parcel.deadline {
+            if now >= deadline {
                 return false;
             }
-            let millis = ((parcel.deadline - now) / 1_000_000).clamp(1, i32::MAX as u64) as i32;
+            let millis = ((deadline - now) / 1_000_000).clamp(1, i32::MAX as u64) as i32;
             sys::wait_for(parcel.fd, events, millis);
             true
         };
@@ -240,13 +248,18 @@ mod imp {
             if n > 0 {
                 sent += n as usize;
             } else if n == -libc::EINTR as isize {
-            } else if n != -libc::EAGAIN as isize || !wait(libc::POLLOUT) {
+            } else if n != -libc::EAGAIN as isize || !wait(libc::POLLOUT, parcel.deadline) {
                 sys::close(parcel.fd);
                 return;
             }
         }
         // What the collector answers, up to the end of its final answer's head: a status of
-        // 200 or more, after any interim `1xx`.
+        // 200 or more, after any interim `1xx`; waited for at most `ANSWER_WAIT` once the body
+        // is sent, so that a collector that takes the spans and never answers keeps no process
+        // for the export's whole timeout.
+        let answered_by = parcel
+            .deadline
+            .min(sys::monotonic().saturating_add(ANSWER_WAIT.as_nanos() as u64));
         let mut answer = [0u8; 1024];
         let mut have = 0;
         loop {
@@ -272,7 +285,7 @@ mod imp {
                     break;
                 }
             } else if n == -libc::EINTR as isize {
-            } else if n != -libc::EAGAIN as isize || !wait(libc::POLLIN) {
+            } else if n != -libc::EAGAIN as isize || !wait(libc::POLLIN, answered_by) {
                 break;
             }
         }
@@ -353,22 +366,16 @@ mod imp {
                 events,
                 revents: 0,
             };
-            let ts = libc::timespec {
+            let mut ts = libc::timespec {
                 tv_sec: libc::time_t::from(millis / 1000),
                 tv_nsec: libc::c_long::from(millis % 1000) * 1_000_000,
             };
-            // SAFETY: one pollfd and one timespec, both live for the call; no signal mask.
+            // SAFETY: one pollfd and one timespec (which ppoll updates), both live for the call;
+            // no signal mask.
             unsafe {
                 call(
                     libc::SYS_ppoll,
-                    [
-                        (&raw mut poll) as usize,
-                        1,
-                        (&raw const ts) as usize,
-                        0,
-                        0,
-                        0,
-                    ],
+                    [(&raw mut poll) as usize, 1, (&raw mut ts) as usize, 0, 0, 0],
                 );
             }
         }
