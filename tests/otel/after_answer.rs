@@ -181,3 +181,26 @@ fn the_answer_is_waited_for_after_the_dispatch_when_the_collector_says_continue_
     }
     panic!("the collector was slower than the bound five times");
 }
+
+#[test]
+fn the_request_again_with_its_length_is_sent_after_the_answer_too() {
+    // A collector that takes no announced body (417 to the head), answers the plain request
+    // half a second after it, and drops it if the connection has ended by then: `run` neither
+    // waits for that answer nor closes the connection before it.
+    let Some(receiver) =
+        Receiver::start(&["--reject", "417", "--delay", "0.5", "--drop-if-closed"])
+    else {
+        return;
+    };
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(on("Stop", "sleep 1"))
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    assert!(out.warnings().is_empty(), "{:?}", out.warnings());
+    assert_eq!(receiver.request()["rejected"], 417);
+    let record = receiver.request();
+    assert!(record.get("dropped").is_none(), "{record}");
+    assert_eq!(spans(&record).len(), 2);
+}
