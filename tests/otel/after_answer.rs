@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{attributes, spans, Receiver};
-use crate::common::{group, group_members, on, write, Sandbox, Test};
+use crate::common::{group, group_members, on, require, write, Sandbox, Test};
 
 /// The label of handler `n` in [`big_labels`]: 2 MiB.
 pub(super) fn label(n: u8) -> String {
@@ -203,4 +203,61 @@ fn the_request_again_with_its_length_is_sent_after_the_answer_too() {
     let record = receiver.request();
     assert!(record.get("dropped").is_none(), "{record}");
     assert_eq!(spans(&record).len(), 2);
+}
+
+#[test]
+fn a_run_whose_parent_is_an_init_process_sends_the_body_itself() {
+    // A container's first process may never reap a child it did not start: under one, `run`
+    // leaves nothing behind, and a body the collector does not read costs it the bound and
+    // the warning, as off Linux.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() == 0 };
+    let unshare = std::process::Command::new("unshare")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !require(
+        "root",
+        root && unshare,
+        "a PID namespace (unshare --pid, util-linux) whose init starts the dispatcher",
+    ) {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let go = sandbox.root().join("go");
+    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
+        return;
+    };
+    write(
+        &sandbox.home().join(".config/levelcode/settings.json"),
+        big_labels("PreToolUse", "sleep 1").to_string(),
+    );
+    let payload = sandbox.root().join("payload.json");
+    write(
+        &payload,
+        r#"{"event":"PreToolUse","tool_name":"write_file"}"#,
+    );
+    // `sh` is the namespace's init (pid 1) and the dispatcher's parent.
+    let mut unshare = std::process::Command::new("unshare");
+    for key in crate::common::CLEARED {
+        unshare.env_remove(key);
+    }
+    let out = unshare
+        .args(["--pid", "--fork", "sh", "-c", "\"$0\" < \"$1\"; :"])
+        .arg(crate::common::bin())
+        .arg(&payload)
+        .current_dir(sandbox.project())
+        .env("HOME", sandbox.home())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = answer["warnings"].to_string();
+    assert!(
+        warnings.contains("OpenTelemetry") && warnings.contains("too slowly"),
+        "{warnings}"
+    );
+    std::fs::write(&go, "").unwrap();
 }
