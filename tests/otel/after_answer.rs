@@ -33,12 +33,35 @@ pub(super) fn big_labels(event: &str, first: &str) -> serde_json::Value {
     )
 }
 
+/// A `Stop` dispatch running `command`, exported to `receiver`.
+fn stop_exported(receiver: &Receiver, command: &str) -> crate::common::Output {
+    let out = Test::new()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .user_settings(on("Stop", command))
+        .event("Stop")
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    out
+}
+
+/// The spans of the receiver's next request, which it did not drop.
+fn kept_spans(receiver: &Receiver) -> Vec<serde_json::Value> {
+    let record = receiver.request();
+    assert!(record.get("dropped").is_none(), "{record}");
+    spans(&record)
+}
+
+/// A collector that says `100 Continue` at once and reads no body until the file `go` (in
+/// `dir`) exists.
+fn holding(dir: &std::path::Path) -> Option<(Receiver, std::path::PathBuf)> {
+    let go = dir.join("go");
+    Receiver::start(&["--hold-until", go.to_str().unwrap()]).map(|r| (r, go))
+}
+
 #[test]
 fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
     let test = Test::new();
-    let go = test.home().join("go");
-    // A collector that says `100 Continue` at once and reads no body until `go` exists.
-    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
+    let Some((receiver, go)) = holding(&test.home()) else {
         return;
     };
     let settings = big_labels("PreToolUse", "sleep 1");
@@ -85,8 +108,7 @@ fn run_answers_and_ends_its_output_while_the_collector_has_not_read_the_body() {
 #[test]
 fn the_process_sending_the_body_ends_on_a_signal_to_its_group_as_any_process_does() {
     let sandbox = Sandbox::new();
-    let go = sandbox.root().join("go");
-    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
+    let Some((receiver, go)) = holding(sandbox.root()) else {
         return;
     };
     let settings = big_labels("PreToolUse", "sleep 1");
@@ -139,17 +161,10 @@ fn the_spans_reach_a_collector_that_drops_a_request_whose_client_left_before_its
     let Some(receiver) = Receiver::start(&["--delay", "0.5", "--drop-if-closed"]) else {
         return;
     };
-    let out = Test::new()
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
-        .user_settings(on("Stop", "sleep 1"))
-        .event("Stop")
-        .run();
-    assert_eq!(out.outcomes(), ["proceed"]);
+    let out = stop_exported(&receiver, "sleep 1");
     assert!(out.warnings().is_empty(), "{:?}", out.warnings());
     // `run` has answered; what sends the body keeps the connection until the answer.
-    let record = receiver.request();
-    assert!(record.get("dropped").is_none(), "{record}");
-    assert_eq!(spans(&record).len(), 2);
+    assert_eq!(kept_spans(&receiver).len(), 2);
 }
 
 #[test]
@@ -164,19 +179,13 @@ fn the_answer_is_waited_for_after_the_dispatch_when_the_collector_says_continue_
     // `run` waits 200 ms at most for that `100 Continue`; on a loaded machine the collector
     // can be slower, and the attempt shows nothing: it is made again.
     for _ in 0..5 {
-        let out = Test::new()
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
-            .user_settings(on("Stop", "true"))
-            .event("Stop")
-            .run();
-        assert_eq!(out.outcomes(), ["proceed"]);
-        let record = receiver.request();
+        let out = stop_exported(&receiver, "true");
         if !out.warnings().is_empty() {
             out.warning(&["OpenTelemetry", "no answer within 200 ms"]);
+            receiver.request();
             continue;
         }
-        assert!(record.get("dropped").is_none(), "{record}");
-        assert_eq!(spans(&record).len(), 2);
+        assert_eq!(kept_spans(&receiver).len(), 2);
         return;
     }
     panic!("the collector was slower than the bound five times");
@@ -192,17 +201,10 @@ fn the_request_again_with_its_length_is_sent_after_the_answer_too() {
     else {
         return;
     };
-    let out = Test::new()
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
-        .user_settings(on("Stop", "sleep 1"))
-        .event("Stop")
-        .run();
-    assert_eq!(out.outcomes(), ["proceed"]);
+    let out = stop_exported(&receiver, "sleep 1");
     assert!(out.warnings().is_empty(), "{:?}", out.warnings());
     assert_eq!(receiver.request()["rejected"], 417);
-    let record = receiver.request();
-    assert!(record.get("dropped").is_none(), "{record}");
-    assert_eq!(spans(&record).len(), 2);
+    assert_eq!(kept_spans(&receiver).len(), 2);
 }
 
 #[test]
@@ -224,8 +226,7 @@ fn a_run_whose_parent_is_an_init_process_sends_the_body_itself() {
         return;
     }
     let sandbox = Sandbox::new();
-    let go = sandbox.root().join("go");
-    let Some(receiver) = Receiver::start(&["--hold-until", go.to_str().unwrap()]) else {
+    let Some((receiver, go)) = holding(sandbox.root()) else {
         return;
     };
     write(
