@@ -17,7 +17,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use levelcode_hooks::dispatch::matcher::Matcher;
+use levelcode_hooks::settings::matcher::Matcher;
 use regex_automata::nfa::thompson::{self, backtrack::BoundedBacktracker, pikevm::PikeVM};
 
 /// The seven patterns of `REGEX_MATCHERS` in benches/bench.py.

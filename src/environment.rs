@@ -146,7 +146,7 @@ pub fn program_data() -> Option<&'static Path> {
 }
 
 /// The variable that names the managed settings file while none is at the system path
-/// (contract §17; see `dispatch::managed`).
+/// (contract §17; see `settings::managed`).
 pub const MANAGED_SETTINGS_VAR: &str = "LEVELCODE_MANAGED_SETTINGS";
 
 /// `LEVELCODE_MANAGED_SETTINGS`, when set and non-empty, made absolute against the start

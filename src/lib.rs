@@ -1,7 +1,8 @@
 //! `levelcode-hooks`: the hook dispatcher of the levelcode coding agent.
 //!
-//! Where things are (docs/ARCHITECTURE.md): [`dispatch`] is the pipeline of one dispatch, from
-//! the payload on stdin to the exit status; [`runner`] runs one handler process; [`commands`]
+//! Where things are (docs/ARCHITECTURE.md): [`settings`] is the settings model (layers, hooks,
+//! events, matchers, filters); [`trust`] decides which project layers run; [`dispatch`] is the
+//! pipeline of one dispatch, from the payload on stdin to the exit status; [`runner`] runs one handler process; [`commands`]
 //! are the commands for people; `serve` is the long-lived mode and `compliance` the signed log
 //! of team runs. `environment`, `fs`, `lock`, `signals` and `style` serve all of them.
 //!
@@ -17,6 +18,7 @@ pub(crate) mod fs;
 pub(crate) mod lock;
 pub mod runner;
 pub(crate) mod serve;
+pub mod settings;
 pub(crate) mod signals;
 pub(crate) mod style;
 pub(crate) mod telemetry;

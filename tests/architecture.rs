@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Every module of the library and binary, by path (`dispatch::settings`, `crate` for lib.rs,
+/// Every module of the library and binary, by path (`settings::layers`, `crate` for lib.rs,
 /// `main` for main.rs), with the file that holds it.
 fn modules() -> BTreeMap<String, PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -342,6 +342,32 @@ fn no_module_imports_one_that_imports_it_back() {
     }
 }
 
+/// The parts of `src/` (its folders and top-level files) import each other one way only: the
+/// file-level check above lets a folder's files use each other, so a circle between two folders
+/// through different files needs this one.
+#[test]
+fn no_part_imports_one_that_imports_it_back() {
+    let mut parts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, deps) in imports(&modules()) {
+        if module == "crate" || module == "main" {
+            continue;
+        }
+        let from = top(&module).to_string();
+        let entry = parts.entry(from.clone()).or_default();
+        entry.extend(
+            deps.iter()
+                .map(|d| top(d).to_string())
+                .filter(|d| *d != from && d != "crate"),
+        );
+    }
+    if let Some(circle) = first_circle(&parts) {
+        panic!(
+            "import circle between parts of src/: {}",
+            circle.join(" -> ")
+        );
+    }
+}
+
 /// The circle this check once missed: `outcome` took `Program` through its re-export in
 /// `settings`, which took `claude` through a brace import, and `claude` imports `outcome`.
 #[test]
@@ -438,6 +464,7 @@ fn layers_of_the_code_import_only_downwards() {
     // names cli.rs.
     // The cross-cutting modules at the top of src/ serve every part and import none.
     const LEAF: &[&str] = &[
+        "settings",
         "dispatch",
         "commands",
         "cli",
@@ -448,15 +475,40 @@ fn layers_of_the_code_import_only_downwards() {
     ];
     let forbidden: &[(&str, &[&str])] = &[
         ("dispatch", &["commands", "cli", "serve"]),
-        ("trust", &["commands", "cli", "serve"]),
+        // The settings model is below trust and the pipeline: trust reads it, it reads neither.
+        (
+            "settings",
+            &[
+                "dispatch",
+                "trust",
+                "commands",
+                "cli",
+                "serve",
+                "compliance",
+                "telemetry",
+            ],
+        ),
+        ("trust", &["dispatch", "commands", "cli", "serve"]),
         (
             "runner",
-            &["dispatch", "commands", "cli", "serve", "compliance"],
+            &[
+                "settings",
+                "dispatch",
+                "commands",
+                "cli",
+                "serve",
+                "compliance",
+            ],
         ),
-        ("compliance", &["commands", "cli", "serve", "runner"]),
+        (
+            "compliance",
+            &["dispatch", "commands", "cli", "serve", "runner"],
+        ),
         (
             "telemetry",
-            &["dispatch", "commands", "cli", "serve", "runner", "trust"],
+            &[
+                "settings", "dispatch", "commands", "cli", "serve", "runner", "trust",
+            ],
         ),
         ("serve", &["commands", "cli"]),
         ("commands", &["cli"]),
@@ -484,14 +536,17 @@ fn layers_of_the_code_import_only_downwards() {
 fn no_protocol_is_named_outside_its_own_module() {
     // The dispatcher asks a `Protocol`; only `import`, which converts Claude Code's own
     // settings, takes that protocol's name from its module.
-    let foreign: Vec<&str> = levelcode_hooks::dispatch::protocol::Protocol::all()
+    let foreign: Vec<&str> = levelcode_hooks::settings::protocol::Protocol::all()
         .filter(|p| !p.is_levelcode())
         .map(|p| p.name())
         .collect();
     let mut wrong = Vec::new();
     for (name, file) in modules() {
         // Test files (`tests.rs` beside a module) spell names, as settings do.
-        if name.starts_with("dispatch::protocol") || name.ends_with("tests") {
+        if name.starts_with("dispatch::protocol")
+            || name.starts_with("settings::protocol")
+            || name.ends_with("tests")
+        {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();

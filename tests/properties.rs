@@ -9,15 +9,15 @@ use std::time::Instant;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
-use levelcode_hooks::dispatch::layers::LayerKind;
-use levelcode_hooks::dispatch::matcher::{self, Matcher};
 use levelcode_hooks::dispatch::outcome::Outcome;
 use levelcode_hooks::dispatch::output::{HandlerReport, Report};
 use levelcode_hooks::dispatch::payload::Payload;
 use levelcode_hooks::dispatch::protocol::claude;
-use levelcode_hooks::dispatch::settings::{self, Action, Events, Group, Program, MAX_TIMEOUT_SECS};
 use levelcode_hooks::dispatch::OutputMode;
 use levelcode_hooks::runner::capture::{Capture, KEEP_BYTES};
+use levelcode_hooks::settings::layers::LayerKind;
+use levelcode_hooks::settings::matcher::{self, Matcher};
+use levelcode_hooks::settings::{self, Action, Events, Group, Program, MAX_TIMEOUT_SECS};
 
 const FILE: &str = "/p/.levelcode/settings.json";
 
@@ -1175,7 +1175,7 @@ proptest! {
             fields.insert(k.clone(), v.clone());
         }
         fields.insert("tool_input".into(), input.clone());
-        let kind = levelcode_hooks::dispatch::events::EventKind::of(event);
+        let kind = levelcode_hooks::settings::events::EventKind::of(event);
         let runs = claude::payloads(&fields, event, kind, Some(&tool), Some(&input), Path::new("/p"));
         for (_, payload) in runs {
             let keys: Vec<&str> = payload.keys().map(String::as_str).collect();
@@ -1202,9 +1202,9 @@ proptest! {
         stderr in ".{0,10}",
         event in prop::sample::select(vec!["PreToolUse", "PostToolUse", "SessionStart", "Stop"]),
     ) {
-        let kind = levelcode_hooks::dispatch::events::EventKind::of(event);
+        let kind = levelcode_hooks::settings::events::EventKind::of(event);
         let judgement = claude::judge(kind, event, "h", code, &stdout, &stderr, None);
-        if kind != levelcode_hooks::dispatch::events::EventKind::PreToolUse {
+        if kind != levelcode_hooks::settings::events::EventKind::PreToolUse {
             prop_assert!(!matches!(judgement.outcome, Outcome::Block | Outcome::Ask));
         }
         if judgement.outcome == Outcome::Block {

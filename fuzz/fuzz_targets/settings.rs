@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use levelcode_hooks::dispatch::layers::LayerKind;
-use levelcode_hooks::dispatch::settings::{self, Action, Events, Program, MAX_TIMEOUT_SECS};
+use levelcode_hooks::settings::layers::LayerKind;
+use levelcode_hooks::settings::{self, Action, Events, Program, MAX_TIMEOUT_SECS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::dispatch::settings::Program;
+use crate::settings::Program;
 
 /// One problem with a handler's command.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
 
 use crate::commands::inspect::{Inspection, LayerState};
-use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::output::write_stdout;
 use crate::dispatch::protocol::claude;
+use crate::settings::events::{self, EventKind};
 
 /// The Claude Code settings files read when none is named, in this order, under the project root.
 pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];

@@ -13,11 +13,12 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::dispatch::events::EventKind;
-use crate::dispatch::layers::{self, LayerKind, LayerPath};
-use crate::dispatch::payload::{short_json, Payload};
-use crate::dispatch::settings::{self, Events, Group, Handler};
+use crate::dispatch::payload::Payload;
 use crate::dispatch::{self, Options};
+use crate::settings::events::EventKind;
+use crate::settings::layers::{self, LayerKind, LayerPath};
+use crate::settings::short_json;
+use crate::settings::{self, Events, Group, Handler};
 
 /// What became of one layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +154,7 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
         notes.push(format!(
             "{}: {} is set, so no other layer contributes: {held} handler(s) of theirs do not run",
             file.display(),
-            crate::dispatch::managed::ONLY_KEY
+            crate::settings::managed::ONLY_KEY
         ));
     }
     Inspection {
@@ -168,7 +169,7 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
 /// The managed layer as a dispatch finds it (contract §17), and its file again when it sets
 /// `managedHooksOnly`. Nothing at all when no file is there.
 fn managed_layer(notes: &mut Vec<String>) -> (Option<LayerView>, Option<PathBuf>) {
-    use crate::dispatch::managed::{self, Found};
+    use crate::settings::managed::{self, Found};
     let (path, loaded) = match managed::find(notes) {
         Found::Absent => return (None, None),
         Found::Refused(path, warning) => (path, layers::Loaded::Unusable(warning)),
@@ -389,8 +390,8 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                     warnings.retain(|w| w != problem);
                 }
                 let label = handler.label();
-                let crate::dispatch::settings::Action::Process(program) = &handler.action;
-                let hidden = crate::dispatch::settings::Written::of(program)
+                let crate::settings::Action::Process(program) = &handler.action;
+                let hidden = crate::settings::Written::of(program)
                     .texts()
                     .any(crate::commands::visible::needs_warning);
                 if hidden || crate::commands::visible::needs_warning(&label) {

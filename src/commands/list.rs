@@ -15,13 +15,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::commands::inspect::{self, Entry, Inspection, LayerState};
-use crate::dispatch::events::{self, EventKind, Subject};
-use crate::dispatch::filter;
-use crate::dispatch::layers::LayerKind;
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::settings::{Action, Written};
 use crate::dispatch::Options;
 use crate::environment;
+use crate::settings::events::{self, EventKind, Subject};
+use crate::settings::filter;
+use crate::settings::layers::LayerKind;
+use crate::settings::{Action, Written};
 use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]

@@ -11,10 +11,10 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::dispatch::events::{self, Subject, EVENTS};
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::protocol::Protocol;
-use crate::dispatch::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
+use crate::settings::events::{self, Subject, EVENTS};
+use crate::settings::protocol::Protocol;
+use crate::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 
 #[derive(Debug, Clone, Args)]
 pub struct SchemaArgs {}
@@ -37,12 +37,12 @@ pub fn document() -> Value {
     let mut group_protocol =
         "The protocol of the group's handlers, unless a handler says otherwise.".to_string();
     for protocol in Protocol::all() {
-        if let Some(note) = protocol.rules().matcher_note() {
+        if let Some(note) = protocol.facts().matcher_note {
             group_protocol.push_str(&format!(" \"{}\": {note}", protocol.name()));
         }
     }
     let protocols: Vec<String> = Protocol::all()
-        .map(|p| format!("\"{}\": {}", p.name(), p.rules().summary()))
+        .map(|p| format!("\"{}\": {}", p.name(), p.facts().summary))
         .collect();
     let mut protocol_names: Vec<Value> = Protocol::all().map(|p| p.name().into()).collect();
     protocol_names.push(Value::Null);

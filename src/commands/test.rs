@@ -16,10 +16,10 @@ use serde_json::{Map, Value};
 
 use crate::commands::inspect;
 use crate::commands::list::{self, HandlerJson, Planned, Verdict};
-use crate::dispatch::events::{self, EventKind, Field, Subject};
 use crate::dispatch::output::{self, Trace};
 use crate::dispatch::payload::Payload;
 use crate::dispatch::{self, Options};
+use crate::settings::events::{self, EventKind, Field, Subject};
 use crate::signals;
 use crate::style::{Painter, Style};
 

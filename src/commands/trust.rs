@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::dispatch::settings::{Action, Written};
+use crate::settings::{Action, Written};
 use crate::trust::status::{self, root_key, Layer};
 use crate::trust::store::{self, Entry};
 use crate::trust::{self, Assessment, State};
@@ -185,7 +185,7 @@ fn show_status(
                 assessment.state.name(),
                 assessment.path.display()
             ));
-            if assessment.layer != crate::dispatch::layers::LayerKind::Project {
+            if assessment.layer != crate::settings::layers::LayerKind::Project {
                 text.push_str(&format!("  layer {}\n", assessment.layer.name()));
             }
             if let State::Trusted(by) = assessment.state {
@@ -224,7 +224,7 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
         "Hooks in {}:",
         shown(&assessment.path.display().to_string())
     );
-    if assessment.layer != crate::dispatch::layers::LayerKind::Project {
+    if assessment.layer != crate::settings::layers::LayerKind::Project {
         let _ = writeln!(out, "  (layer {})", assessment.layer.name());
     }
     for group in trust::all_groups(assessment.layer, &assessment.path, bytes) {
@@ -325,7 +325,7 @@ fn record_trust(store_path: &Path, layers: &[&Layer]) -> anyhow::Result<ExitCode
             );
         }
         let whose = match assessment.layer {
-            crate::dispatch::layers::LayerKind::Project => digest.root.display().to_string(),
+            crate::settings::layers::LayerKind::Project => digest.root.display().to_string(),
             other => format!("layer {}, {}", other.name(), assessment.path.display()),
         };
         crate::dispatch::output::write_stdout(&format!(

@@ -17,14 +17,14 @@ use serde_json::{Map, Value};
 use crate::commands::command_check::{self, Lookup};
 use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
 use crate::commands::suggest;
-use crate::dispatch::events::{self, EventKind, Subject, EVENTS};
 use crate::dispatch::exit::Status;
-use crate::dispatch::layers::LayerKind;
-use crate::dispatch::matcher;
 use crate::dispatch::output::write_stdout;
-use crate::dispatch::protocol::Protocol;
-use crate::dispatch::settings::{Action, Program, Written};
 use crate::dispatch::Options;
+use crate::settings::events::{self, EventKind, Subject, EVENTS};
+use crate::settings::layers::LayerKind;
+use crate::settings::matcher;
+use crate::settings::protocol::Protocol;
+use crate::settings::{Action, Program, Written};
 use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]
@@ -223,7 +223,7 @@ fn check_raw(text: &str, found: &mut Found<'_>) {
         );
     }
     if !matches!(kind, LayerKind::User | LayerKind::Data) {
-        let mut switches: Vec<&str> = crate::dispatch::layers::agent_layers()
+        let mut switches: Vec<&str> = crate::settings::layers::agent_layers()
             .filter_map(|(k, _)| k.switch())
             .collect();
         switches.dedup();
@@ -371,7 +371,7 @@ fn matcher_protocol(fields: &Map<String, Value>) -> Protocol {
 /// probably meant. MCP names (`mcp__…`) are the servers' own.
 fn check_tool_names(matcher: &str, path: &str, protocol: Protocol, found: &mut Found<'_>) {
     let tools = crate::commands::tools::TOOLS;
-    let protocol_names = || tools.iter().flat_map(|t| protocol.rules().tool_names(t));
+    let protocol_names = || tools.iter().flat_map(|t| protocol.tool_names(t));
     for name in matcher.split('|').map(str::trim).filter(|n| !n.is_empty()) {
         if crate::commands::tools::is_known(name) || protocol_names().any(|c| *c == name) {
             continue;
@@ -380,7 +380,7 @@ fn check_tool_names(matcher: &str, path: &str, protocol: Protocol, found: &mut F
             Some((theirs, Some(ours))) => format!(
                 "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?} (or add \"protocol\": \"{}\" to the group to run a {} script that expects its names)",
                 theirs.name(),
-                theirs.rules().agent()
+                theirs.facts().agent
             ),
             Some((_, None)) => format!(
                 "{name:?} is another agent's tool name and never matches here: levelcode has no such tool"
@@ -574,7 +574,7 @@ fn check_filters(layer: &LayerView, found: &mut Found<'_>) {
             if !ours {
                 let mut names: Vec<&str> = crate::commands::tools::TOOLS.to_vec();
                 for protocol in Protocol::all() {
-                    let theirs = protocol.rules().agent_tools().iter();
+                    let theirs = protocol.facts().agent_tools.iter();
                     names.extend(theirs.filter(|(_, ours)| ours.is_some()).map(|(n, _)| *n));
                 }
                 let hint = crate::commands::tools::did_you_mean(tool)

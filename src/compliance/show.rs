@@ -127,7 +127,7 @@ fn utc_time(ms: f64) -> Option<String> {
     }
     let ms = ms as i64;
     let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    let (year, month, day) = crate::dispatch::exec_log::civil_from_days(days);
+    let (year, month, day) = crate::fs::civil_from_days(days);
     let seconds = ms_of_day / 1000;
     Some(format!(
         "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:03}",

@@ -1,22 +1,15 @@
-//! What a handler does when it runs, apart from how that is done: today one kind of action, a
-//! process (`command` or `argv`), which the runner starts. Each kind ends in a [`Done`], the
+//! How a handler's action (`settings::Action`) is done: today one kind of action, a process
+//! (`command` or `argv`), which the runner starts. Each kind ends in a [`Done`], the
 //! facts `outcome::judge` reads, so that another kind would be judged by the same rules.
 
 use std::path::Path;
 use std::time::Duration;
 
 use crate::runner::{self, Invocation, Program};
+use crate::settings::Action;
 
 /// How long a handler that outlived its forced stop is waited for before the dispatch moves on.
 pub use crate::runner::KILL_SETTLE;
-
-/// What a handler does.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// Start a process: `command` by the shell, or `argv` (or `command` with `args`) directly
-    /// (contract §4, §6, §16).
-    Process(Program),
-}
 
 /// Why the dispatcher stopped a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,48 +53,32 @@ pub struct Done {
     pub leftover_output: bool,
 }
 
-impl Action {
-    /// The action as people read it: the command, or the argv (or the exec form's program and
-    /// arguments) joined as a shell would quote it.
-    pub fn text(&self) -> String {
-        match self {
-            Action::Process(Program::Shell(command) | Program::PowerShell(command)) => {
-                command.clone()
-            }
-            Action::Process(Program::Argv(argv)) => shell_words::join(argv),
-            Action::Process(Program::Exec { program, args }) => {
-                shell_words::join(std::iter::once(program).chain(args))
-            }
-        }
-    }
-
-    /// Runs the action once in `dir` with `input` on stdin, for at most `timeout`, with `env`
-    /// added to the environment it inherits and `unset` taken out of it; never fails (a failure
-    /// is a [`Done`]). `spawned` is called once the action is under way (for a process, once it
-    /// is started, or could not be), before its end is waited for. Changes nothing of the process's own state, so runs of different
-    /// requests may go on at once (`runner::run`).
-    pub fn perform(
-        &self,
-        dir: &Path,
-        input: &[u8],
-        timeout: Duration,
-        env: &[(&str, String)],
-        unset: &[&str],
-        spawned: &dyn Fn(),
-    ) -> Done {
-        match self {
-            Action::Process(program) => {
-                let finished = runner::run(&Invocation {
-                    program,
-                    dir,
-                    input,
-                    timeout,
-                    env,
-                    unset,
-                    spawned,
-                });
-                process_done(program, finished)
-            }
+/// Runs the action once in `dir` with `input` on stdin, for at most `timeout`, with `env`
+/// added to the environment it inherits and `unset` taken out of it; never fails (a failure
+/// is a [`Done`]). `spawned` is called once the action is under way (for a process, once it
+/// is started, or could not be), before its end is waited for. Changes nothing of the process's own state, so runs of different
+/// requests may go on at once (`runner::run`).
+pub fn perform(
+    action: &Action,
+    dir: &Path,
+    input: &[u8],
+    timeout: Duration,
+    env: &[(&str, String)],
+    unset: &[&str],
+    spawned: &dyn Fn(),
+) -> Done {
+    match action {
+        Action::Process(program) => {
+            let finished = runner::run(&Invocation {
+                program,
+                dir,
+                input,
+                timeout,
+                env,
+                unset,
+                spawned,
+            });
+            process_done(program, finished)
         }
     }
 }

@@ -179,7 +179,7 @@ fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    let (year, month, day) = crate::fs::civil_from_days(i64::try_from(days).unwrap_or(0));
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
         rest / 3600,
@@ -189,30 +189,15 @@ fn rfc3339(time: SystemTime) -> String {
     )
 }
 
-/// The proleptic Gregorian date of a day number counted from 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`); the compliance log's `show` uses it too.
-pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(crate::fs::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(crate::fs::civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(crate::fs::civil_from_days(19_723), (2024, 1, 1));
         let t = UNIX_EPOCH + std::time::Duration::from_millis(1_714_566_896_789);
         assert_eq!(rfc3339(t), "2024-05-01T12:34:56.789Z");
     }

@@ -3,12 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::dispatch::layers::{self, LayerPath};
-use crate::dispatch::managed;
 use crate::dispatch::payload::Payload;
-use crate::dispatch::settings::Events;
 use crate::dispatch::Options;
 use crate::environment;
+use crate::settings::layers::{self, LayerPath};
+use crate::settings::managed;
+use crate::settings::Events;
 
 /// The project root: `--project-dir`, else the payload's `cwd`, else the current directory,
 /// made absolute.

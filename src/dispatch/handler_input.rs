@@ -125,7 +125,7 @@ mod tests {
             inputs.native(),
             br#"{"event":"PreToolUse","tool_name":"run_terminal_command","tool_input":{"command":"ls -a"},"x":1,"cwd":"/p"}"#
         );
-        let claude = crate::dispatch::protocol::Protocol::parse("claude").unwrap();
+        let claude = crate::settings::protocol::Protocol::parse("claude").unwrap();
         let runs = claude.rules().runs(&mut inputs);
         let claude: Value = serde_json::from_slice(runs[0].input.as_ref().unwrap()).unwrap();
         assert_eq!(claude["tool_name"], "Bash");

@@ -2,9 +2,9 @@
 //! own file only when the user or data layer turned it on, a layer inside the project only when
 //! it is trusted.
 
-use crate::dispatch::layers::{self, LayerPath};
 use crate::dispatch::output::Trace;
-use crate::dispatch::settings::{self, Events, Group};
+use crate::settings::layers::{self, LayerPath};
+use crate::settings::{self, Events, Group};
 use crate::trust::Gate;
 
 /// Reads every layer's groups for `events`, in layer order, reading a file reached twice once.

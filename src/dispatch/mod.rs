@@ -7,39 +7,34 @@ use std::time::Instant;
 
 use crate::compliance;
 use crate::environment;
+use crate::settings::events::EventKind;
+use crate::settings::filter::{Call, Verdict};
+use crate::settings::layers::LayerPath;
+use crate::settings::protocol::Protocol;
+use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
 use crate::trust::Gate;
-use action::{Action, Done, Ending, Stop};
-use events::EventKind;
-use filter::{Call, Verdict};
+use action::{Done, Ending, Stop};
 use handler_input::Inputs;
-use layers::LayerPath;
 use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::Payload;
-use protocol::{Context, Protocol, Rewrite, Run, RunFile};
-use settings::{Events, Group, Handler, OnFailure};
+use protocol::{Context, Rewrite, Run, RunFile};
 
-// Data flows payload → layers → settings → matcher → (this file: the chain, each handler's
-// action, through its protocol) → outcome → exec_log → output → exit.
+// Data flows payload → (the settings model, `crate::settings`: layers, hooks, matchers) →
+// ground → load (through the trust gate) → (this file: the chain, each handler's action,
+// through its protocol) → outcome → exec_log → output → exit.
 pub mod action;
-pub mod events;
 pub mod exec_log;
 pub mod exit;
-pub mod filter;
 mod ground;
 mod handler_input;
-mod json;
-pub mod layers;
 mod load;
-pub mod managed;
-pub mod matcher;
 mod options;
 pub mod outcome;
 pub mod output;
 pub mod payload;
 pub mod protocol;
-pub mod settings;
 mod spans;
 
 pub use ground::{layer_paths, project_root, Ground};
@@ -406,7 +401,8 @@ impl<'a> Chain<'a> {
         let dir = self.dir.as_deref().unwrap_or(self.root);
         // The export's request to the collector is begun once the handler is under way, so that
         // it overlaps the handler's start instead of delaying it.
-        let done = handler.action.perform(
+        let done = action::perform(
+            &handler.action,
             dir,
             input,
             handler.timeout,
@@ -699,7 +695,7 @@ fn record_compliance(payload: &Payload, options: &Options, warnings: &mut Vec<St
         (None, Some(other)) => {
             warnings.push(format!(
                 "payload: team must be a string, not {}; nothing written to the compliance log",
-                payload::short_json(other)
+                crate::settings::short_json(other)
             ));
             return;
         }
@@ -715,7 +711,7 @@ fn record_compliance(payload: &Payload, options: &Options, warnings: &mut Vec<St
         ));
         return;
     }
-    let Some(data_dir) = layers::data_dir() else {
+    let Some(data_dir) = crate::settings::layers::data_dir() else {
         warnings.push(
             "no data directory (neither LEVELCODE_DIR nor HOME is set); nothing written to the compliance log"
                 .into(),

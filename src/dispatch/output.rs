@@ -10,9 +10,9 @@ use serde::Serialize;
 
 use crate::dispatch::exit::Status;
 use crate::dispatch::outcome::Outcome;
-use crate::dispatch::protocol::Protocol;
-use crate::dispatch::settings::Group;
 use crate::dispatch::OutputMode;
+use crate::settings::protocol::Protocol;
+use crate::settings::Group;
 use crate::signals;
 use crate::style::{self, Painter, Style};
 
@@ -627,7 +627,7 @@ mod tests {
         use crate::dispatch::outcome::Reply;
         use crate::dispatch::protocol::Context;
         let context = Context {
-            kind: crate::dispatch::events::EventKind::PreToolUse,
+            kind: crate::settings::events::EventKind::PreToolUse,
             event: "PreToolUse",
             label: "guard",
             rewrite: None,

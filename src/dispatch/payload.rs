@@ -9,8 +9,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::dispatch::events::{self, EventKind, Subject};
-use crate::dispatch::json::{self, Reader, Unsure};
+use crate::settings::events::{self, EventKind, Subject};
+use crate::settings::json::{self, Reader, Unsure};
+use crate::settings::short_json;
 
 /// Reading stops here; a larger payload is an error.
 pub const MAX_BYTES: usize = 64 << 20;
@@ -570,19 +571,6 @@ fn json_error(e: &serde_json::Error) -> String {
         );
     }
     format!("payload: invalid JSON: {msg}")
-}
-
-/// A value as short JSON text for a message.
-pub fn short_json(value: &Value) -> String {
-    let text = value.to_string();
-    if text.len() <= 40 {
-        return text;
-    }
-    let mut cut = 37;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}...", &text[..cut])
 }
 
 fn trim_ascii(mut bytes: Vec<u8>) -> Vec<u8> {

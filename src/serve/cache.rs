@@ -23,9 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::dispatch;
-use crate::dispatch::layers::{self, LayerPath, Loaded};
 use crate::dispatch::output::Trace;
-use crate::dispatch::settings::{Events, Group};
+use crate::settings::layers::{self, LayerPath, Loaded};
+use crate::settings::{Events, Group};
 use crate::trust::{Assessment, Gate};
 
 /// Timestamps closer than this to the check are not trusted alone. Coarse file-system clocks tick
@@ -430,7 +430,7 @@ impl Meta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::layers::LayerKind;
+    use crate::settings::layers::LayerKind;
 
     fn layer(path: &Path) -> Vec<LayerPath> {
         vec![LayerPath {

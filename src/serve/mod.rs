@@ -28,9 +28,9 @@ use serde_json::value::RawValue;
 use crate::dispatch::exit::Status;
 use crate::dispatch::output::{self, Trace};
 use crate::dispatch::payload::{Payload, MAX_BYTES};
-use crate::dispatch::settings::Group;
 use crate::dispatch::{self, Options, OutputMode};
 use crate::environment;
+use crate::settings::Group;
 use crate::signals;
 use crate::trust::{Assessment, Gate};
 
@@ -358,14 +358,14 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
     let mut watch = (asked.watch.unwrap_or(false) && asked.hooks.is_none()).then_some(watch);
     if let Some(watch) = &mut watch {
         // The managed layer is read by each dispatch itself; its appearance changes every answer.
-        for path in crate::dispatch::managed::candidates() {
+        for path in crate::settings::managed::candidates() {
             let stamp = cache::stamp_text(&path);
             watch.push((path, stamp));
         }
     }
     let except = watch
         .as_ref()
-        .and_then(|_| dispatch::settings::subjects_that_may_match(groups.iter(), payload.kind));
+        .and_then(|_| crate::settings::subjects_that_may_match(groups.iter(), payload.kind));
     let probe = asked
         .probe
         .unwrap_or(false)
@@ -396,7 +396,7 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
 fn probe_declined(payload: &Payload, options: &Options, ground: &dispatch::Ground) -> &'static str {
     if ground.managed_present() {
         "the managed layer is there, and its handlers would run"
-    } else if payload.kind == crate::dispatch::events::EventKind::PostToolUse
+    } else if payload.kind == crate::settings::events::EventKind::PostToolUse
         && (options.team.is_some() || payload.team.is_some() || environment::team().is_some())
     {
         "a team run's PostToolUse writes a compliance line"
@@ -539,17 +539,17 @@ fn inline_groups(
     hooks: &serde_json::Value,
     event: &str,
     warnings: &mut Vec<String>,
-) -> Vec<crate::dispatch::settings::Group> {
+) -> Vec<crate::settings::Group> {
     let bytes = serde_json::to_vec(&serde_json::json!({ "hooks": hooks })).unwrap_or_default();
-    let source = crate::dispatch::settings::Source {
-        layer: crate::dispatch::layers::LayerKind::Inline,
+    let source = crate::settings::Source {
+        layer: crate::settings::layers::LayerKind::Inline,
         file: std::path::Path::new("options.hooks").into(),
     };
     let mut groups = Vec::new();
-    crate::dispatch::settings::parse(
+    crate::settings::parse(
         source,
         &bytes,
-        crate::dispatch::settings::Events::Only(event),
+        crate::settings::Events::Only(event),
         &mut groups,
         warnings,
     );

@@ -92,7 +92,7 @@ fn compliance(line: &OpLine, bytes: &[u8]) -> Result<Value, String> {
     };
     let text =
         std::str::from_utf8(bytes).map_err(|_| "request: the line is not UTF-8".to_string())?;
-    let Some(data_dir) = crate::dispatch::layers::data_dir() else {
+    let Some(data_dir) = crate::settings::layers::data_dir() else {
         return Err("no data directory (neither LEVELCODE_DIR nor HOME is set); nothing written to the compliance log".into());
     };
     crate::compliance::append_call(&data_dir, team, text)?;
@@ -120,7 +120,7 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
         Some(other) => {
             return Err(format!(
                 "request: digest must be \"sha256:\" and 64 hex digits, not {}",
-                crate::dispatch::payload::short_json(other)
+                crate::settings::short_json(other)
             ))
         }
         None => return Err(
@@ -191,7 +191,7 @@ fn project_root(line: &OpLine, args: &ServeArgs) -> Result<PathBuf, String> {
         Some(other) => {
             return Err(format!(
                 "request: options: project_dir must be a string, not {}",
-                crate::dispatch::payload::short_json(other)
+                crate::settings::short_json(other)
             ))
         }
     };

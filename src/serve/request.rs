@@ -57,7 +57,7 @@ fn inline_hooks<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Er
         Some(hooks @ Value::Object(_)) => Ok(Some(hooks)),
         Some(other) => Err(serde::de::Error::custom(format!(
             "hooks must be an object of events, like settings.json's \"hooks\", not {}",
-            crate::dispatch::payload::short_json(&other)
+            crate::settings::short_json(&other)
         ))),
     }
 }

@@ -19,8 +19,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use sha2::{Digest as _, Sha256};
 
 use super::words::Words;
-use crate::dispatch::layers::LayerKind;
-use crate::dispatch::settings::{Action, Group, Program};
+use crate::settings::layers::LayerKind;
+use crate::settings::{Action, Group, Program};
 
 /// A named file larger than this is identified, not hashed.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -34,7 +34,7 @@ const VERSION: &[u8] = b"levelcode-hooks trust v1";
 
 /// The project layer's hooks folder, relative to the root: every regular file under it is
 /// covered.
-pub const HOOKS_FOLDER: &str = crate::dispatch::layers::PROJECT_HOOKS_FOLDER;
+pub const HOOKS_FOLDER: &str = crate::settings::layers::PROJECT_HOOKS_FOLDER;
 /// Files (and folders) the hooks folder may hold; more makes the hooks untrustable.
 pub const MAX_FOLDER_FILES: usize = 1000;
 /// What the hooks folder's files may add up to; more makes the hooks untrustable.
@@ -199,7 +199,7 @@ struct Folder {
 /// Every regular file under the hooks folder (symlinks to files included, to be resolved as any
 /// named path is; symlinks to folders are not walked), within the bounds.
 fn hooks_folder(root: &Path, relative: &str) -> Result<Folder, String> {
-    let top = crate::dispatch::layers::under(root, relative);
+    let top = crate::settings::layers::under(root, relative);
     let mut folder = Folder::default();
     folder.dirs.push(top.clone());
     // A folder that is itself a link out of the project holds no file of the project.

@@ -2,7 +2,7 @@
 
 use super::*;
 
-use crate::dispatch::settings::{self, Events, Source};
+use crate::settings::{self, Events, Source};
 
 fn groups(bytes: &[u8]) -> Vec<Group> {
     let mut groups = Vec::new();

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{assess_read, trust_all_in, Assessment, ProjectTrust, State};
-use crate::dispatch::layers::{self, LayerKind, LayerPath};
+use crate::settings::layers::{self, LayerKind, LayerPath};
 
 /// Applies the user and data layers' settings and each project layer's trust to the layers of
 /// one dispatch, in layer order.

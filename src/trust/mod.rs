@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::dispatch::layers::LayerKind;
-use crate::dispatch::settings::{self, Events, Group};
+use crate::settings::layers::LayerKind;
+use crate::settings::{self, Events, Group};
 
 pub use digest::Digest;
 pub use gate::Gate;
@@ -192,7 +192,7 @@ pub fn trust_all_in(bytes: &[u8]) -> Result<Option<bool>, String> {
             trust_all: Some(other),
         }) => Err(format!(
             "{TRUST_ALL} must be true or false, not {}; ignored",
-            crate::dispatch::payload::short_json(&other)
+            crate::settings::short_json(&other)
         )),
         // Invalid JSON is the settings reader's to report.
         Err(_) => Ok(None),
@@ -206,7 +206,7 @@ pub fn settings_file(root: &Path) -> PathBuf {
 
 /// The file of `layer`, a layer inside the project, for `root`.
 pub fn layer_file(root: &Path, layer: LayerKind) -> PathBuf {
-    crate::dispatch::layers::under(root, layer.project_file().unwrap_or_default())
+    crate::settings::layers::under(root, layer.project_file().unwrap_or_default())
 }
 
 /// The layers inside a project that need trust, in the order they are read: levelcode's project
@@ -214,7 +214,7 @@ pub fn layer_file(root: &Path, layer: LayerKind) -> PathBuf {
 pub fn guarded_layers(switches: &[&str]) -> Vec<LayerKind> {
     std::iter::once(LayerKind::Project)
         .chain(
-            crate::dispatch::layers::agent_layers()
+            crate::settings::layers::agent_layers()
                 .map(|(kind, _)| kind)
                 .filter(|kind| kind.project_file().is_some())
                 .filter(|kind| kind.switch().is_some_and(|s| switches.contains(&s))),

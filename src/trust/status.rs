@@ -11,8 +11,8 @@ use super::seal::Seal;
 use super::store::{self, Entry};
 use super::Digest;
 use super::{Assessment, State};
-use crate::dispatch::layers::{self, LayerKind, Loaded};
-use crate::dispatch::settings::{Action, Written};
+use crate::settings::layers::{self, LayerKind, Loaded};
+use crate::settings::{Action, Written};
 
 /// The bytes of `layer`'s file in the project at `root` (empty when there is none), and a
 /// warning when it is unusable.

@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
-use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{self, Judgement, Outcome, Reply};
 use crate::dispatch::protocol::{Context, Rules, Run};
+use crate::settings::events::{self, EventKind};
 
 /// The value of `"protocol"` that names it.
 pub const NAME: &str = "levelcode";
@@ -18,14 +18,6 @@ pub struct Levelcode;
 impl Rules for Levelcode {
     fn name(&self) -> &'static str {
         NAME
-    }
-
-    fn summary(&self) -> &'static str {
-        "levelcode's payload and replies, with updatedInput, decision \"ask\", continue: false and systemMessage."
-    }
-
-    fn agent(&self) -> &'static str {
-        "levelcode"
     }
 
     /// One run, reading the payload as it stands.
@@ -126,7 +118,7 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
         Some(updated @ Value::Object(_)) => judgement.updated_input = Some(updated.clone()),
         Some(other) => warnings.push(format!(
             "{label}: updatedInput must be an object, the tool's whole new input, not {}; ignored",
-            crate::dispatch::payload::short_json(other)
+            crate::settings::short_json(other)
         )),
     }
     if !warnings.is_empty() {

@@ -1,7 +1,7 @@
 //! What Claude Code does differently by event, each a `match` on every event (contract §12,
 //! §15): whether plain stdout is context, and whether a block asks to keep the agent going.
 
-use crate::dispatch::events::EventKind;
+use crate::settings::events::EventKind;
 
 /// Returns true if and only if Claude Code adds a handler's stdout that is not JSON to the
 /// model's context on this event.

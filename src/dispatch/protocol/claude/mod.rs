@@ -9,30 +9,27 @@
 //! input. Paths are joined to the project root and normalized lexically, as Claude Code gives
 //! them.
 //!
-//! This file holds the protocol's entry in the table and Claude Code's tool names; the way in is
+//! This file holds the protocol's entry in the table of rules (its tool names and settings files
+//! are `settings::protocol::claude`); the way in is
 //! `tool_calls.rs` (our tool calls as Claude Code's, and its `updatedInput` back) and
 //! `payload.rs` (the envelope around them), the way out `reply.rs` (what an exit 0 or 2 and its
 //! output mean).
 
-use crate::dispatch::events::EventKind;
 use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{Judgement, Reply};
-use crate::dispatch::protocol::{Context, OwnLayers, Rules, Run, RunFile};
+use crate::dispatch::protocol::{Context, Rules, Run, RunFile};
+use crate::settings::events::EventKind;
 
 mod by_event;
 mod payload;
 mod reply;
 mod session_env;
-mod settings_files;
 mod tool_calls;
 
+pub use crate::settings::protocol::claude::{default_timeout, tool_names, NAME, SESSION_SOURCE};
 pub use payload::{payload, payloads, tool_response};
 pub use reply::judge;
-pub use settings_files::default_timeout;
 pub use tool_calls::{input_from_claude, tool_calls};
-
-/// The value of `"protocol"` that names it.
-pub const NAME: &str = "claude";
 
 /// Claude Code's protocol in the table of protocols.
 pub struct Claude;
@@ -40,38 +37,6 @@ pub struct Claude;
 impl Rules for Claude {
     fn name(&self) -> &'static str {
         NAME
-    }
-
-    fn summary(&self) -> &'static str {
-        "Claude Code's payload (hook_event_name, tool_input.file_path, ...) and replies (exit 2, hookSpecificOutput.permissionDecision, updatedInput, ...), translated both ways."
-    }
-
-    fn agent(&self) -> &'static str {
-        "Claude Code"
-    }
-
-    fn agent_tools(&self) -> &'static [(&'static str, Option<&'static str>)] {
-        AGENT_TOOLS
-    }
-
-    fn own_layers(&self) -> Option<&'static OwnLayers> {
-        Some(&settings_files::OWN_LAYERS)
-    }
-
-    fn matcher_note(&self) -> Option<&'static str> {
-        Some("Claude Code hook scripts run unmodified; the matcher is also tested against Claude Code's tool names (Write, Edit, MultiEdit, Bash, Read, Grep, Glob) and, on SessionStart, against \"startup\".")
-    }
-
-    fn tool_names(&self, tool: &str) -> &'static [&'static str] {
-        tool_names(tool)
-    }
-
-    fn named_tools(&self) -> &'static [(&'static str, &'static [&'static str])] {
-        TOOL_NAMES
-    }
-
-    fn event_subject(&self, kind: EventKind) -> Option<&'static str> {
-        (kind == EventKind::SessionStart).then_some(SESSION_SOURCE)
     }
 
     /// One run, or for `read_files` one per path, each reading Claude Code's payload for the
@@ -146,48 +111,6 @@ impl Rules for Claude {
             context.rewrite,
         )
     }
-}
-
-/// The source a `SessionStart` payload names, and its matcher is tested against: levelcode
-/// fires `SessionStart` when a session starts, never on resume, clear or compact.
-pub const SESSION_SOURCE: &str = "startup";
-
-/// Claude Code's tools, and levelcode's name for the same tool, if it has one.
-const AGENT_TOOLS: &[(&str, Option<&str>)] = &[
-    ("Write", Some("write_file")),
-    ("Edit", Some("str_replace")),
-    ("MultiEdit", Some("str_replace")),
-    ("Bash", Some("run_terminal_command")),
-    ("Read", Some("read_files")),
-    ("Grep", Some("code_search")),
-    ("Task", Some("spawn_agents")),
-    ("Glob", Some("glob")),
-    ("LS", None),
-    ("WebFetch", None),
-    ("WebSearch", None),
-    ("NotebookEdit", None),
-    ("TodoWrite", None),
-];
-
-/// levelcode's tools that Claude Code names otherwise, each with its Claude Code names.
-/// `str_replace` has two, since Claude Code calls it `Edit` or `MultiEdit` by the number of
-/// replacements, and a guard on either must see every edit.
-const TOOL_NAMES: &[(&str, &[&str])] = &[
-    ("write_file", &["Write"]),
-    ("str_replace", &["Edit", "MultiEdit"]),
-    ("run_terminal_command", &["Bash"]),
-    ("read_files", &["Read"]),
-    ("code_search", &["Grep"]),
-    ("glob", &["Glob"]),
-];
-
-/// Claude Code's names for a levelcode tool: those a `claude` group's matcher is tested against
-/// besides the levelcode name.
-pub fn tool_names(tool: &str) -> &'static [&'static str] {
-    TOOL_NAMES
-        .iter()
-        .find(|(ours, _)| *ours == tool)
-        .map_or(&[], |(_, theirs)| theirs)
 }
 
 #[cfg(test)]

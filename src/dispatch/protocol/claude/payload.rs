@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::tool_calls::tool_calls;
 use super::SESSION_SOURCE;
-use crate::dispatch::events::EventKind;
 use crate::dispatch::protocol::ToolCall;
+use crate::settings::events::EventKind;
 
 /// Members of our payload that the envelope of [`payload`] replaces.
 const ENVELOPE: &[&str] = &[

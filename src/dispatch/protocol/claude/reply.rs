@@ -5,9 +5,9 @@ use serde_json::{Map, Value};
 
 use super::by_event::{cannot_keep_going, keeps_going, stdout_is_context};
 use super::tool_calls::input_from_claude;
-use crate::dispatch::events::{self, EventKind};
 use crate::dispatch::outcome::{self, Judgement, Outcome};
 use crate::dispatch::protocol::Rewrite;
+use crate::settings::events::{self, EventKind};
 
 /// A Claude Code handler's reply, exit code 0 or 2, as our outcome. Other exits are failures
 /// whatever the protocol, judged by the caller.
@@ -151,7 +151,7 @@ pub fn judge(
             (other, _) => {
                 judgement.warning = Some(format!(
                     "{label}: updatedInput must be an object of the tool's input, not {}; ignored",
-                    crate::dispatch::payload::short_json(other)
+                    crate::settings::short_json(other)
                 ));
             }
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::*;
-use crate::dispatch::payload::short_json;
+use crate::settings::short_json;
 
 /// Where problems are reported: the file, and the warnings list.
 pub(super) struct Location<'a> {

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::dispatch::events::EventKind;
-use crate::dispatch::protocol::{OwnFile, Protocol};
+use crate::settings::events::EventKind;
+use crate::settings::protocol::{OwnFile, Protocol};
 
 /// Settings files larger than this are skipped with a warning.
 pub const MAX_SETTINGS_BYTES: u64 = 16 << 20;
@@ -45,9 +45,7 @@ impl LayerKind {
     /// The agent's file this layer is, for an agent's layer.
     fn own_file(self) -> Option<&'static OwnFile> {
         match self {
-            LayerKind::Agent(protocol, i) => {
-                protocol.rules().own_layers()?.files.get(usize::from(i))
-            }
+            LayerKind::Agent(protocol, i) => protocol.facts().own_layers?.files.get(usize::from(i)),
             _ => None,
         }
     }
@@ -66,8 +64,8 @@ impl LayerKind {
     pub fn default_timeout(self, event: EventKind) -> Option<f64> {
         match self {
             LayerKind::Agent(protocol, _) => protocol
-                .rules()
-                .own_layers()
+                .facts()
+                .own_layers
                 .map(|own| (own.default_timeout)(event)),
             _ => None,
         }
@@ -77,7 +75,7 @@ impl LayerKind {
     /// agent's layer (contract §12).
     pub fn switch(self) -> Option<&'static str> {
         match self {
-            LayerKind::Agent(protocol, _) => protocol.rules().own_layers().map(|o| o.switch),
+            LayerKind::Agent(protocol, _) => protocol.facts().own_layers.map(|o| o.switch),
             _ => None,
         }
     }
@@ -98,7 +96,7 @@ impl LayerKind {
         match self {
             LayerKind::Project => Some(PROJECT_HOOKS_FOLDER),
             LayerKind::Agent(protocol, _) if self.project_file().is_some() => {
-                protocol.rules().own_layers().map(|o| o.hooks_folder)
+                protocol.facts().own_layers.map(|o| o.hooks_folder)
             }
             _ => None,
         }
@@ -129,8 +127,8 @@ pub fn under(base: &Path, relative: &str) -> PathBuf {
 pub fn agent_layers() -> impl Iterator<Item = (LayerKind, &'static OwnFile)> {
     Protocol::all().flat_map(|protocol| {
         protocol
-            .rules()
-            .own_layers()
+            .facts()
+            .own_layers
             .into_iter()
             .flat_map(move |own| {
                 own.files.iter().enumerate().map(move |(i, file)| {
@@ -151,7 +149,7 @@ pub fn switches_in(
     on: &mut Vec<&'static str>,
     warnings: &mut Vec<String>,
 ) {
-    for own in Protocol::all().filter_map(|p| p.rules().own_layers()) {
+    for own in Protocol::all().filter_map(|p| p.facts().own_layers) {
         match boolean_setting(bytes, own.switch) {
             Ok(Some(true)) if !on.contains(&own.switch) => on.push(own.switch),
             Ok(_) => {}
@@ -183,7 +181,7 @@ pub fn boolean_setting(bytes: &[u8], key: &str) -> Result<Option<bool>, String> 
         Some(serde_json::Value::Bool(b)) => Ok(Some(b)),
         Some(other) => Err(format!(
             "{key} must be true or false, not {}; ignored",
-            crate::dispatch::payload::short_json(&other)
+            crate::settings::short_json(&other)
         )),
     }
 }

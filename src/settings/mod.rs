@@ -1,5 +1,12 @@
-//! The `hooks` key of one settings file (contract §4): groups and handlers, checked entry by
-//! entry so that one bad entry never costs its valid siblings.
+//! The settings model (contract §3, §4, §5, §16, §17): which files are read as layers and in
+//! what order (`layers`, `managed`), the `hooks` key of one settings file (this file, `fast`,
+//! `checked`, read by the JSON reader of `json`), the events (`events`), the protocols as
+//! settings name them (`protocol`), the matchers (`matcher`) and the `if` filter's rules
+//! (`filter`). Nothing here runs a handler or knows of trust: the pipeline (`dispatch`) and
+//! trust (`trust`) read it.
+//!
+//! The `hooks` key is checked entry by entry so that one bad entry never costs its valid
+//! siblings.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -13,23 +20,31 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::dispatch::events::{EventKind, Subject};
-use crate::dispatch::filter::Filter;
-use crate::dispatch::layers::LayerKind;
-use crate::dispatch::matcher::{self, Matcher};
-use crate::dispatch::protocol::Protocol;
+use crate::settings::events::{EventKind, Subject};
+use crate::settings::filter::Filter;
+use crate::settings::layers::LayerKind;
+use crate::settings::protocol::Protocol;
+use matcher::Matcher;
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 pub const MAX_TIMEOUT_SECS: f64 = 600.0;
 
 mod checked;
+pub mod events;
 mod fast;
+pub mod filter;
+pub mod json;
+mod kind;
+pub mod layers;
+pub mod managed;
+pub mod matcher;
+pub mod protocol;
 
-pub use crate::dispatch::action::Action;
 pub use crate::runner::Program;
 pub use checked::clamp_timeout;
 use checked::{parse_event, Location};
 use fast::clean_event;
+pub use kind::Action;
 
 /// Where a group was written.
 #[derive(Debug)]
@@ -243,7 +258,7 @@ pub fn subjects_that_may_match<'g>(
         subjects.extend(names.iter().cloned());
         if kind.subject() == Subject::Tool {
             // A tool the protocol names otherwise applies by one of those names too.
-            for (tool, _) in group.matcher_protocol().rules().named_tools() {
+            for (tool, _) in group.matcher_protocol().facts().named_tools {
                 if group.applies(kind, Some(tool)) == Ok(true) {
                     subjects.insert((*tool).to_string());
                 }
@@ -316,11 +331,11 @@ fn parse_with(
     let fast = if hand_written {
         fast::hooks_of(text, &source, events)
     } else {
-        Err(crate::dispatch::json::Unsure)
+        Err(crate::settings::json::Unsure)
     };
     let hooks = match fast {
         Ok(hooks) => Ok(hooks),
-        Err(crate::dispatch::json::Unsure) => top_level_hooks(text).map(|hooks| {
+        Err(crate::settings::json::Unsure) => top_level_hooks(text).map(|hooks| {
             hooks.map(|hooks| {
                 let unread = hooks
                     .into_iter()
@@ -495,3 +510,16 @@ impl<'de> Visitor<'de> for HooksVisitor {
 
 #[cfg(test)]
 mod tests;
+
+/// A JSON value as a message quotes it: whole when short, else its first 37 bytes and `...`.
+pub fn short_json(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() <= 40 {
+        return text;
+    }
+    let mut cut = 37;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &text[..cut])
+}

@@ -342,7 +342,7 @@ proptest::proptest! {
         for group in &all {
             let used = group.enabled
                 && group
-                    .applies(crate::dispatch::events::EventKind::PreToolUse, Some(tool))
+                    .applies(crate::settings::events::EventKind::PreToolUse, Some(tool))
                     .unwrap_or(true);
             proptest::prop_assert!(!used || kept.contains(&group.index), "{} lost group {}", raw, group.index);
         }
@@ -618,7 +618,7 @@ fn the_hand_written_reader_takes_the_usual_file_and_leaves_the_rest() {
     ] {
         assert_eq!(
             fast::hooks_of(left, &source, Events::All).err(),
-            Some(crate::dispatch::json::Unsure),
+            Some(crate::settings::json::Unsure),
             "{left}"
         );
     }

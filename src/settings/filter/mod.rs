@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::dispatch::protocol::Protocol;
+use crate::settings::protocol::Protocol;
 use path::PathPattern;
 
 /// One `"if"` as written, read and compiled the first time a call is tested against it.
@@ -218,8 +218,8 @@ fn subject_of(tool: &str) -> Option<Subject> {
 /// name, a protocol's name for it, or the MCP server it belongs to.
 fn names(rule_tool: &str, tool: &str) -> bool {
     let theirs = |p: Protocol| {
-        p.rules()
-            .agent_tools()
+        p.facts()
+            .agent_tools
             .iter()
             .any(|(name, ours)| *name == rule_tool && *ours == Some(tool))
     };

@@ -1,7 +1,7 @@
 //! The typed fast path: an event's groups read straight into structs that borrow the file's
 //! strings, when they hold nothing to warn about. Anything unusual falls back to [`super::checked`].
 //!
-//! The file is read by the hand-written [`crate::dispatch::json`] reader first, which passes over the other
+//! The file is read by the hand-written [`crate::settings::json`] reader first, which passes over the other
 //! events and keys at a few instructions a byte; whatever it cannot vouch for is read by
 //! `serde_json` into the same structs, as before it existed, so the two always agree.
 
@@ -17,8 +17,8 @@ use serde::Deserialize;
 
 use super::checked::clamp_secs;
 use super::*;
-use crate::dispatch::json::{Read, Reader, Unsure};
-use crate::dispatch::matcher;
+use crate::settings::json::{Read, Reader, Unsure};
+use crate::settings::matcher;
 
 /// The `hooks` object's events in file order, those `events` wants read into groups when
 /// they hold nothing to warn about, else kept as written; `None` when the file has no `hooks`
@@ -171,7 +171,7 @@ pub(super) fn clean_event(
         .unwrap_or_else(|Unsure| serde_event(source, event, raw, tool))
 }
 
-/// [`clean_event`] by the [`crate::dispatch::json`] reader: [`Unsure`] for anything but groups of exactly the
+/// [`clean_event`] by the [`crate::settings::json`] reader: [`Unsure`] for anything but groups of exactly the
 /// fields of [`CleanGroup`] and [`CleanHandler`], each at most once, with the kinds of value
 /// `serde_json` takes for them, which are then judged by the same [`clean_group`].
 fn read_event(
@@ -408,7 +408,7 @@ fn seconds(number: &str) -> Read<f64> {
     serde_json::from_str(number).map_err(|_| Unsure)
 }
 
-/// [`clean_event`] by `serde_json`, for what the [`crate::dispatch::json`] reader leaves to it.
+/// [`clean_event`] by `serde_json`, for what the [`crate::settings::json`] reader leaves to it.
 pub(super) fn serde_event(
     source: &Arc<Source>,
     event: &str,
@@ -501,9 +501,7 @@ pub(super) fn clean_group(
         if !foreign {
             return &[];
         }
-        Protocol::of_group(protocol, entry.hooks.iter().filter_map(protocol_of))
-            .rules()
-            .tool_names(tool)
+        Protocol::of_group(protocol, entry.hooks.iter().filter_map(protocol_of)).tool_names(tool)
     };
     // Every handler is checked, so an event with something to warn about still goes the
     // general way; only the building is saved for a group the dispatch would pass over.

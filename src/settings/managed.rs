@@ -15,10 +15,10 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use crate::dispatch::events::EventKind;
-use crate::dispatch::layers::{LayerKind, MAX_SETTINGS_BYTES};
-use crate::dispatch::settings::{self, Events, Group};
 use crate::environment;
+use crate::settings::events::EventKind;
+use crate::settings::layers::{LayerKind, MAX_SETTINGS_BYTES};
+use crate::settings::{self, Events, Group};
 
 /// The key that keeps every other layer out.
 pub const ONLY_KEY: &str = "managedHooksOnly";
@@ -196,7 +196,7 @@ pub fn only_in(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> bool {
             warnings.push(format!(
                 "{}: {ONLY_KEY} must be true or false, not {}; ignored, so the other layers still run",
                 path.display(),
-                crate::dispatch::payload::short_json(&other)
+                crate::settings::short_json(&other)
             ));
             false
         }
