@@ -14,6 +14,8 @@ use crate::commands::inspect::{Inspection, LayerState};
 use crate::dispatch::output::write_stdout;
 use crate::dispatch::protocol::claude;
 use crate::settings::events::{self, EventKind};
+use crate::settings::kind::Kind;
+use crate::settings::short_json;
 
 /// The Claude Code settings files read when none is named, in this order, under the project root.
 pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
@@ -127,15 +129,21 @@ fn convert_group(
     let mut converted = Vec::new();
     for (j, handler) in handlers.iter().enumerate() {
         let at = format!("{at}.hooks[{j}]");
-        let kind = handler
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("command");
-        if kind != "command" {
-            notes.push(format!(
-                "{at}: a handler of type {kind:?}; levelcode runs only \"command\" handlers, so it was left out"
-            ));
-            continue;
+        let kind = match handler.get("type") {
+            None | Some(Value::Null) => Some(Kind::DEFAULT),
+            Some(Value::String(name)) => Kind::parse(name),
+            Some(_) => None,
+        };
+        match kind {
+            Some(Kind::Command) => {}
+            Some(Kind::Http | Kind::Prompt | Kind::Agent) | None => {
+                notes.push(format!(
+                    "{at}: a handler of type {}; levelcode runs only {} handlers, so it was left out",
+                    handler.get("type").map(short_json).unwrap_or_default(),
+                    Kind::choices()
+                ));
+                continue;
+            }
         }
         let Some(command) = handler
             .get("command")

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::dispatch::output::write_stdout;
 use crate::settings::events::{self, Subject, EVENTS};
+use crate::settings::kind::{Kind, KINDS};
 use crate::settings::protocol::Protocol;
 use crate::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 
@@ -46,6 +47,23 @@ pub fn document() -> Value {
         .collect();
     let mut protocol_names: Vec<Value> = Protocol::all().map(|p| p.name().into()).collect();
     protocol_names.push(Value::Null);
+    // The kinds this version runs are the schema's; the others are named, so that a person
+    // reading it knows why a Claude Code handler of that type is refused.
+    let running: Vec<String> = Kind::running()
+        .map(|k| format!("\"{}\" ({})", k.name(), k.entry().summary))
+        .collect();
+    let others: Vec<String> = KINDS
+        .iter()
+        .filter(|e| !e.runs)
+        .map(|e| format!("\"{}\"", e.name))
+        .collect();
+    let kind_description = format!(
+        "The handler kind: {}. Claude Code's {} are not run by this version.",
+        running.join(", "),
+        others.join(", ")
+    );
+    let mut kind_names: Vec<Value> = Kind::running().map(|k| k.name().into()).collect();
+    kind_names.push(Value::Null);
     let mut events = serde_json::Map::new();
     for event in EVENTS {
         let description = match event.matcher {
@@ -123,8 +141,10 @@ pub fn document() -> Value {
                 "type": "object",
                 "properties": {
                     "type": {
-                        "description": "The handler kind; only \"command\" exists.",
-                        "const": "command"
+                        "description": kind_description,
+                        "type": ["string", "null"],
+                        "enum": kind_names,
+                        "default": Kind::DEFAULT.name()
                     },
                     "command": {
                         "description": "Run by /bin/sh -c (cmd.exe /d /s /c on Windows) in the project root; with \"args\", the program itself, run without a shell.",
@@ -172,7 +192,7 @@ pub fn document() -> Value {
                         "minLength": 1
                     },
                     "onFailure": {
-                        "description": format!("What the handler's own failure (it could not start, timed out, died by a signal, exited with a code other than 0 and 2) means: \"block\" blocks on {} (the reason says how the guard failed), and changes nothing on other events; \"proceed\" (the default) fails open.", events::listed("and", |e| e.blocks)),
+                        "description": format!("What the handler's own failure (it could not start, timed out, died by a signal, exited with a code other than 0 and 2) means: \"block\" blocks on {} (the reason says how the guard failed), and changes nothing on other events; \"proceed\" (the default) fails open.", events::listed("and", |e| e.blocks.is_some())),
                         "enum": ["block", "proceed", null]
                     },
                     "protocol": {

@@ -21,6 +21,7 @@ use crate::dispatch::exit::Status;
 use crate::dispatch::output::write_stdout;
 use crate::dispatch::Options;
 use crate::settings::events::{self, EventKind, Subject, EVENTS};
+use crate::settings::kind::{self, Kind};
 use crate::settings::layers::LayerKind;
 use crate::settings::matcher;
 use crate::settings::protocol::Protocol;
@@ -62,19 +63,26 @@ pub struct Problem {
 
 const TOP_KEYS: &[&str] = &["hooks"];
 const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol", "if"];
-const HANDLER_KEYS: &[&str] = &[
-    "type",
-    "command",
-    "argv",
-    "timeout",
-    "enabled",
-    "name",
-    "protocol",
-    "onFailure",
-    "args",
-    "shell",
-    "if",
-];
+/// The keys a handler written as `fields` may have: every handler's that levelcode honours, and
+/// its kind's, from the table of kinds. A kind this version does not run is refused by its
+/// `type` alone, so its handler's keys are `command`'s and its own.
+fn handler_keys(fields: &Map<String, Value>) -> Vec<&'static str> {
+    let kind = fields
+        .get("type")
+        .and_then(Value::as_str)
+        .and_then(Kind::parse)
+        .unwrap_or(Kind::DEFAULT);
+    let mut keys: Vec<&'static str> = kind::COMMON_FIELDS
+        .iter()
+        .copied()
+        .filter(|key| crate::commands::import::not_honoured(key).is_none())
+        .collect();
+    if !kind.runs() {
+        keys.extend(Kind::DEFAULT.entry().fields);
+    }
+    keys.extend(kind.entry().fields);
+    keys
+}
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let options = Options {
@@ -314,7 +322,7 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
             if GROUP_KEYS.contains(&key.as_str()) {
                 continue;
             }
-            let message = if HANDLER_KEYS.contains(&key.as_str()) {
+            let message = if handler_keys(fields).contains(&key.as_str()) {
                 format!("{key:?} belongs on each handler inside \"hooks\", not on the group; here it is ignored")
             } else {
                 unknown_key_message(key, GROUP_KEYS, fields, tool_event)
@@ -406,8 +414,9 @@ fn check_tool_names(matcher: &str, path: &str, protocol: Protocol, found: &mut F
 }
 
 fn check_handler(path: &str, fields: &Map<String, Value>, found: &mut Found<'_>) {
+    let known = handler_keys(fields);
     for key in fields.keys() {
-        if HANDLER_KEYS.contains(&key.as_str()) {
+        if known.contains(&key.as_str()) {
             continue;
         }
         let message = if key == "matcher" || key == "hooks" {
@@ -416,7 +425,7 @@ fn check_handler(path: &str, fields: &Map<String, Value>, found: &mut Found<'_>)
             found.add(Some(format!("{path}.{key}")), "not_honoured", why);
             continue;
         } else {
-            unknown_key_message(key, HANDLER_KEYS, fields, false)
+            unknown_key_message(key, &known, fields, false)
         };
         found.add(Some(format!("{path}.{key}")), "unknown_key", message);
     }
@@ -765,16 +774,16 @@ mod tests {
             m.contains("did you mean \"matcher\"") && m.contains("every tool"),
             "{m}"
         );
-        let m = unknown_key_message("timout", HANDLER_KEYS, &fields, false);
+        let m = unknown_key_message("timout", &handler_keys(&fields), &fields, false);
         assert!(
             m.contains("did you mean \"timeout\"") && m.contains("10 seconds"),
             "{m}"
         );
-        let m = unknown_key_message("cmd", HANDLER_KEYS, &fields, false);
+        let m = unknown_key_message("cmd", &handler_keys(&fields), &fields, false);
         assert!(m.contains("did you mean \"command\""), "{m}");
-        let m = unknown_key_message("disabled", HANDLER_KEYS, &fields, false);
+        let m = unknown_key_message("disabled", &handler_keys(&fields), &fields, false);
         assert!(m.contains("\"enabled\": false"), "{m}");
-        let m = unknown_key_message("description", HANDLER_KEYS, &fields, false);
+        let m = unknown_key_message("description", &handler_keys(&fields), &fields, false);
         assert!(m.contains("known keys"), "{m}");
     }
 }

@@ -19,14 +19,15 @@ pub enum Stop {
     Interrupted(i32),
 }
 
-/// How a run ended.
+/// How a run ended, whatever its kind.
 #[derive(Debug)]
 pub enum Ending {
-    /// It answered with this exit code.
-    Exited(i32),
+    /// It answered, in its kind's terms.
+    Answered(Answer),
     /// The shell it went through exited 126 or 127: the program it was to start was not found,
     /// or not executable.
     NotRunnable(i32),
+    /// A process was ended by this signal.
     Signaled(i32),
     /// It could not be started; the text says why.
     NotStarted(String),
@@ -34,6 +35,23 @@ pub enum Ending {
     Lost,
     /// It was still there a while after being killed, so the dispatcher gave up waiting.
     Unkillable,
+}
+
+/// What a run that answered said, in its kind's own terms (`settings::kind::Ends`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// A process's exit code.
+    Exit(i32),
+}
+
+impl Answer {
+    /// The code a protocol reads the answer by (contract §6): 0 a reply to read, 2 a block,
+    /// anything else a failure.
+    pub fn code(self) -> i32 {
+        match self {
+            Answer::Exit(code) => code,
+        }
+    }
 }
 
 /// What one run of an action gave, whatever the action.
@@ -89,7 +107,7 @@ fn process_done(program: &Program, finished: runner::Finished) -> Done {
         runner::Ending::Exited(code @ (126 | 127)) if matches!(program, Program::Shell(_)) => {
             Ending::NotRunnable(code)
         }
-        runner::Ending::Exited(code) => Ending::Exited(code),
+        runner::Ending::Exited(code) => Ending::Answered(Answer::Exit(code)),
         runner::Ending::Signaled(sig) => Ending::Signaled(sig),
         runner::Ending::SpawnFailed(why) => Ending::NotStarted(why),
         runner::Ending::Lost => Ending::Lost,

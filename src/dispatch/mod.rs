@@ -14,7 +14,7 @@ use crate::settings::protocol::Protocol;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
 use crate::trust::Gate;
-use action::{Done, Ending, Stop};
+use action::{Answer, Done, Ending, Stop};
 use handler_input::Inputs;
 use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
@@ -460,18 +460,15 @@ impl<'a> Chain<'a> {
 }
 
 /// A judgement's message as it reads for the event: the rules of every handler say what a
-/// failure means for a tool call, and an event that is not one goes on otherwise.
+/// failure means for a tool call, and the event's entry says what goes on instead
+/// (`EventKind::goes_on`).
 fn worded_for(mut judgement: Judgement, kind: EventKind) -> Judgement {
     const TOOL_CALL: &str = "the tool call proceeds";
-    if kind.is_tool_event() {
+    let instead = kind.goes_on();
+    if instead == TOOL_CALL {
         return judgement;
     }
     if let Some(message) = judgement.message.as_mut().filter(|m| m.contains(TOOL_CALL)) {
-        let instead = if kind == EventKind::UserPromptSubmit {
-            "the prompt goes on to the model"
-        } else {
-            "the dispatch goes on"
-        };
         *message = message.replace(TOOL_CALL, instead);
     }
     judgement
@@ -518,11 +515,15 @@ fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
     entry.outcome = judgement.outcome;
     entry.duration_ms = output::millis(done.duration);
     match done.ending {
-        Ending::Exited(code) if done.stopped.is_none() => entry.exit_code = Some(code),
-        Ending::Exited(code) if code >= 0 => entry.exit_code = Some(code),
+        Ending::Answered(Answer::Exit(code)) if done.stopped.is_none() || code >= 0 => {
+            entry.exit_code = Some(code);
+        }
         Ending::NotRunnable(code) => entry.exit_code = Some(code),
         Ending::Signaled(sig) => entry.signal = Some(sig),
-        Ending::Exited(_) | Ending::NotStarted(_) | Ending::Lost | Ending::Unkillable => {}
+        Ending::Answered(Answer::Exit(_))
+        | Ending::NotStarted(_)
+        | Ending::Lost
+        | Ending::Unkillable => {}
     }
     entry.stderr_truncated = done.stderr_truncated;
     entry.stderr = done.stderr;

@@ -174,12 +174,14 @@ fn judge_ending(
                 "exit {code}: the program was probably {what} (see stderr); check the command and PATH"
             ))
         }
-        Ending::Exited(code @ (0 | 2)) => read(Reply {
-            code,
-            stdout: &run.stdout,
-            stderr: &run.stderr,
-        }),
-        Ending::Exited(code) => failed_exit(code, ""),
+        Ending::Answered(answer) => match answer.code() {
+            code @ (0 | 2) => read(Reply {
+                code,
+                stdout: &run.stdout,
+                stderr: &run.stderr,
+            }),
+            code => failed_exit(code, ""),
+        },
     }
 }
 

@@ -285,21 +285,28 @@ pub(super) fn parse_handler(
         );
         return None;
     };
-    match fields.get("type") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(t)) if t == "command" => {}
-        Some(other) => {
-            at.warn(
-                path.key("type"),
-                format!(
-                    "{} is not a handler type this version runs (only \"command\"); handler skipped",
-                    short_json(other)
-                ),
-            );
+    let kind = match fields.get("type") {
+        None | Some(Value::Null) => Some(Kind::DEFAULT),
+        Some(Value::String(t)) => Kind::parse(t),
+        Some(_) => None,
+    };
+    let not_run = |at: &mut Location<'_>, fields: &serde_json::Map<String, Value>| {
+        at.warn(
+            path.key("type"),
+            format!(
+                "{} is not a handler type this version runs (only {}); handler skipped",
+                short_json(&fields["type"]),
+                Kind::choices()
+            ),
+        );
+    };
+    let program = match kind {
+        Some(Kind::Command) => Action::Process(parse_program(&mut fields, path, at)?),
+        Some(Kind::Http | Kind::Prompt | Kind::Agent) | None => {
+            not_run(at, &fields);
             return None;
         }
-    }
-    let program = Action::Process(parse_program(&mut fields, path, at)?);
+    };
     let (secs, problem) = match (fields.get("timeout"), defaults.timeout) {
         (None | Some(Value::Null), Some(secs)) => (secs, None),
         (value, _) => clamp_timeout(value),

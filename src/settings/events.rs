@@ -54,9 +54,13 @@ pub struct Event {
     /// What it is, for people (the schema's description). What the matcher is tested against
     /// is added where it is shown, from [`Event::matcher`].
     pub description: &'static str,
-    /// A handler can block it: exit 2, `"decision": "block"` or `"continue": false` blocks it
-    /// (contract §6, §7, §11). On an event that cannot block, exit 2 is an `error`.
-    pub blocks: bool,
+    /// What a block does, for an event a handler can block: exit 2, `"decision": "block"` or
+    /// `"continue": false` blocks it (contract §6, §7, §11). `None` for an event that cannot
+    /// block, on which exit 2 is an `error`.
+    pub blocks: Option<&'static str>,
+    /// What goes on when its handlers do not block, or fail open: the end of a failed
+    /// handler's message.
+    pub goes_on: &'static str,
     /// A handler can answer with a permission decision instead: `"decision": "ask"` asks a
     /// person's approval (§11), and Claude Code's `permissionDecision` denies or asks (§12).
     pub asks: bool,
@@ -113,7 +117,8 @@ pub const EVENTS: &[Event] = &[
         name: "SessionStart",
         aliases: &[],
         description: "Fired once when a session starts.",
-        blocks: false,
+        blocks: None,
+        goes_on: "the dispatch goes on",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Nothing,
@@ -124,7 +129,8 @@ pub const EVENTS: &[Event] = &[
         name: "PreToolUse",
         aliases: &["BeforeTool"],
         description: "Fired before a tool runs. A handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call; {\"decision\":\"ask\"} asks a person; {\"updatedInput\":{...}} rewrites the tool's input.",
-        blocks: true,
+        blocks: Some("stops the tool call, with the reason given to the model"),
+        goes_on: "the tool call proceeds",
         asks: true,
         rewrites_input: true,
         matcher: Subject::Tool,
@@ -135,7 +141,8 @@ pub const EVENTS: &[Event] = &[
         name: "PostToolUse",
         aliases: &["AfterTool"],
         description: "Fired after a tool ran, with its result.",
-        blocks: false,
+        blocks: None,
+        goes_on: "the tool call proceeds",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Tool,
@@ -146,7 +153,8 @@ pub const EVENTS: &[Event] = &[
         name: "Stop",
         aliases: &[],
         description: "Fired when the agent stops.",
-        blocks: false,
+        blocks: None,
+        goes_on: "the dispatch goes on",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Nothing,
@@ -157,7 +165,8 @@ pub const EVENTS: &[Event] = &[
         name: "UserPromptSubmit",
         aliases: &["BeforeAgent"],
         description: "Fired when the person submits a prompt, before the model sees it. A handler exiting 2, or printing {\"decision\":\"block\"}, refuses the prompt; additionalContext is added for the model.",
-        blocks: true,
+        blocks: Some("refuses the prompt before the model sees it"),
+        goes_on: "the prompt goes on to the model",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Nothing,
@@ -168,7 +177,8 @@ pub const EVENTS: &[Event] = &[
         name: "SessionEnd",
         aliases: &[],
         description: "Fired once when a session ends, with why (reason: clear, logout, prompt_input_exit or other).",
-        blocks: false,
+        blocks: None,
+        goes_on: "the dispatch goes on",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Member(Field::Reason),
@@ -179,7 +189,8 @@ pub const EVENTS: &[Event] = &[
         name: "PostToolUseFailure",
         aliases: &[],
         description: "Fired after a tool call failed, with its error.",
-        blocks: false,
+        blocks: None,
+        goes_on: "the tool call proceeds",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Tool,
@@ -190,7 +201,8 @@ pub const EVENTS: &[Event] = &[
         name: "SubagentStart",
         aliases: &[],
         description: "Fired when a subagent starts.",
-        blocks: false,
+        blocks: None,
+        goes_on: "the dispatch goes on",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Member(Field::AgentType),
@@ -201,7 +213,8 @@ pub const EVENTS: &[Event] = &[
         name: "SubagentStop",
         aliases: &[],
         description: "Fired when a subagent finishes; levelcode does not wait for it, so it cannot be kept going.",
-        blocks: false,
+        blocks: None,
+        goes_on: "the dispatch goes on",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Member(Field::AgentType),
@@ -212,7 +225,8 @@ pub const EVENTS: &[Event] = &[
         name: "PreCompact",
         aliases: &["PreCompress"],
         description: "Fired before the conversation is compacted (trigger: manual or auto).",
-        blocks: false,
+        blocks: None,
+        goes_on: "the dispatch goes on",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Member(Field::Trigger),
@@ -223,7 +237,8 @@ pub const EVENTS: &[Event] = &[
         name: "Notification",
         aliases: &[],
         description: "Fired when the agent notifies the person (waiting for input, a permission prompt).",
-        blocks: false,
+        blocks: None,
+        goes_on: "the dispatch goes on",
         asks: false,
         rewrites_input: false,
         matcher: Subject::Member(Field::NotificationType),
@@ -294,9 +309,15 @@ impl EventKind {
         EVENTS.get(self as usize)
     }
 
+    /// What goes on when the event's handlers fail open ([`Event::goes_on`]); for an unknown
+    /// event, the dispatch.
+    pub fn goes_on(self) -> &'static str {
+        self.event().map_or("the dispatch goes on", |e| e.goes_on)
+    }
+
     /// Returns true if and only if a handler can block the event ([`Event::blocks`]).
     pub fn can_block(self) -> bool {
-        self.event().is_some_and(|e| e.blocks)
+        self.event().is_some_and(|e| e.blocks.is_some())
     }
 
     /// Returns true if and only if a handler can ask a person instead ([`Event::asks`]).
@@ -375,7 +396,7 @@ mod tests {
             "PreToolUse, PostToolUse and PostToolUseFailure"
         );
         assert_eq!(
-            listed("and", |e| e.blocks),
+            listed("and", |e| e.blocks.is_some()),
             "PreToolUse and UserPromptSubmit"
         );
         assert_eq!(listed("and", |e| e.asks), "PreToolUse");

@@ -223,19 +223,92 @@ fn read_groups(
     Ok(clean.then_some(groups))
 }
 
-/// Which fields of a group or handler were read: a second one is `serde_json`'s to refuse.
-struct Seen(u16);
+/// Which fields of a group or handler were read: a second one is `serde_json`'s to refuse. One
+/// flag per name of the object's field list ([`GROUP_FIELDS`], [`HANDLER_FIELDS`]), so the flags
+/// grow with the list.
+struct Seen<const N: usize>([bool; N]);
 
-impl Seen {
-    fn first(&mut self, field: u16) -> Read<()> {
-        let bit = 1 << field;
-        if self.0 & bit != 0 {
+impl<const N: usize> Seen<N> {
+    fn new() -> Seen<N> {
+        Seen([false; N])
+    }
+
+    /// The field `key` names in `fields`, the first time it is read; [`Unsure`] for a name not
+    /// in the list, or read before.
+    fn first<F: Copy>(&mut self, fields: &[(&str, F); N], key: &str) -> Read<F> {
+        let at = fields
+            .iter()
+            .position(|(name, _)| *name == key)
+            .ok_or(Unsure)?;
+        if std::mem::replace(&mut self.0[at], true) {
             return Err(Unsure);
         }
-        self.0 |= bit;
-        Ok(())
+        Ok(fields[at].1)
+    }
+
+    fn has(&self, at: usize) -> bool {
+        self.0[at]
     }
 }
+
+/// The fields of a group the reader reads.
+#[derive(Clone, Copy)]
+enum GroupField {
+    Matcher,
+    Hooks,
+    Enabled,
+    Protocol,
+    If,
+}
+
+const GROUP_FIELDS: [(&str, GroupField); 5] = [
+    ("matcher", GroupField::Matcher),
+    ("hooks", GroupField::Hooks),
+    ("enabled", GroupField::Enabled),
+    ("protocol", GroupField::Protocol),
+    ("if", GroupField::If),
+];
+
+/// The fields of a handler the reader reads: those every handler has
+/// ([`crate::settings::kind::COMMON_FIELDS`]) and those of the kinds it reads, `command` alone
+/// today ([`crate::settings::kind::KINDS`]); a handler with any other field, or of another kind,
+/// goes the general way.
+#[derive(Clone, Copy)]
+enum HandlerField {
+    Type,
+    Command,
+    Argv,
+    Timeout,
+    Enabled,
+    Name,
+    Protocol,
+    If,
+    Args,
+    Shell,
+    OnFailure,
+    StatusMessage,
+    Async,
+    AsyncRewake,
+    Once,
+}
+
+const HANDLER_FIELDS: [(&str, HandlerField); 15] = [
+    ("type", HandlerField::Type),
+    ("command", HandlerField::Command),
+    ("argv", HandlerField::Argv),
+    ("timeout", HandlerField::Timeout),
+    ("enabled", HandlerField::Enabled),
+    ("name", HandlerField::Name),
+    ("protocol", HandlerField::Protocol),
+    ("if", HandlerField::If),
+    ("args", HandlerField::Args),
+    ("shell", HandlerField::Shell),
+    ("onFailure", HandlerField::OnFailure),
+    ("statusMessage", HandlerField::StatusMessage),
+    ("async", HandlerField::Async),
+    ("asyncRewake", HandlerField::AsyncRewake),
+    ("once", HandlerField::Once),
+];
 
 /// A string or `null`, as `Option<Cow<str>>` takes it.
 fn optional_text<'a>(reader: &mut Reader<'a>) -> Read<Option<Cow<'a, str>>> {
@@ -264,39 +337,23 @@ fn optional_strings<'a>(reader: &mut Reader<'a>) -> Read<Option<Vec<Cow<'a, str>
 /// A group object with only [`CleanGroup`]'s fields, read into `entry`, whose `hooks` are
 /// empty.
 fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<()> {
-    let mut seen = Seen(0);
+    let mut seen = Seen::new();
     let (mut matcher, mut enabled, mut protocol, mut filter) = (None, None, None, None);
     entry.hooks.clear();
     reader.object(|reader, key| {
-        match key.plain().ok_or(Unsure)? {
-            "matcher" => {
-                seen.first(0)?;
-                matcher = optional_text(reader)?;
-            }
-            "hooks" => {
-                seen.first(1)?;
-                reader.array(|reader| {
-                    entry.hooks.push(read_handler(reader)?);
-                    Ok(())
-                })?;
-            }
-            "enabled" => {
-                seen.first(2)?;
-                enabled = reader.null_or_bool()?;
-            }
-            "protocol" => {
-                seen.first(3)?;
-                protocol = optional_text(reader)?;
-            }
-            "if" => {
-                seen.first(4)?;
-                filter = optional_text(reader)?;
-            }
-            _ => return Err(Unsure),
+        match seen.first(&GROUP_FIELDS, key.plain().ok_or(Unsure)?)? {
+            GroupField::Matcher => matcher = optional_text(reader)?,
+            GroupField::Hooks => reader.array(|reader| {
+                entry.hooks.push(read_handler(reader)?);
+                Ok(())
+            })?,
+            GroupField::Enabled => enabled = reader.null_or_bool()?,
+            GroupField::Protocol => protocol = optional_text(reader)?,
+            GroupField::If => filter = optional_text(reader)?,
         }
         Ok(())
     })?;
-    if seen.0 & 1 << 1 == 0 {
+    if !seen.has(GroupField::Hooks as usize) {
         // No `hooks`: `serde_json` says so.
         return Err(Unsure);
     }
@@ -309,7 +366,7 @@ fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<(
 
 /// A handler object with only [`CleanHandler`]'s fields.
 fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
-    let mut seen = Seen(0);
+    let mut seen = Seen::new();
     let mut handler = CleanHandler {
         kind: None,
         command: None,
@@ -328,70 +385,26 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
         _once: None,
     };
     reader.object(|reader, key| {
-        match key.plain().ok_or(Unsure)? {
-            "type" => {
-                seen.first(0)?;
-                handler.kind = optional_text(reader)?;
-            }
-            "command" => {
-                seen.first(1)?;
-                handler.command = optional_text(reader)?;
-            }
-            "argv" => {
-                seen.first(2)?;
-                handler.argv = optional_strings(reader)?;
-            }
-            "timeout" => {
-                seen.first(3)?;
+        match seen.first(&HANDLER_FIELDS, key.plain().ok_or(Unsure)?)? {
+            HandlerField::Type => handler.kind = optional_text(reader)?,
+            HandlerField::Command => handler.command = optional_text(reader)?,
+            HandlerField::Argv => handler.argv = optional_strings(reader)?,
+            HandlerField::Timeout => {
                 if !reader.null()? {
                     handler.timeout = Some(seconds(reader.number()?)?);
                 }
             }
-            "enabled" => {
-                seen.first(4)?;
-                handler.enabled = reader.null_or_bool()?;
-            }
-            "name" => {
-                seen.first(5)?;
-                handler.name = optional_text(reader)?;
-            }
-            "protocol" => {
-                seen.first(6)?;
-                handler.protocol = optional_text(reader)?;
-            }
-            "if" => {
-                seen.first(7)?;
-                handler.filter = optional_text(reader)?;
-            }
-            "args" => {
-                seen.first(8)?;
-                handler.args = optional_strings(reader)?;
-            }
-            "shell" => {
-                seen.first(9)?;
-                handler.shell = optional_text(reader)?;
-            }
-            "onFailure" => {
-                seen.first(10)?;
-                handler.on_failure = optional_text(reader)?;
-            }
-            "statusMessage" => {
-                seen.first(11)?;
-                handler._status_message = optional_text(reader)?;
-            }
-            "async" => {
-                seen.first(12)?;
-                handler._run_async = reader.null_or_bool()?;
-            }
-            "asyncRewake" => {
-                seen.first(13)?;
-                handler._async_rewake = reader.null_or_bool()?;
-            }
-            "once" => {
-                seen.first(14)?;
-                handler._once = reader.null_or_bool()?;
-            }
-            _ => return Err(Unsure),
+            HandlerField::Enabled => handler.enabled = reader.null_or_bool()?,
+            HandlerField::Name => handler.name = optional_text(reader)?,
+            HandlerField::Protocol => handler.protocol = optional_text(reader)?,
+            HandlerField::If => handler.filter = optional_text(reader)?,
+            HandlerField::Args => handler.args = optional_strings(reader)?,
+            HandlerField::Shell => handler.shell = optional_text(reader)?,
+            HandlerField::OnFailure => handler.on_failure = optional_text(reader)?,
+            HandlerField::StatusMessage => handler._status_message = optional_text(reader)?,
+            HandlerField::Async => handler._run_async = reader.null_or_bool()?,
+            HandlerField::AsyncRewake => handler._async_rewake = reader.null_or_bool()?,
+            HandlerField::Once => handler._once = reader.null_or_bool()?,
         }
         Ok(())
     })?;
@@ -515,8 +528,15 @@ pub(super) fn clean_group(
     let mut handlers = Vec::with_capacity(if build { entry.hooks.len() } else { 0 });
     for (h, handler) in entry.hooks.drain(..).enumerate() {
         let handler_protocol = protocol_of(&handler)?;
-        if handler.kind.as_deref().is_some_and(|k| k != "command") {
-            return None;
+        // Only the kinds this reader reads; any other, or a `type` that names none, goes the
+        // general way, which warns.
+        match handler
+            .kind
+            .as_deref()
+            .map_or(Some(Kind::DEFAULT), Kind::parse)?
+        {
+            Kind::Command => {}
+            Kind::Http | Kind::Prompt | Kind::Agent => return None,
         }
         let program = clean_program(
             handler.command,

@@ -643,3 +643,24 @@ proptest::proptest! {
         proptest::prop_assert_eq!(fast::may_apply(Some(&matcher), tool), told, "{:?} {:?}", matcher, tool);
     }
 }
+
+/// The reader's fields are those of the kinds table: every handler's, and `command`'s.
+#[test]
+fn the_reader_reads_the_fields_the_kinds_table_gives_a_command() {
+    let mut read: Vec<&str> = HANDLER_FIELDS.iter().map(|(name, _)| *name).collect();
+    let mut table: Vec<&str> = crate::settings::kind::COMMON_FIELDS
+        .iter()
+        .chain(Kind::Command.entry().fields)
+        .copied()
+        .collect();
+    read.sort_unstable();
+    table.sort_unstable();
+    assert_eq!(read, table);
+    // Each flag is its own field's.
+    for (i, (_, field)) in HANDLER_FIELDS.iter().enumerate() {
+        assert_eq!(*field as usize, i);
+    }
+    for (i, (_, field)) in GROUP_FIELDS.iter().enumerate() {
+        assert_eq!(*field as usize, i);
+    }
+}

@@ -34,7 +34,7 @@ pub mod events;
 mod fast;
 pub mod filter;
 pub mod json;
-mod kind;
+pub mod kind;
 pub mod layers;
 pub mod managed;
 pub mod matcher;
@@ -44,7 +44,7 @@ pub use crate::runner::Program;
 pub use checked::clamp_timeout;
 use checked::{parse_event, Location};
 use fast::clean_event;
-pub use kind::Action;
+pub use kind::{Action, Kind};
 
 /// Where a group was written.
 #[derive(Debug)]

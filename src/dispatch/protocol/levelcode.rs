@@ -50,7 +50,7 @@ impl Rules for Levelcode {
                 2,
                 &format!(
                     "; exit 2 blocks only on {}, not on {event}",
-                    events::listed("and", |e| e.blocks)
+                    events::listed("and", |e| e.blocks.is_some())
                 ),
             ),
             _ => judge_stdout(kind, event, label, reply.stdout),
@@ -99,7 +99,7 @@ fn judge_stdout(kind: EventKind, event: &str, label: &str, stdout: &str) -> Judg
         }
         Some(what @ ("block" | "ask")) => {
             let those = match what {
-                "block" => events::listed("and", |e| e.blocks),
+                "block" => events::listed("and", |e| e.blocks.is_some()),
                 _ => events::listed("and", |e| e.asks),
             };
             warnings.push(format!(
