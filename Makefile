@@ -10,7 +10,6 @@ PREFIX ?= $(HOME)/.local
 # The flags are scoped to an explicit --target so that build scripts and proc-macro crates,
 # which cannot be static, are built as usual.
 HOST := $(shell rustc -vV | sed -n 's/^host: //p')
-STATIC_ENV := CARGO_TARGET_$(shell printf '%s' '$(HOST)' | tr 'a-z-' 'A-Z_')_RUSTFLAGS
 
 build:
 	$(CARGO) build --release
@@ -18,7 +17,7 @@ build:
 ifneq (,$(findstring linux-gnu,$(HOST)))
 RELEASE_BIN := target/$(HOST)/release/levelcode-hooks
 static:
-	$(STATIC_ENV)="$$(bash benches/static-rustflags.sh)" $(CARGO) build --release --target $(HOST)
+	CARGO="$(CARGO)" bash benches/static-build.sh $(HOST)
 else
 RELEASE_BIN := target/release/levelcode-hooks
 static: build

@@ -41,6 +41,8 @@ mod serve;
 #[cfg(unix)]
 mod signals;
 #[cfg(unix)]
+mod static_build;
+#[cfg(unix)]
 mod timeouts;
 #[cfg(unix)]
 mod trust;
