@@ -87,6 +87,18 @@ pub static KINDS: [Entry; 4] = [
     },
 ];
 
+// Every line of `KINDS` is its kind's, in the order of `Kind`, or the crate does not build.
+const _: () = {
+    let mut i = 0;
+    while i < KINDS.len() {
+        assert!(
+            KINDS[i].kind as usize == i,
+            "KINDS lists the kinds in the order of Kind"
+        );
+        i += 1;
+    }
+};
+
 /// The fields every handler may have, whatever its kind. `statusMessage`, `async`,
 /// `asyncRewake` and `once` are Claude Code's, read and not honoured (`validate` says so).
 pub const COMMON_FIELDS: &[&str] = &[
@@ -112,11 +124,15 @@ impl Kind {
         KINDS.iter().find(|e| e.name == name).map(|e| e.kind)
     }
 
-    /// Its line in [`KINDS`].
+    /// Its line in [`KINDS`]. (A `match` without `_`, so that a new kind names its line.)
     pub fn entry(self) -> &'static Entry {
-        let entry = &KINDS[self as usize];
-        debug_assert_eq!(entry.kind, self);
-        entry
+        let line = match self {
+            Kind::Command => 0,
+            Kind::Http => 1,
+            Kind::Prompt => 2,
+            Kind::Agent => 3,
+        };
+        &KINDS[line]
     }
 
     /// The value of `"type"` that names it.
