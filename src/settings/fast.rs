@@ -228,22 +228,23 @@ fn read_groups(
 /// grow with the list.
 struct Seen<const N: usize>([bool; N]);
 
+/// The flags of a group's fields and of a handler's.
+type GroupSeen = Seen<{ GROUP_FIELDS.len() }>;
+type HandlerSeen = Seen<{ HANDLER_FIELDS.len() }>;
+
 impl<const N: usize> Seen<N> {
     fn new() -> Seen<N> {
         Seen([false; N])
     }
 
-    /// The field `key` names in `fields`, the first time it is read; [`Unsure`] for a name not
-    /// in the list, or read before.
-    fn first<F: Copy>(&mut self, fields: &[(&str, F); N], key: &str) -> Read<F> {
-        let at = fields
-            .iter()
-            .position(|(name, _)| *name == key)
-            .ok_or(Unsure)?;
-        if std::mem::replace(&mut self.0[at], true) {
+    /// `field`, the first time it is read; [`Unsure`] for a name that is no field (`None`), or
+    /// a field read before.
+    fn first<F: Copy + Into<usize>>(&mut self, field: Option<F>) -> Read<F> {
+        let field = field.ok_or(Unsure)?;
+        if std::mem::replace(&mut self.0[field.into()], true) {
             return Err(Unsure);
         }
-        Ok(fields[at].1)
+        Ok(field)
     }
 
     fn has(&self, at: usize) -> bool {
@@ -259,6 +260,27 @@ enum GroupField {
     Enabled,
     Protocol,
     If,
+}
+
+impl GroupField {
+    /// The field a key names. (A `match`, which compiles to a few comparisons; the names are
+    /// those of [`GROUP_FIELDS`], which a test checks.)
+    fn of(key: &str) -> Option<GroupField> {
+        Some(match key {
+            "matcher" => GroupField::Matcher,
+            "hooks" => GroupField::Hooks,
+            "enabled" => GroupField::Enabled,
+            "protocol" => GroupField::Protocol,
+            "if" => GroupField::If,
+            _ => return None,
+        })
+    }
+}
+
+impl From<GroupField> for usize {
+    fn from(field: GroupField) -> usize {
+        field as usize
+    }
 }
 
 const GROUP_FIELDS: [(&str, GroupField); 5] = [
@@ -290,6 +312,36 @@ enum HandlerField {
     Async,
     AsyncRewake,
     Once,
+}
+
+impl HandlerField {
+    /// The field a key names, as [`GroupField::of`] (the names of [`HANDLER_FIELDS`]).
+    fn of(key: &str) -> Option<HandlerField> {
+        Some(match key {
+            "type" => HandlerField::Type,
+            "command" => HandlerField::Command,
+            "argv" => HandlerField::Argv,
+            "timeout" => HandlerField::Timeout,
+            "enabled" => HandlerField::Enabled,
+            "name" => HandlerField::Name,
+            "protocol" => HandlerField::Protocol,
+            "if" => HandlerField::If,
+            "args" => HandlerField::Args,
+            "shell" => HandlerField::Shell,
+            "onFailure" => HandlerField::OnFailure,
+            "statusMessage" => HandlerField::StatusMessage,
+            "async" => HandlerField::Async,
+            "asyncRewake" => HandlerField::AsyncRewake,
+            "once" => HandlerField::Once,
+            _ => return None,
+        })
+    }
+}
+
+impl From<HandlerField> for usize {
+    fn from(field: HandlerField) -> usize {
+        field as usize
+    }
 }
 
 const HANDLER_FIELDS: [(&str, HandlerField); 15] = [
@@ -337,11 +389,11 @@ fn optional_strings<'a>(reader: &mut Reader<'a>) -> Read<Option<Vec<Cow<'a, str>
 /// A group object with only [`CleanGroup`]'s fields, read into `entry`, whose `hooks` are
 /// empty.
 fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<()> {
-    let mut seen = Seen::new();
+    let mut seen = GroupSeen::new();
     let (mut matcher, mut enabled, mut protocol, mut filter) = (None, None, None, None);
     entry.hooks.clear();
     reader.object(|reader, key| {
-        match seen.first(&GROUP_FIELDS, key.plain().ok_or(Unsure)?)? {
+        match seen.first(GroupField::of(key.plain().ok_or(Unsure)?))? {
             GroupField::Matcher => matcher = optional_text(reader)?,
             GroupField::Hooks => reader.array(|reader| {
                 entry.hooks.push(read_handler(reader)?);
@@ -366,7 +418,7 @@ fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<(
 
 /// A handler object with only [`CleanHandler`]'s fields.
 fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
-    let mut seen = Seen::new();
+    let mut seen = HandlerSeen::new();
     let mut handler = CleanHandler {
         kind: None,
         command: None,
@@ -385,7 +437,7 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
         _once: None,
     };
     reader.object(|reader, key| {
-        match seen.first(&HANDLER_FIELDS, key.plain().ok_or(Unsure)?)? {
+        match seen.first(HandlerField::of(key.plain().ok_or(Unsure)?))? {
             HandlerField::Type => handler.kind = optional_text(reader)?,
             HandlerField::Command => handler.command = optional_text(reader)?,
             HandlerField::Argv => handler.argv = optional_strings(reader)?,

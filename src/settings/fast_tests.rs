@@ -656,11 +656,14 @@ fn the_reader_reads_the_fields_the_kinds_table_gives_a_command() {
     read.sort_unstable();
     table.sort_unstable();
     assert_eq!(read, table);
-    // Each flag is its own field's.
-    for (i, (_, field)) in HANDLER_FIELDS.iter().enumerate() {
+    // Each flag is its own field's, and each name reads as its field.
+    for (i, (name, field)) in HANDLER_FIELDS.iter().enumerate() {
         assert_eq!(*field as usize, i);
+        assert_eq!(HandlerField::of(name).map(usize::from), Some(i), "{name}");
     }
-    for (i, (_, field)) in GROUP_FIELDS.iter().enumerate() {
+    for (i, (name, field)) in GROUP_FIELDS.iter().enumerate() {
         assert_eq!(*field as usize, i);
+        assert_eq!(GroupField::of(name).map(usize::from), Some(i), "{name}");
     }
+    assert!(HandlerField::of("url").is_none() && GroupField::of("hook").is_none());
 }

@@ -88,11 +88,22 @@ fn is_space(b: u8) -> bool {
 }
 
 /// The index of the first byte at or after `from` that ends a plain run of string text: a
-/// quote, a backslash or a control character; `bytes.len()` when there is none. Eight bytes at
-/// a time, as `serde_json` does.
+/// quote, a backslash or a control character; `bytes.len()` when there is none. Sixteen bytes
+/// at a time where SSE2 is there (every x86-64 processor), else eight, as `serde_json` does.
+/// The SSE2 scan saves 4 % of a no-match dispatch's instructions and 11 % of S5's
+/// (docs/BENCHMARKS.md, "The settings model below trust").
 #[inline(always)]
 fn string_stop(bytes: &[u8], from: usize) -> usize {
     let mut i = from;
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    while i + 16 <= bytes.len() {
+        // SAFETY: SSE2 is enabled for this build (the `cfg`), and `i + 16 <= bytes.len()`.
+        let stops = unsafe { sse2::stops(bytes, i) };
+        if stops != 0 {
+            return i + stops.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
     const ONES: u64 = u64::MAX / 255;
     const HIGH: u64 = ONES << 7;
     while let Some(chunk) = bytes.get(i..i + 8) {
@@ -116,6 +127,40 @@ fn string_stop(bytes: &[u8], from: usize) -> usize {
         i += 1;
     }
     i
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod sse2 {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+
+    /// A bit for each of the sixteen bytes from `at` that is a quote, a backslash or a
+    /// control character, the first byte's the lowest.
+    ///
+    /// # Safety
+    ///
+    /// `at + 16 <= bytes.len()`, and the processor has SSE2.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(crate) unsafe fn stops(bytes: &[u8], at: usize) -> u32 {
+        debug_assert!(at + 16 <= bytes.len());
+        // SAFETY: the caller promises that the sixteen bytes from `at` are inside `bytes`; the
+        // load has no alignment requirement.
+        let chunk = unsafe { _mm_loadu_si128(bytes.as_ptr().add(at).cast()) };
+        let quote = _mm_cmpeq_epi8(chunk, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(chunk, _mm_set1_epi8(b'\\' as i8));
+        // A byte at most 0x1f is its own maximum with 0x1f, compared as unsigned.
+        let control = _mm_cmpeq_epi8(
+            _mm_max_epu8(chunk, _mm_set1_epi8(0x1f)),
+            _mm_set1_epi8(0x1f),
+        );
+        let stops = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+        #[allow(clippy::cast_sign_loss)] // the sixteen bits of the mask
+        let mask = _mm_movemask_epi8(stops) as u32;
+        mask
+    }
 }
 
 impl<'a> Reader<'a> {
