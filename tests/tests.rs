@@ -32,6 +32,8 @@ mod on_failure;
 #[cfg(unix)]
 mod otel;
 #[cfg(unix)]
+mod path_rules;
+#[cfg(unix)]
 mod payload;
 mod properties;
 #[cfg(unix)]

@@ -282,7 +282,21 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                     .unwrap_or(trust::digest::HOOKS_FOLDER)
             );
             for script in folder {
-                let _ = writeln!(out, "  {}  {}", shown(&script.path), script.hash);
+                match &script.via {
+                    // Reached through a link: where the folder shows it, and what it is.
+                    Some(via) => {
+                        let _ = writeln!(
+                            out,
+                            "  {} -> {}  {}",
+                            shown(via),
+                            shown(&script.path),
+                            script.hash
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "  {}  {}", shown(&script.path), script.hash);
+                    }
+                }
             }
         }
         if named.is_empty() {

@@ -576,10 +576,11 @@ fn check_filters(layer: &LayerView, found: &mut Found<'_>) {
                 continue;
             }
             let Ok(tool) = filter.tool() else { continue };
-            let ours = match Protocol::agent_tool(tool) {
-                Some((_, ours)) => ours.is_some(),
-                None => crate::commands::tools::is_known(tool),
-            };
+            let ours = filter.names_a_kind()
+                || match Protocol::agent_tool(tool) {
+                    Some((_, ours)) => ours.is_some(),
+                    None => crate::commands::tools::is_known(tool),
+                };
             if !ours {
                 let mut names: Vec<&str> = crate::commands::tools::TOOLS.to_vec();
                 for protocol in Protocol::all() {

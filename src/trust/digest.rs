@@ -10,6 +10,9 @@
 //! be, symlinks and `..` alike, and only a regular file that is then inside the root is opened
 //! (a FIFO or a device never is); sizes and counts are bounded. A file past the size bounds is
 //! identified by its size, inode and change time instead of its contents, which any write moves.
+//! The hooks folder is covered whole, so what it holds must be reviewable: its links are
+//! followed while they stay inside the project, and any other entry makes the hooks
+//! untrustable ([`hooks_folder`]).
 
 use std::borrow::Cow;
 use std::io::Read as _;
@@ -72,6 +75,9 @@ pub struct Script {
     pub hash: String,
     /// Whether it is covered as a file of the hooks folder (else because a handler names it).
     pub in_folder: bool,
+    /// For a file of the hooks folder reached through a symbolic link, its path through the
+    /// folder (`.levelcode/hooks/lib/util.sh` for `vendor/lib/util.sh`), as the review shows it.
+    pub via: Option<String>,
 }
 
 /// Computes the digest of the project layer whose file holds `bytes` and whose handlers (of
@@ -142,10 +148,12 @@ pub fn compute(
             continue;
         };
         if !scripts.iter().any(|s| s.path == relative) {
+            let via = Some(shown(&root, path)).filter(|through| in_folder && *through != relative);
             scripts.push(Script {
                 path: relative,
                 hash,
                 in_folder,
+                via,
             });
         }
     }
@@ -188,25 +196,57 @@ pub fn compute(
     })
 }
 
-/// The hooks folder's files, and its folders (whose entries change when a file appears in
-/// them); the folder itself when it is not there.
+/// The hooks folder's files, by their paths through the folder, and its folders (whose entries
+/// change when a file appears in them); the folder itself when it is not there.
 #[derive(Default)]
 struct Folder {
     files: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
 }
 
-/// Every regular file under the hooks folder (symlinks to files included, to be resolved as any
-/// named path is; symlinks to folders are not walked), within the bounds.
+/// What an entry of the hooks folder is, its symbolic links followed.
+enum Entry {
+    /// A folder, and its canonical path.
+    Dir(PathBuf),
+    /// A regular file, and its size.
+    File(u64),
+}
+
+/// Every regular file under the hooks folder, within the bounds. A symbolic link is followed
+/// when it leads inside the project: to a file, covered as one of the folder's, or to a
+/// folder, walked as one of its own (once, however many links lead to it). Anything else there
+/// (a link out of the project, to nothing, or through `/proc`, a FIFO, a socket, a device)
+/// makes the hooks untrustable until it is gone: a handler given its path would read what no
+/// review showed, its own stdin through `/proc/self/fd/0` included. Here folders are listed and
+/// entries looked at, never opened: files are opened by [`examine`], once resolved inside the
+/// root.
 fn hooks_folder(root: &Path, relative: &str) -> Result<Folder, String> {
     let top = crate::settings::layers::under(root, relative);
     let mut folder = Folder::default();
     folder.dirs.push(top.clone());
-    // A folder that is itself a link out of the project holds no file of the project.
-    match top.canonicalize() {
-        Ok(real) if real.starts_with(root) && real.is_dir() => {}
-        _ => return Ok(folder),
-    }
+    let Ok(meta) = std::fs::symlink_metadata(&top) else {
+        return Ok(folder);
+    };
+    let real_top = if meta.file_type().is_symlink() {
+        match entry(root, &top, relative, meta.file_type(), relative)? {
+            Entry::Dir(real) => real,
+            // A file where the folder would be holds nothing a handler could run from it.
+            Entry::File(_) => return Ok(folder),
+        }
+    } else if meta.is_dir() {
+        // `.levelcode` itself may be a link: the folder is resolved whole.
+        match top.canonicalize() {
+            Ok(real) if real.starts_with(root) => real,
+            _ => {
+                return Err(format!(
+                    "the folder {relative} leads out of the project; the hooks folder is \
+                     covered whole, so the hooks cannot be trusted until it is inside it"
+                ))
+            }
+        }
+    } else {
+        return Ok(folder);
+    };
     let too_many = || {
         format!(
             "the folder {} holds more than {MAX_FOLDER_FILES} files and folders; the hooks \
@@ -216,63 +256,160 @@ fn hooks_folder(root: &Path, relative: &str) -> Result<Folder, String> {
         )
     };
     let mut total = 0u64;
-    let mut stack = vec![(top.clone(), 0usize)];
-    while let Some((dir, depth)) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| {
+    let mut walked = std::collections::BTreeSet::from([real_top.clone()]);
+    let mut stack = vec![(top.clone(), real_top, 0usize)];
+    while let Some((through, real, depth)) = stack.pop() {
+        let entries = std::fs::read_dir(&real).map_err(|e| {
             format!(
                 "cannot read the folder {}: {e}; the hooks folder is covered whole, so the \
                  hooks cannot be trusted until it can be read",
-                dir.display()
+                through.display()
             )
         })?;
-        for entry in entries {
-            let entry =
-                entry.map_err(|e| format!("cannot read the folder {}: {e}", dir.display()))?;
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
+        for item in entries {
+            let item =
+                item.map_err(|e| format!("cannot read the folder {}: {e}", through.display()))?;
+            let name = item.file_name();
+            let path = through.join(&name);
+            let Ok(kind) = item.file_type() else {
+                // Gone since the folder was listed.
                 continue;
             };
             if folder.files.len() + folder.dirs.len() >= MAX_FOLDER_FILES {
                 return Err(too_many());
             }
-            if kind.is_dir() {
-                if depth + 1 >= MAX_FOLDER_DEPTH {
-                    return Err(format!(
-                        "the folder {} is nested more than {MAX_FOLDER_DEPTH} folders deep; \
-                         such a hooks folder cannot be reviewed, so the hooks cannot be trusted",
-                        top.display()
-                    ));
+            match entry(root, &real.join(&name), &shown(root, &path), kind, relative)? {
+                Entry::Dir(canonical) => {
+                    if !walked.insert(canonical.clone()) {
+                        continue;
+                    }
+                    if depth + 1 >= MAX_FOLDER_DEPTH {
+                        return Err(format!(
+                            "the folder {} is nested more than {MAX_FOLDER_DEPTH} folders deep; \
+                             such a hooks folder cannot be reviewed, so the hooks cannot be \
+                             trusted",
+                            top.display()
+                        ));
+                    }
+                    folder.dirs.push(path.clone());
+                    stack.push((path, canonical, depth + 1));
                 }
-                folder.dirs.push(path.clone());
-                stack.push((path, depth + 1));
-                continue;
+                Entry::File(size) => {
+                    total += size;
+                    if total > MAX_FOLDER_BYTES {
+                        return Err(format!(
+                            "the files in {} add up to more than {} MiB (past it at {}, {size} \
+                             bytes); the hooks folder is covered whole, and one that large \
+                             cannot be reviewed, so the hooks cannot be trusted: move what the \
+                             hooks do not run out of {relative}/",
+                            top.display(),
+                            MAX_FOLDER_BYTES >> 20,
+                            path.display(),
+                        ));
+                    }
+                    folder.files.push(path);
+                }
             }
-            // A symlink counts by what it leads to; a FIFO or a device is never opened.
-            let Ok(meta) = std::fs::metadata(&path) else {
-                continue;
-            };
-            if !meta.is_file() {
-                continue;
-            }
-            total += meta.len();
-            if total > MAX_FOLDER_BYTES {
-                return Err(format!(
-                    "the files in {} add up to more than {} MiB (past it at {}, {} bytes); \
-                     the hooks folder is covered whole, and one that large cannot be reviewed, \
-                     so the hooks cannot be trusted: move what the hooks do not run out of \
-                     {relative}/",
-                    top.display(),
-                    MAX_FOLDER_BYTES >> 20,
-                    path.display(),
-                    meta.len()
-                ));
-            }
-            folder.files.push(path);
         }
     }
     folder.files.sort();
     folder.dirs.sort();
     Ok(folder)
+}
+
+/// What the entry at `path` (whose own type is `kind`, and which the review shows as `shown`)
+/// of the hooks folder `relative` is, or why it keeps the hooks from being trusted. `path` is
+/// canonical up to its last component.
+fn entry(
+    root: &Path,
+    path: &Path,
+    shown: &str,
+    kind: std::fs::FileType,
+    relative: &str,
+) -> Result<Entry, String> {
+    let refused = |what: String| {
+        format!(
+            "{shown} is {what}; the hooks folder is covered whole, and a handler given this \
+             path would read what no review shows, so the hooks cannot be trusted until it is \
+             gone from {relative}/"
+        )
+    };
+    if kind.is_dir() {
+        return Ok(Entry::Dir(path.to_path_buf()));
+    }
+    if kind.is_file() {
+        let size = std::fs::symlink_metadata(path).map_or(0, |m| m.len());
+        return Ok(Entry::File(size));
+    }
+    if !kind.is_symlink() {
+        return Err(refused(format!(
+            "{}, not a regular file or a folder",
+            what_is(kind)
+        )));
+    }
+    let target = std::fs::read_link(path).unwrap_or_default();
+    let to = |rest: &str| format!("a symbolic link to {}{rest}", target.display());
+    // What `/proc` and `/dev/fd` lead to is each process's own: the handler's stdin is not the
+    // file this process would see there.
+    if target.starts_with("/proc")
+        || target.starts_with("/dev/fd")
+        || target.starts_with("/dev/std")
+    {
+        return Err(refused(to(", which leads to each process's own files")));
+    }
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return Err(refused(to(", which leads to nothing")));
+    };
+    if !real.starts_with(root) {
+        return Err(refused(to(&format!(
+            ", out of the project ({})",
+            real.display()
+        ))));
+    }
+    match std::fs::metadata(&real) {
+        Ok(meta) if meta.is_dir() => Ok(Entry::Dir(real)),
+        Ok(meta) if meta.is_file() => Ok(Entry::File(meta.len())),
+        Ok(meta) => Err(refused(to(&format!(
+            ", which is {}",
+            what_is(meta.file_type())
+        )))),
+        Err(_) => Err(refused(to(", which leads to nothing"))),
+    }
+}
+
+/// What a file that is neither a regular file, a folder nor a link is, as a message says it.
+#[cfg(unix)]
+fn what_is(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn what_is(_: std::fs::FileType) -> &'static str {
+    "a special file"
+}
+
+/// `path` relative to `root`, `/`-separated, as the review shows it; as given when it is not
+/// under the root.
+fn shown(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(relative) => relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => path.display().to_string(),
+    }
 }
 
 /// Returns true if and only if `text` is `sha256:` and 64 lowercase hex digits.

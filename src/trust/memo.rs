@@ -20,6 +20,10 @@ use serde::{Deserialize, Serialize};
 use super::digest::is_digest;
 use super::seal::Seal;
 
+/// The memo's format: a memo of an older one is no memo, since the digests it remembers did not
+/// cover what the hooks folder's links lead to.
+const VERSION: u32 = 2;
+
 /// The memo's file name inside the data directory.
 pub const FILE: &str = "trust-digests.json";
 /// Layers remembered at most.
@@ -72,7 +76,7 @@ pub fn path() -> Option<PathBuf> {
 pub fn recall(root: &str, layer: &str, read: &std::fs::Metadata) -> Option<Recalled> {
     let text = read_text(&path()?)?;
     let file: File = serde_json::from_str(&text).ok()?;
-    if file.version != 1 {
+    if file.version != VERSION {
         return None;
     }
     let entry = file
@@ -107,7 +111,7 @@ pub fn remember(root: &str, layer: &str, recalled: &Recalled) {
     let mut entries = text
         .as_deref()
         .and_then(|t| serde_json::from_str::<File>(t).ok())
-        .filter(|f| f.version == 1)
+        .filter(|f| f.version == VERSION)
         .map(|f| f.entries)
         .unwrap_or_default();
     entries.retain(|e| !(e.root == root && e.layer == layer));
@@ -145,7 +149,7 @@ pub fn remember(root: &str, layer: &str, recalled: &Recalled) {
     }
     entries.drain(..first);
     let Ok(out) = serde_json::to_string(&File {
-        version: 1,
+        version: VERSION,
         entries,
     }) else {
         return;
@@ -185,7 +189,7 @@ mod tests {
             at: i as u64,
         };
         let text = serde_json::to_string(&File {
-            version: 1,
+            version: VERSION,
             entries: (0..3).map(entry).collect(),
         })
         .unwrap();

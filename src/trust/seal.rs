@@ -21,6 +21,11 @@ pub const SETTLED: Duration = Duration::from_secs(2);
 /// fill the store.
 pub const MAX_BYTES: usize = 1 << 20;
 
+/// The format of the seals the store holds. A seal of an older format is no seal: the digests
+/// it vouched for did not cover what the hooks folder's links lead to, so a dispatch computes
+/// the digest once more, and seals it again when it is still the trusted one.
+pub const FORMAT: u64 = 2;
+
 /// What a seal records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Seal {

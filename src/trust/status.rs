@@ -162,7 +162,7 @@ fn layer_json(
         "path": assessment.path.display().to_string(),
         "handlers": assessment.handlers,
         "hooks": hooks,
-        "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash, "in_hooks_folder": s.in_folder})).collect()),
+        "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash, "in_hooks_folder": s.in_folder, "via": s.via})).collect()),
         "fallback": digest.map_or_else(Vec::new, |d| d.fallback.clone()),
         "trusted_at": assessment.trusted_at,
         "untrustable": assessment.untrustable,

@@ -270,9 +270,10 @@ impl<'de> Wanted<'de> for Entry {
 /// A seal that makes no sense is no seal: the digest is computed instead.
 impl<'de> Wanted<'de> for Seal {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let (mut handlers, mut files) = (None, None);
+        let (mut format, mut handlers, mut files) = (None, None, None);
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match &*key {
+                "format" => format = map.next_value::<Loose<u64>>()?.0,
                 "handlers" => handlers = map.next_value::<Loose<u64>>()?.0,
                 "files" => files = map.next_value::<Loose<Files>>()?.0,
                 _ => {
@@ -280,7 +281,9 @@ impl<'de> Wanted<'de> for Seal {
                 }
             }
         }
-        let handlers = handlers.and_then(|h| usize::try_from(h).ok());
+        let handlers = handlers
+            .and_then(|h| usize::try_from(h).ok())
+            .filter(|_| format == Some(super::seal::FORMAT));
         Ok(handlers.zip(files).and_then(|(handlers, Files(files))| {
             Some(Seal {
                 handlers,
@@ -388,7 +391,11 @@ impl Store {
                         v["at"] = json!(at);
                     }
                     if let Some(seal) = seal {
-                        v["seal"] = json!({ "handlers": seal.handlers, "files": seal.files });
+                        v["seal"] = json!({
+                            "format": super::seal::FORMAT,
+                            "handlers": seal.handlers,
+                            "files": seal.files,
+                        });
                     }
                     v
                 }
@@ -653,7 +660,8 @@ mod tests {
                 "/b":{{"digest":"{D1}","seal":{{"handlers":1,"files":[["/b/s","x","y"]]}}}},
                 "/c":{{"denied":true,"at":3,"digest":5}},
                 "/d":[],
-                "/e":{{"digest":"{D2}","seal":{{"handlers":1,"files":[["/e/\u00e9","i"]]}}}}}}}}"#
+                "/e":{{"digest":"{D2}","seal":{{"format":2,"handlers":1,"files":[["/e/\u00e9","i"]]}}}},
+                "/f":{{"digest":"{D2}","seal":{{"handlers":1,"files":[["/f/s","i"]]}}}}}}}}"#
             ),
         )
         .unwrap();
@@ -681,6 +689,11 @@ mod tests {
             panic!("{:?}", store.projects["/e"]);
         };
         assert_eq!(seal.files, [("/e/\u{e9}".to_string(), "i".to_string())]);
+        assert_eq!(
+            store.projects["/f"],
+            plain(D2),
+            "a seal of an older format is no seal"
+        );
         for text in [r#"{"version":"1"}"#, r#"{"version":1,"projects":5}"#] {
             fs::write(&path, text).unwrap();
             let (store, notes) = load(&path);

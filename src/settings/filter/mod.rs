@@ -3,16 +3,25 @@
 //! calls of a tool (`"Bash(git commit *)"`, `"Edit(src/**)"`) never starts for the others.
 //!
 //! A rule is `Tool` (every call of the tool) or `Tool(pattern)`. The tool is named by its
-//! levelcode name or by a protocol's name for it (Claude Code's `Bash`, `Write`, `Edit`,
-//! `MultiEdit`, `Read`, `Grep`, `Glob`, `Task`); an MCP server's name (`mcp__github`, `mcp__github__*`)
-//! stands for each of its tools. What the pattern is tested against depends on the tool:
+//! levelcode name or by a protocol's name for it (Claude Code's `Bash`, `Grep`, `Glob`, `LS`,
+//! `Task`); an MCP server's name (`mcp__github`, `mcp__github__*`) stands for each of its
+//! tools. Claude Code's file tools stand for a kind, as its permission rules read them ([`KINDS`]):
+//! `Edit`, `Write`, `MultiEdit` and `NotebookEdit` for every tool that edits files, `Read` for
+//! every tool that reads or searches them. What the pattern is tested against depends on the
+//! tool, and any path that matches is a match ([`targets`], [`path`]):
 //!
 //! | tool | tested against |
 //! |---|---|
 //! | `run_terminal_command` | each subcommand of `command` ([`shell`]): any that matches is a match |
-//! | `write_file`, `str_replace` | `path` ([`path`]) |
-//! | `read_files` | each of `paths`: any that matches is a match (for Claude Code's one `Read` per path, that run's path) |
-//! | `code_search`, `glob` | `cwd`, the directory searched (the project root when there is none) |
+//! | `write_file`, `str_replace` | `path`, a file |
+//! | `read_files` | each of `paths`, files (for Claude Code's one `Read` per path, that run's path) |
+//! | `code_search` | `cwd`, the folder searched (the project root when there is none), and with `flags`, what ripgrep may take as paths |
+//! | `glob` | `cwd`, narrowed to the folders `pattern` starts with |
+//! | `list_directory` | `path`, a folder |
+//! | `read_subtree` | each of `paths` as folders (the project root when there is none) |
+//! | `find_files` | the project root |
+//!
+//! A folder matches when the pattern could match a file inside it.
 //!
 //! A command pattern is Claude Code's: `*` is any text, spaces included; a pattern without one
 //! is the exact command; a single `*` after a space at the end may also match nothing
@@ -24,6 +33,7 @@
 
 pub mod path;
 pub mod shell;
+pub mod targets;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -32,6 +42,7 @@ use serde_json::Value;
 
 use crate::settings::protocol::Protocol;
 use path::PathPattern;
+use targets::Shape;
 
 /// One `"if"` as written, read and compiled the first time a call is tested against it.
 #[derive(Debug)]
@@ -84,24 +95,60 @@ pub enum Verdict {
 enum Subject {
     /// `command`, split into subcommands.
     Command,
-    /// `path`.
-    Path,
-    /// Each of `paths`.
-    Paths,
-    /// `cwd`, a directory; the project root without one.
-    Directory,
+    /// The paths the input names, by the tool's shape.
+    Paths(Shape),
 }
 
 /// The levelcode tools whose calls a pattern can be tested against, and what it is tested
 /// against.
 const SUBJECTS: &[(&str, Subject)] = &[
     ("run_terminal_command", Subject::Command),
-    ("write_file", Subject::Path),
-    ("str_replace", Subject::Path),
-    ("read_files", Subject::Paths),
-    ("code_search", Subject::Directory),
-    ("glob", Subject::Directory),
+    ("write_file", Subject::Paths(Shape::File)),
+    ("str_replace", Subject::Paths(Shape::File)),
+    ("read_files", Subject::Paths(Shape::Files)),
+    ("code_search", Subject::Paths(Shape::Search)),
+    ("glob", Subject::Paths(Shape::Glob)),
+    ("list_directory", Subject::Paths(Shape::Folder)),
+    ("read_subtree", Subject::Paths(Shape::Subtrees)),
+    ("find_files", Subject::Paths(Shape::Project)),
 ];
+
+/// levelcode's tools that edit files.
+const EDITS: &[&str] = &["write_file", "str_replace"];
+
+/// levelcode's tools that read files, or search or list them.
+const READS: &[&str] = &[
+    "read_files",
+    "code_search",
+    "glob",
+    "list_directory",
+    "read_subtree",
+    "find_files",
+];
+
+/// Claude Code's tool names that a rule reads as a kind of tool, as Claude Code's permission
+/// rules do, and whether only with a pattern: an `Edit` rule applies to every tool that edits
+/// files, and Claude Code checks a file edit against `Edit` rules alone, so a `Write`,
+/// `MultiEdit` or `NotebookEdit` rule with a path is read as one, not as a rule that never
+/// applies (bare, each is its own tool, as in a matcher); a `Read` rule, as far as it can be,
+/// applies to every tool that reads files, searches included. `LS` is `list_directory`.
+const KINDS: &[(&str, &[&str], bool)] = &[
+    ("Edit", EDITS, false),
+    ("Write", EDITS, true),
+    ("MultiEdit", EDITS, true),
+    ("NotebookEdit", EDITS, true),
+    ("Read", READS, false),
+    ("LS", &["list_directory"], false),
+];
+
+/// The levelcode tools a rule about Claude Code's `rule_tool`, with a pattern or without, is
+/// about when it stands for a kind of tool ([`KINDS`]).
+fn kind(rule_tool: &str, with_pattern: bool) -> Option<&'static [&'static str]> {
+    KINDS
+        .iter()
+        .find(|(name, _, only_with)| *name == rule_tool && (with_pattern || !only_with))
+        .map(|(_, tools, _)| *tools)
+}
 
 impl Filter {
     pub fn new(text: impl Into<String>) -> Filter {
@@ -138,16 +185,22 @@ impl Filter {
         rule.pattern.as_ref()?;
         let subject = SUBJECTS
             .iter()
-            .find(|(tool, _)| names(&rule.tool, tool))
+            .find(|(tool, _)| rule.names(tool))
             .map(|(_, subject)| *subject)?;
         rule.compiled(subject).as_ref().err().cloned()
+    }
+
+    /// Returns true if and only if the rule names a kind of levelcode tools by a name of Claude
+    /// Code's (`Edit`, `Read`, `Write(src/**)`), which may be no tool of levelcode's itself.
+    pub fn names_a_kind(&self) -> bool {
+        matches!(self.rule(), Ok(rule) if kind(&rule.tool, rule.pattern.is_some()).is_some())
     }
 
     /// Returns true if and only if the rule has a pattern for a tool whose calls levelcode-hooks
     /// cannot test one against (`WebFetch(domain:…)`): such a rule lets every call run.
     pub fn unreadable_pattern(&self) -> bool {
         matches!(self.rule(), Ok(rule) if rule.pattern.is_some()
-            && !SUBJECTS.iter().any(|(tool, _)| names(&rule.tool, tool)))
+            && !SUBJECTS.iter().any(|(tool, _)| rule.names(tool)))
     }
 
     /// What the filter makes of `call`; `None` for an event without a tool call, which a rule
@@ -163,7 +216,7 @@ impl Filter {
                 by_input: false,
             };
         };
-        if !names(&rule.tool, call.tool) {
+        if !rule.names(call.tool) {
             return Verdict::Filtered {
                 why: format!("it is about {}, not {}", rule.tool, call.tool),
                 by_input: false,
@@ -187,20 +240,26 @@ impl Filter {
         };
         match pattern {
             Pattern::Command(command) => command.test(text, input),
-            Pattern::Path(path) => test_paths(path, text, subject, input, call),
+            Pattern::Path(path) => match subject {
+                Subject::Paths(shape) => test_paths(path, text, shape, input, call),
+                Subject::Command => Verdict::Unevaluable(format!("{text:?} is no command")),
+            },
         }
     }
 }
 
 impl Rule {
+    /// Returns true if and only if the rule is about levelcode's `tool`.
+    fn names(&self, tool: &str) -> bool {
+        names(&self.tool, self.pattern.is_some(), tool)
+    }
+
     fn compiled(&self, subject: Subject) -> &Result<Pattern, String> {
         self.compiled.get_or_init(|| {
             let text = self.pattern.as_deref().unwrap_or_default();
             match subject {
                 Subject::Command => Ok(Pattern::Command(CommandPattern::parse(text))),
-                Subject::Path | Subject::Paths | Subject::Directory => {
-                    PathPattern::parse(text).map(Pattern::Path)
-                }
+                Subject::Paths(_) => PathPattern::parse(text).map(Pattern::Path),
             }
         })
     }
@@ -214,16 +273,20 @@ fn subject_of(tool: &str) -> Option<Subject> {
         .map(|(_, subject)| *subject)
 }
 
-/// Returns true if and only if a rule about `rule_tool` is about levelcode's `tool`: its own
-/// name, a protocol's name for it, or the MCP server it belongs to.
-fn names(rule_tool: &str, tool: &str) -> bool {
+/// Returns true if and only if a rule about `rule_tool`, with a pattern or without, is about
+/// levelcode's `tool`: its own name, a kind it is of, a protocol's name for it, or the MCP
+/// server it belongs to.
+fn names(rule_tool: &str, with_pattern: bool, tool: &str) -> bool {
     let theirs = |p: Protocol| {
         p.facts()
             .agent_tools
             .iter()
             .any(|(name, ours)| *name == rule_tool && *ours == Some(tool))
     };
-    if rule_tool == tool || Protocol::all().any(theirs) {
+    if rule_tool == tool
+        || kind(rule_tool, with_pattern).is_some_and(|tools| tools.contains(&tool))
+        || Protocol::all().any(theirs)
+    {
         return true;
     }
     let Some(server) = rule_tool.strip_prefix("mcp__") else {
@@ -283,50 +346,29 @@ fn parse_rule(text: &str) -> Result<Rule, String> {
     })
 }
 
-/// The paths of `input` that `subject` names, tested against `pattern`.
+/// The paths of `input` that a tool of `shape` names, tested against `pattern`: a match when
+/// any matches.
 fn test_paths(
     pattern: &PathPattern,
     text: &str,
-    subject: Subject,
+    shape: Shape,
     input: &Value,
     call: &Call<'_>,
 ) -> Verdict {
     let home = crate::environment::home();
-    let key = match subject {
-        Subject::Path => "path",
-        Subject::Paths => "paths",
-        Subject::Directory | Subject::Command => "cwd",
+    let targets = match targets::of(shape, input, call.part) {
+        Ok(targets) => targets,
+        Err(why) => return Verdict::Unevaluable(why),
     };
-    let value = input.get(key);
-    let mut paths: Vec<&str> = Vec::new();
-    match (subject, value) {
-        (Subject::Directory, None | Some(Value::Null)) => paths.push("."),
-        (Subject::Paths, Some(Value::Array(list))) => {
-            let chosen: Vec<&Value> = match call.part {
-                Some(part) => list.get(part).into_iter().collect(),
-                None => list.iter().collect(),
-            };
-            for item in chosen {
-                match item.as_str() {
-                    Some(path) => paths.push(path),
-                    None => return missing(key, "strings"),
-                }
-            }
-        }
-        (Subject::Paths, _) => return missing(key, "an array of paths"),
-        (_, Some(Value::String(path))) => paths.push(path),
-        (_, _) => return missing(key, "a path"),
-    }
-    let is_dir = subject == Subject::Directory;
-    if paths
+    if targets
         .iter()
-        .any(|p| pattern.matches(p, call.root, home, is_dir))
+        .any(|t| pattern.matches(&t.path, call.root, home, t.reach))
     {
         return Verdict::Runs;
     }
-    let what = match paths.as_slice() {
+    let what = match targets.as_slice() {
         [] => "no path".to_string(),
-        [one] => format!("{one:?}"),
+        [one] => format!("{:?}", one.path),
         many => format!("none of the {} paths", many.len()),
     };
     Verdict::Filtered {

@@ -265,7 +265,44 @@ fn tools_by_either_name_and_mcp_servers() {
     assert!(runs("Glob", "glob", json!({})));
     assert!(runs("spawn_agents", "spawn_agents", json!({})));
     assert!(runs("Task", "spawn_agents", json!({})));
-    assert!(!runs("Edit", "write_file", json!({})));
+    // Claude Code's file tools stand for their kind; `Write`, `MultiEdit` and `NotebookEdit`
+    // with a path, as Claude Code reads them, and bare, their own tool.
+    let edit = |p: &str| json!({"path": p});
+    for rule in [
+        "Edit",
+        "Edit(src/**)",
+        "Write(src/**)",
+        "MultiEdit(src/**)",
+        "NotebookEdit(src/**)",
+    ] {
+        assert!(runs(rule, "write_file", edit("src/a")), "{rule}");
+        assert!(runs(rule, "str_replace", edit("src/a")), "{rule}");
+        assert!(
+            !runs(rule, "read_files", json!({"paths": ["src/a"]})),
+            "{rule}"
+        );
+    }
+    assert!(!runs("Write", "str_replace", json!({})));
+    assert!(!runs("MultiEdit", "write_file", json!({})));
+    assert!(!runs("NotebookEdit", "write_file", json!({})));
+    for read in [
+        "read_files",
+        "code_search",
+        "glob",
+        "list_directory",
+        "read_subtree",
+        "find_files",
+    ] {
+        assert!(runs("Read", read, json!({})), "{read}");
+        assert!(
+            runs("Read(**)", read, json!({"paths": ["a"], "path": "a"})),
+            "{read}"
+        );
+    }
+    assert!(!runs("Read", "write_file", json!({})));
+    assert!(runs("LS", "list_directory", json!({})));
+    assert!(!runs("Grep", "glob", json!({})));
+    assert!(!runs("write_file", "str_replace", json!({})));
     assert!(runs("mcp__github", "mcp__github__create_issue", json!({})));
     assert!(runs(
         "mcp__github__*",
@@ -371,6 +408,12 @@ fn searches_are_tested_against_their_directory() {
     assert!(!runs(
         "Grep(vendor/**)",
         "code_search",
+        json!({"pattern": "x", "cwd": "src"})
+    ));
+    // The whole project holds vendor/.
+    assert!(runs(
+        "Grep(vendor/**)",
+        "code_search",
         json!({"pattern": "x"})
     ));
     assert!(runs(
@@ -441,7 +484,8 @@ fn without_the_input_a_pattern_needs_it_and_a_bare_name_does_not() {
 fn a_home_pattern_is_under_the_home_directory() {
     let pattern = super::path::PathPattern::parse("~/.ssh/**").unwrap();
     let (root, home) = (Path::new("/proj"), Some(Path::new("/home/u")));
-    assert!(pattern.matches("/home/u/.ssh/id_ed25519", root, home, false));
-    assert!(!pattern.matches(".ssh/id_ed25519", root, home, false));
-    assert!(!pattern.matches("/home/u/.ssh/id", root, None, false));
+    let file = super::path::Reach::File;
+    assert!(pattern.matches("/home/u/.ssh/id_ed25519", root, home, file));
+    assert!(!pattern.matches(".ssh/id_ed25519", root, home, file));
+    assert!(!pattern.matches("/home/u/.ssh/id", root, None, file));
 }
