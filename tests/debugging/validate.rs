@@ -269,6 +269,14 @@ fn unusable_files_fail() {
         ("{\"hooks\": [1]}", "must be an object"),
         ("{\"hooks\": {\"Stop\": [}", "invalid JSON"),
         ("[]", "not a JSON object"),
+        (
+            "{\n  // a guard\n  \"hooks\": {}\n}",
+            "JSON allows no comments",
+        ),
+        (
+            "{\"hooks\": {\"Stop\": [\n  {\"hooks\": []},\n]}}",
+            "JSON allows no trailing commas",
+        ),
     ] {
         env.project_settings(contents);
         let json = env.run(&["validate", "--json"]).status(1).json();
