@@ -395,42 +395,12 @@ fn matcher_protocol(fields: &Map<String, Value>, layer: Protocol) -> Protocol {
     )
 }
 
-/// Names in an exact-name matcher that no tool has: another agent's names (fine in a group whose
-/// protocol has them for a levelcode tool), and names levelcode does not have, with the tool
-/// probably meant. MCP names (`mcp__…`) are the servers' own.
+/// Names in an exact-name matcher that no tool has ([`crate::commands::tools::name_problem`]).
 fn check_tool_names(matcher: &str, path: &str, protocol: Protocol, found: &mut Found<'_>) {
-    let tools = crate::commands::tools::TOOLS;
-    let protocol_names = || tools.iter().flat_map(|t| protocol.tool_names(t));
     for name in matcher.split('|').map(str::trim).filter(|n| !n.is_empty()) {
-        if crate::commands::tools::is_known(name) || protocol_names().any(|c| *c == name) {
-            continue;
+        if let Some(message) = crate::commands::tools::name_problem(name, protocol) {
+            found.add(Some(path.to_string()), "tool_name", message);
         }
-        let message = match Protocol::agent_tool(name) {
-            Some((theirs, Some(ours))) => format!(
-                "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?} (or add \"protocol\": \"{}\" to the group to run a {} script that expects its names)",
-                theirs.name(),
-                theirs.facts().agent
-            ),
-            Some((_, None)) => format!(
-                "{name:?} is another agent's tool name and never matches here: levelcode has no such tool"
-            ),
-            None => match (!protocol.is_levelcode())
-                .then(|| {
-                    let names: Vec<&str> = protocol_names().copied().collect();
-                    crate::commands::suggest::nearest(name, &names)
-                })
-                .flatten()
-                .or_else(|| crate::commands::tools::did_you_mean(name))
-            {
-                Some(ours) => format!(
-                    "{name:?} is not a levelcode tool and never matches; did you mean {ours:?}?"
-                ),
-                None => format!(
-                    "{name:?} is not a levelcode tool and never matches (levelcode's tools are listed in docs/hooks.md; MCP tools are named mcp__<server>__<tool>)"
-                ),
-            },
-        };
-        found.add(Some(path.to_string()), "tool_name", message);
     }
 }
 
