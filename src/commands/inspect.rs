@@ -358,7 +358,8 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                 ));
                 continue;
             };
-            let group_notes = layer.messages_for(&group_path);
+            let mut group_notes = layer.messages_for(&group_path);
+            group_notes.extend(names_of_no_tool(group));
             let matcher_problem = group_notes
                 .iter()
                 .find(|m| m.starts_with("matcher: invalid regular expression"))
@@ -411,6 +412,26 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
             }
         }
     }
+}
+
+/// What `list` and `test` say of a tool event's exact-name matcher naming no tool, which a
+/// dispatch passes over without a word (docs/hooks.md, "Matchers"): one note a name, as
+/// `validate` words it.
+fn names_of_no_tool(group: &Group) -> Vec<String> {
+    let Some(matcher) = group.matcher.as_deref() else {
+        return Vec::new();
+    };
+    if !EventKind::of(&group.event).is_tool_event() || !settings::matcher::is_name_list(matcher) {
+        return Vec::new();
+    }
+    let protocol = group.matcher_protocol();
+    matcher
+        .split('|')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .filter_map(|name| crate::commands::tools::name_problem(name, protocol))
+        .map(|problem| format!("matcher: {problem}"))
+        .collect()
 }
 
 fn first_or(messages: Vec<String>, fallback: &str) -> String {

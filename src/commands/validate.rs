@@ -287,26 +287,37 @@ fn check_event_name(event: &str, path: &str, found: &mut Found<'_>) {
     if EventKind::of(event) != EventKind::Unknown {
         return;
     }
-    let known = events::names().join(", ");
-    let ours = EVENTS.iter().find(|ours| ours.aliases.contains(&event));
-    let message = match ours {
-        Some(ours) => format!(
+    let message = match meant_event(event) {
+        Some(ours) if ours.aliases.contains(&event) => format!(
             "{event:?} is another agent's event; levelcode calls it {:?}",
             ours.name
         ),
-        None if events::FOREIGN.contains(&event) => format!(
-            "levelcode does not fire {event:?} (it fires {known}); these hooks never run"
+        Some(ours) => format!(
+            "{event:?} is not an event levelcode-hooks knows; did you mean {:?}? Event names are case-sensitive",
+            ours.name
         ),
-        None => match suggest::nearest(event, &events::names()) {
-            Some(hint) => format!(
-                "{event:?} is not an event levelcode fires; did you mean {hint:?}? Event names are case-sensitive"
-            ),
-            None => format!(
-                "{event:?} is not an event levelcode fires ({known}); its hooks run only when something dispatches that exact name"
-            ),
-        },
+        None if events::FOREIGN.contains(&event) => format!(
+            "levelcode does not fire {event:?} ({}); these hooks never run",
+            events::fired_and_known()
+        ),
+        None => format!(
+            "{event:?} is not an event levelcode-hooks knows ({}); its hooks run only when something dispatches that exact name",
+            events::fired_and_known()
+        ),
     };
     found.add(Some(path.to_string()), "unknown_event", message);
+}
+
+/// The event an unknown name was probably meant to be: ours under another agent's name
+/// (`BeforeTool`), or a near miss (`PreToolUSe`).
+fn meant_event(event: &str) -> Option<&'static events::Event> {
+    EVENTS
+        .iter()
+        .find(|ours| ours.aliases.contains(&event))
+        .or_else(|| {
+            let hint = suggest::nearest(event, &events::names())?;
+            EVENTS.iter().find(|ours| ours.name == hint)
+        })
 }
 
 fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut Found<'_>) {
@@ -315,8 +326,16 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
         && ["command", "argv", "type"]
             .iter()
             .any(|k| fields.contains_key(*k));
-    let tool_event = EventKind::of(event).is_tool_event();
-    let protocol = matcher_protocol(fields);
+    // A group under an unknown name is judged as under the event it was meant to be, so the
+    // advice still holds once the name is fixed; under a name that means nothing, its matcher
+    // is nobody's to judge.
+    let meant = match EventKind::of(event) {
+        EventKind::Unknown => meant_event(event),
+        kind => kind.event(),
+    };
+    let (kind, event) = meant.map_or((EventKind::Unknown, event), |e| (e.kind, e.name));
+    let tool_event = kind.is_tool_event();
+    let protocol = matcher_protocol(fields, found.layer.kind.protocol());
     if !handler_written_as_group {
         for key in fields.keys() {
             if GROUP_KEYS.contains(&key.as_str()) {
@@ -331,10 +350,10 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
         }
     }
     match fields.get("matcher") {
+        _ if kind == EventKind::Unknown => {}
         // A protocol may test the matcher on an event without a tool (Claude Code's against
         // `startup` on SessionStart).
-        Some(Value::String(_))
-            if !tool_event && protocol.match_subject(EventKind::of(event), None).is_some() => {}
+        Some(Value::String(_)) if !tool_event && protocol.match_subject(kind, None).is_some() => {}
         Some(Value::String(m)) if !tool_event && !m.is_empty() && m != "*" => found.add(
             Some(format!("{path}.matcher")),
             "matcher_ignored",
@@ -357,14 +376,16 @@ fn check_group(event: &str, path: &str, fields: &Map<String, Value>, found: &mut
     }
 }
 
-/// The protocol a group's matcher follows, by the dispatch's rule ([`Protocol::of_group`]): a
-/// `"protocol"` that names none counts as levelcode's.
-fn matcher_protocol(fields: &Map<String, Value>) -> Protocol {
+/// The protocol a group's matcher follows, by the dispatch's rule (`Group::matcher_protocol`):
+/// each handler speaks its own `"protocol"`, else its group's, else its layer's (`layer`:
+/// Claude Code's in its own files); a `"protocol"` that names none counts as levelcode's.
+fn matcher_protocol(fields: &Map<String, Value>, layer: Protocol) -> Protocol {
     let group = fields.get("protocol").and_then(Value::as_str);
-    let named = |name: Option<&str>| name.and_then(Protocol::parse).unwrap_or_default();
+    let named = |name: Option<&str>| name.map_or(layer, |n| Protocol::parse(n).unwrap_or_default());
     let handlers = match fields.get("hooks") {
-        Some(Value::Array(handlers)) => handlers.as_slice(),
-        _ => &[],
+        Some(Value::Array(handlers)) if !handlers.is_empty() => handlers.as_slice(),
+        // A group without handlers runs nothing; its matcher is read as its layer's.
+        _ => return group.map_or(layer, |g| Protocol::parse(g).unwrap_or_default()),
     };
     Protocol::of_group(
         group.and_then(Protocol::parse),
@@ -374,42 +395,12 @@ fn matcher_protocol(fields: &Map<String, Value>) -> Protocol {
     )
 }
 
-/// Names in an exact-name matcher that no tool has: another agent's names (fine in a group whose
-/// protocol has them for a levelcode tool), and names levelcode does not have, with the tool
-/// probably meant. MCP names (`mcp__…`) are the servers' own.
+/// Names in an exact-name matcher that no tool has ([`crate::commands::tools::name_problem`]).
 fn check_tool_names(matcher: &str, path: &str, protocol: Protocol, found: &mut Found<'_>) {
-    let tools = crate::commands::tools::TOOLS;
-    let protocol_names = || tools.iter().flat_map(|t| protocol.tool_names(t));
     for name in matcher.split('|').map(str::trim).filter(|n| !n.is_empty()) {
-        if crate::commands::tools::is_known(name) || protocol_names().any(|c| *c == name) {
-            continue;
+        if let Some(message) = crate::commands::tools::name_problem(name, protocol) {
+            found.add(Some(path.to_string()), "tool_name", message);
         }
-        let message = match Protocol::agent_tool(name) {
-            Some((theirs, Some(ours))) => format!(
-                "{name:?} is another agent's tool name and never matches here; levelcode calls it {ours:?} (or add \"protocol\": \"{}\" to the group to run a {} script that expects its names)",
-                theirs.name(),
-                theirs.facts().agent
-            ),
-            Some((_, None)) => format!(
-                "{name:?} is another agent's tool name and never matches here: levelcode has no such tool"
-            ),
-            None => match (!protocol.is_levelcode())
-                .then(|| {
-                    let names: Vec<&str> = protocol_names().copied().collect();
-                    crate::commands::suggest::nearest(name, &names)
-                })
-                .flatten()
-                .or_else(|| crate::commands::tools::did_you_mean(name))
-            {
-                Some(ours) => format!(
-                    "{name:?} is not a levelcode tool and never matches; did you mean {ours:?}?"
-                ),
-                None => format!(
-                    "{name:?} is not a levelcode tool and never matches (levelcode's tools are listed in docs/hooks.md; MCP tools are named mcp__<server>__<tool>)"
-                ),
-            },
-        };
-        found.add(Some(path.to_string()), "tool_name", message);
     }
 }
 

@@ -10,6 +10,7 @@ use crate::environment;
 use crate::settings::events::EventKind;
 use crate::settings::filter::{Call, Verdict};
 use crate::settings::layers::LayerPath;
+use crate::settings::matcher::Matcher;
 use crate::settings::protocol::Protocol;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
@@ -605,12 +606,17 @@ fn group_applies(
         Ok(true) => true,
         Ok(false) => {
             if trace.enabled() {
+                let subject = group.match_subject(kind, tool).map_or("", |(s, _)| s);
                 trace.line(format_args!(
-                    "  {} {}: matcher {:?} does not match {}",
+                    "  {} {}: matcher {:?} does not match {subject}{}",
                     group.source.file.display(),
                     group.path(),
                     group.matcher.as_deref().unwrap_or(""),
-                    group.match_subject(kind, tool).map_or("", |(s, _)| s)
+                    part_of_name(group, subject)
+                        .map(|name| format!(
+                            " ({name:?} is part of that name, but a list of names matches whole names only)"
+                        ))
+                        .unwrap_or_default()
                 ));
             }
             false
@@ -625,6 +631,20 @@ fn group_applies(
             false
         }
     }
+}
+
+/// A name of `group`'s name-list matcher that is part of `subject` or `subject` in another
+/// case (`write` for `write_file`), for the trace: the slip a person makes most, which only the
+/// commands that know levelcode's tools (`list`, `validate`) can name in general.
+fn part_of_name<'g>(group: &'g Group, subject: &str) -> Option<&'g str> {
+    let Ok(Matcher::Names(names)) = group.compiled_matcher() else {
+        return None;
+    };
+    let lower = subject.to_ascii_lowercase();
+    names
+        .iter()
+        .map(String::as_str)
+        .find(|name| !name.is_empty() && lower.contains(&name.to_ascii_lowercase()))
 }
 
 /// The handlers' current directory: the project root, or when it does not exist, ours.

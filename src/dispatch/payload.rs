@@ -304,8 +304,8 @@ impl Payload {
         let mut warnings = Vec::new();
         if kind == EventKind::Unknown {
             warnings.push(format!(
-                "payload: unknown event {event:?} (levelcode fires {}); hooks configured under it run, but none can block",
-                events::names().join(", ")
+                "payload: unknown event {event:?} ({}); hooks configured under it run, but none can block",
+                events::fired_and_known()
             ));
         }
         let tool_name = match fields.tool_name {

@@ -47,6 +47,10 @@ pub struct Event {
     pub kind: EventKind,
     /// The name levelcode fires it by, case-sensitive.
     pub name: &'static str,
+    /// Whether levelcode itself fires it today (contract §2: the four). The others (§15) are
+    /// known so that levelcode can fire them and other agents' configurations carry over; until
+    /// then their hooks run only when something dispatches them (docs/hooks.md says the same).
+    pub fired: bool,
     /// Other agents' names for the same event (Gemini CLI's `BeforeTool`): `validate` points
     /// from them to [`Event::name`]. A dispatch does not take them for it: hooks configured
     /// under such a name run only when something dispatches that exact name.
@@ -110,11 +114,13 @@ impl Field {
     }
 }
 
-/// The events levelcode fires, in the order messages and the schema list them.
+/// The events the dispatcher knows, those levelcode fires first, in the order messages and the
+/// schema list them.
 pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::SessionStart,
         name: "SessionStart",
+        fired: true,
         aliases: &[],
         description: "Fired once when a session starts.",
         blocks: None,
@@ -127,6 +133,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::PreToolUse,
         name: "PreToolUse",
+        fired: true,
         aliases: &["BeforeTool"],
         description: "Fired before a tool runs. A handler exiting 2, or printing {\"decision\":\"block\"}, stops the tool call; {\"decision\":\"ask\"} asks a person; {\"updatedInput\":{...}} rewrites the tool's input.",
         blocks: Some("stops the tool call, with the reason given to the model"),
@@ -139,6 +146,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::PostToolUse,
         name: "PostToolUse",
+        fired: true,
         aliases: &["AfterTool"],
         description: "Fired after a tool ran, with its result.",
         blocks: None,
@@ -151,6 +159,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::Stop,
         name: "Stop",
+        fired: true,
         aliases: &[],
         description: "Fired when the agent stops.",
         blocks: None,
@@ -163,6 +172,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::UserPromptSubmit,
         name: "UserPromptSubmit",
+        fired: false,
         aliases: &["BeforeAgent"],
         description: "Fired when the person submits a prompt, before the model sees it. A handler exiting 2, or printing {\"decision\":\"block\"}, refuses the prompt; additionalContext is added for the model.",
         blocks: Some("refuses the prompt before the model sees it"),
@@ -175,6 +185,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::SessionEnd,
         name: "SessionEnd",
+        fired: false,
         aliases: &[],
         description: "Fired once when a session ends, with why (reason: clear, logout, prompt_input_exit or other).",
         blocks: None,
@@ -187,6 +198,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::PostToolUseFailure,
         name: "PostToolUseFailure",
+        fired: false,
         aliases: &[],
         description: "Fired after a tool call failed, with its error.",
         blocks: None,
@@ -199,6 +211,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::SubagentStart,
         name: "SubagentStart",
+        fired: false,
         aliases: &[],
         description: "Fired when a subagent starts.",
         blocks: None,
@@ -211,6 +224,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::SubagentStop,
         name: "SubagentStop",
+        fired: false,
         aliases: &[],
         description: "Fired when a subagent finishes; levelcode does not wait for it, so it cannot be kept going.",
         blocks: None,
@@ -223,6 +237,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::PreCompact,
         name: "PreCompact",
+        fired: false,
         aliases: &["PreCompress"],
         description: "Fired before the conversation is compacted (trigger: manual or auto).",
         blocks: None,
@@ -235,6 +250,7 @@ pub const EVENTS: &[Event] = &[
     Event {
         kind: EventKind::Notification,
         name: "Notification",
+        fired: false,
         aliases: &[],
         description: "Fired when the agent notifies the person (waiting for input, a permission prompt).",
         blocks: None,
@@ -343,6 +359,17 @@ impl EventKind {
     }
 }
 
+/// Which events levelcode fires and which others the dispatcher knows, as messages say it (and
+/// docs/hooks.md, which a test compares): `levelcode fires A, B, C and D; the dispatcher also
+/// knows E, …, which run only when something dispatches them`.
+pub fn fired_and_known() -> String {
+    format!(
+        "levelcode fires {}; the dispatcher also knows {}, whose hooks run when something dispatches them",
+        listed("and", |e| e.fired),
+        listed("and", |e| !e.fired)
+    )
+}
+
 /// The names of the events `pick` selects, as a sentence lists them: `A`, `A and B`,
 /// `A, B and C`, with `last` (`and`, `or`) before the last one.
 pub fn listed(last: &str, pick: impl Fn(&Event) -> bool) -> String {
@@ -383,6 +410,29 @@ mod tests {
                 "{name} is in EVENTS now: remove it from FOREIGN"
             );
         }
+    }
+
+    /// docs/hooks.md says which events levelcode fires as the table does.
+    #[test]
+    fn the_guide_names_the_events_levelcode_fires() {
+        let guide =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/hooks.md")).unwrap();
+        let fired: Vec<String> = EVENTS
+            .iter()
+            .filter(|e| e.fired)
+            .map(|e| format!("`{}`", e.name))
+            .collect();
+        let (last, rest) = fired.split_last().unwrap();
+        let sentence = format!("levelcode fires {} and {last} today", rest.join(", "));
+        assert!(guide.contains(&sentence), "docs/hooks.md says {sentence:?}");
+        let known = EVENTS.iter().filter(|e| !e.fired).count();
+        let words = [
+            "", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+        ];
+        let also = format!("also knows the {} events below", words[known]);
+        assert!(guide.contains(&also), "docs/hooks.md says {also:?}");
+        // The four come first, so `EVENTS[..4]` are the ones the contract's §2 names.
+        assert!(EVENTS.iter().take(fired.len()).all(|e| e.fired));
     }
 
     #[test]

@@ -349,7 +349,7 @@ fn parse_with(
         Ok(None) => return,
         Err(problem) => {
             warnings.push(format!(
-                "{}: {problem}; layer skipped",
+                "{}: {problem}; layer skipped: none of its hooks run until it is fixed (levelcode-hooks validate checks it)",
                 source.file.display()
             ));
             return;
@@ -428,10 +428,10 @@ fn top_level_hooks(text: &str) -> Result<Option<Vec<(Cow<'_, str>, &str)>>, Stri
     if first != Some('{') {
         return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
             Ok(_) => "the top level is not a JSON object".to_string(),
-            Err(e) => format!("invalid JSON: {e}"),
+            Err(e) => invalid_json(text, &e),
         });
     }
-    let top: Top<'_> = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let top: Top<'_> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
     match top.hooks {
         None | Some(Hooks::Null) => Ok(None),
         Some(Hooks::Events(events)) => Ok(Some(
@@ -441,6 +441,45 @@ fn top_level_hooks(text: &str) -> Result<Option<Vec<(Cow<'_, str>, &str)>>, Stri
                 .collect(),
         )),
         Some(Hooks::Not(what)) => Err(format!("\"hooks\" must be an object of events, not {what}")),
+    }
+}
+
+/// `serde_json`'s error for `text`, with what it most likely hit when that is one of the slips
+/// people make in a JSON file (a comment, a trailing comma, single quotes), since its own words
+/// (`key must be a string`, `expected value`) do not say so.
+pub fn invalid_json(text: &str, e: &serde_json::Error) -> String {
+    match json_slip(text, e.line(), e.column()) {
+        Some(slip) => format!("invalid JSON: {e}: {slip}"),
+        None => format!("invalid JSON: {e}"),
+    }
+}
+
+/// What is at `line` and `column` (1-based, in bytes, as `serde_json` counts) of `text`, when it
+/// is a slip JSON does not allow.
+fn json_slip(text: &str, line: usize, column: usize) -> Option<&'static str> {
+    let start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    let at = start + column.checked_sub(1)?;
+    let bytes = text.as_bytes();
+    let here = *bytes.get(at)?;
+    let next = bytes.get(at + 1).copied();
+    let before = bytes[..at]
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .copied();
+    match (here, next, before) {
+        (b'/', Some(b'/' | b'*'), _) | (b'#', _, _) => {
+            Some("JSON allows no comments; remove the comment")
+        }
+        (b']' | b'}', _, Some(b',')) => {
+            Some("JSON allows no trailing commas; remove the comma before this bracket")
+        }
+        (b'\'', _, _) => Some("JSON strings and keys take double quotes (\"), not single ones"),
+        _ => None,
     }
 }
 

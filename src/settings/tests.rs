@@ -72,11 +72,12 @@ fn hooks_not_object_skips_layer() {
         ("1.5", "a number"),
     ] {
         let (_, warnings) = parse_text(&format!(r#"{{"hooks":{hooks},"theme":"dark"}}"#));
-        assert_eq!(
-            warnings,
-            [format!(
-                "s.json: \"hooks\" must be an object of events, not {what}; layer skipped"
-            )]
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with(&format!(
+                "s.json: \"hooks\" must be an object of events, not {what}; layer skipped: none of its hooks run"
+            )),
+            "{warnings:?}"
         );
     }
     for nothing in [
@@ -97,6 +98,63 @@ fn hooks_not_object_skips_layer() {
     );
     let (_, warnings) = parse_text("[]");
     assert!(warnings[0].contains("not a JSON object"));
+}
+
+/// The slips people make in a JSON file are named, since `serde_json`'s words do not say them.
+#[test]
+fn json_slips_are_named() {
+    for (text, error, slip) in [
+        (
+            "{\n  // a guard\n  \"hooks\": {}\n}",
+            "at line 2 column 3",
+            "JSON allows no comments",
+        ),
+        ("{\"hooks\": {} /* off */}", "", "JSON allows no comments"),
+        (
+            "{\n  # a guard\n  \"hooks\": {}\n}",
+            "",
+            "JSON allows no comments",
+        ),
+        (
+            "{\"hooks\": {\"Stop\": [\n  {\"hooks\": [{\"command\": \"true\"}]},\n]}}",
+            "expected value at line 3 column 1",
+            "JSON allows no trailing commas",
+        ),
+        (
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": \"true\", }]}]}}",
+            "key must be a string",
+            "JSON allows no trailing commas",
+        ),
+        (
+            "{\"hooks\": {}, \"theme\": \"dark\",\n}",
+            "",
+            "JSON allows no trailing commas",
+        ),
+        ("{'hooks': {}}", "", "double quotes"),
+        ("[1,]", "", "JSON allows no trailing commas"),
+    ] {
+        let (_, warnings) = parse_text(text);
+        assert_eq!(warnings.len(), 1, "{text}: {warnings:?}");
+        let warning = &warnings[0];
+        assert!(
+            warning.starts_with("s.json: invalid JSON: ") && warning.contains(error),
+            "{text}: {warning}"
+        );
+        assert!(warning.contains(slip), "{text}: {warning}");
+        assert!(warning.contains("none of its hooks run"), "{warning}");
+    }
+    // Other mistakes are left as `serde_json` words them.
+    for text in [
+        "{\"hooks\": {\"Stop\": [}",
+        "{\"hooks\": {}",
+        "{\"hooks\": {}} }",
+    ] {
+        let (_, warnings) = parse_text(text);
+        assert!(
+            !warnings[0].contains("JSON allows") && !warnings[0].contains("quotes"),
+            "{text}: {warnings:?}"
+        );
+    }
 }
 
 /// The one handler of a `Stop` group written as `handler`, or the warnings that skipped it.

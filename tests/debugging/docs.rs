@@ -128,3 +128,38 @@ fn completions_for_each_shell() {
     out.status(1);
     assert!(out.stderr.contains("bash"), "{}", out.stderr);
 }
+
+/// Every settings example of the guide is plain JSON that parses as written: a settings file
+/// with a comment or a trailing comma is skipped whole, so a reader who copies one must get a
+/// file that runs.
+#[test]
+fn the_guides_settings_examples_are_plain_json() {
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&docs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.push(docs.join("../README.md"));
+    let mut checked = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains("```jsonc"),
+            "{}: a jsonc block",
+            file.display()
+        );
+        for block in text.split("```json\n").skip(1) {
+            let block = block.split("```").next().unwrap();
+            let settings = block.trim_start().trim_start_matches('{').trim_start();
+            if !settings.starts_with("\"hooks\"") {
+                continue;
+            }
+            checked += 1;
+            if let Err(e) = serde_json::from_str::<Value>(block) {
+                panic!("{}: {e}:\n{block}", file.display());
+            }
+        }
+    }
+    assert!(checked >= 8, "{checked} settings examples found");
+}

@@ -234,3 +234,69 @@ fn broken_files_are_warnings_not_failures() {
     assert!(text.contains("no hooks configured"), "{text}");
     assert!(text.contains("2 warning(s):"), "{text}");
 }
+
+/// A tool event's matcher naming no tool never matches, and a dispatch says nothing of it (its
+/// tool list is levelcode's, which may grow): `list` and `test --dry-run` mark it under the
+/// group with the tool probably meant, `validate` fails on it, and `-v` says a part of the
+/// tool's name is not the name.
+#[test]
+fn a_matcher_naming_no_tool_is_marked_with_the_tool_meant() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"PreToolUse":[
+            {"matcher":"write|run_terminal","hooks":[{"command":"echo guard"}]},
+            {"matcher":"write_file","hooks":[{"command":"echo fine"}]}]}}"#,
+    );
+    let json = env.run(&["list", "--json"]).status(0).json();
+    let warnings = json["handlers"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains(r#"matcher: \"write\" is not a levelcode tool and never matches; did you mean \"write_file\"?"#)
+            && warnings.contains(r#"did you mean \"run_terminal_command\"?"#),
+        "{warnings}"
+    );
+    assert_eq!(json["handlers"][1]["warnings"], serde_json::json!([]));
+    let out = env.run(&["list", "--event", "PreToolUse", "--tool", "write_file"]);
+    let text = &out.status(0).stdout;
+    assert!(
+        text.contains("warning: matcher: \"write\" is not a levelcode tool"),
+        "{text}"
+    );
+    let dry = env
+        .run(&[
+            "test",
+            "--event",
+            "PreToolUse",
+            "--tool",
+            "write_file",
+            "--dry-run",
+            "--json",
+        ])
+        .status(0)
+        .json();
+    assert!(
+        dry["not_run"][0]["warnings"]
+            .to_string()
+            .contains("did you mean"),
+        "{dry:#}"
+    );
+    let problems = env.run(&["validate", "--json"]).status(1).json()["problems"].to_string();
+    assert!(
+        problems.contains(r#"did you mean \"write_file\"?"#)
+            && problems.contains(r#"did you mean \"run_terminal_command\"?"#),
+        "{problems}"
+    );
+    let out = env.run_stdin(
+        &["-v"],
+        &[],
+        r#"{"event":"PreToolUse","tool_name":"write_file"}"#,
+    );
+    assert!(
+        out.stderr.contains(
+            r#"matcher "write|run_terminal" does not match write_file ("write" is part of that name, but a list of names matches whole names only)"#
+        ),
+        "{}",
+        out.stderr
+    );
+    // The dispatch itself warns of nothing: the names are checked by the commands above.
+    assert_eq!(out.status(0).json()["warnings"], serde_json::json!([]));
+}

@@ -269,6 +269,14 @@ fn unusable_files_fail() {
         ("{\"hooks\": [1]}", "must be an object"),
         ("{\"hooks\": {\"Stop\": [}", "invalid JSON"),
         ("[]", "not a JSON object"),
+        (
+            "{\n  // a guard\n  \"hooks\": {}\n}",
+            "JSON allows no comments",
+        ),
+        (
+            "{\"hooks\": {\"Stop\": [\n  {\"hooks\": []},\n]}}",
+            "JSON allows no trailing commas",
+        ),
     ] {
         env.project_settings(contents);
         let json = env.run(&["validate", "--json"]).status(1).json();
@@ -314,4 +322,103 @@ fn disabled_handlers_are_not_looked_up() {
             {"hooks":[{"command":"levelcode-no-such-program-either","enabled":false}]}]}}"#,
     );
     env.run(&["validate"]).status(0);
+}
+
+/// Claude Code's own files, read as layers, speak its protocol: `"Bash"` there is the shell
+/// tool's name, as `list` and the dispatch take it, so `validate` passes them; the same matcher
+/// in levelcode's own file, without `"protocol": "claude"`, never matches and still fails.
+#[test]
+fn claude_codes_own_files_are_judged_by_claude_codes_tool_names() {
+    let env = Env::new();
+    env.user_settings(r#"{"claudeCodeHooks": true}"#);
+    let guard = r#"{"hooks":{"PreToolUse":[{"matcher":"Bash|Write","hooks":[{"type":"command","command":"true"}]}],
+        "SessionStart":[{"matcher":"startup","hooks":[{"type":"command","command":"true"}]}]}}"#;
+    env.write(&env.home().join(".claude/settings.json"), guard);
+    env.write(&env.project().join(".claude/settings.json"), guard);
+    env.write(&env.project().join(".claude/settings.local.json"), guard);
+    let json = env.run(&["validate", "--json"]).status(0).json();
+    let layers: Vec<&str> = json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["handlers"] == 2)
+        .map(|f| f["layer"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        layers,
+        ["claude-user", "claude-project", "claude-local"],
+        "{json:#}"
+    );
+    // A group of levelcode's protocol in Claude Code's file is judged by levelcode's names.
+    env.write(
+        &env.project().join(".claude/settings.local.json"),
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","protocol":"levelcode","hooks":[{"command":"true"}]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    assert_eq!(
+        problems(&json),
+        [(
+            "hooks.PreToolUse[0].matcher".to_string(),
+            "tool_name".to_string()
+        )]
+    );
+    assert_eq!(json["problems"][0]["layer"], "claude-local");
+    // levelcode's own file: the same matcher without a protocol never matches.
+    env.write(&env.project().join(".claude/settings.local.json"), guard);
+    env.project_settings(
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"command":"true"}]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    assert_eq!(json["problems"][0]["layer"], "project", "{json:#}");
+    assert_eq!(json["problems"][0]["kind"], "tool_name");
+}
+
+/// A misspelled event's groups are judged as under the event meant, so following the advice and
+/// then fixing the name leaves the guard as it was meant: a tool event's matcher is never
+/// called ignored; a name that means nothing gets no matcher advice at all.
+#[test]
+fn a_misspelled_event_gets_advice_that_holds_once_the_name_is_fixed() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{
+            "PreToolUSe":[{"matcher":"run_terminal_command","hooks":[{"command":"true"}]},
+                          {"matcher":"Bash","hooks":[{"command":"true"}]}],
+            "BeforeTool":[{"matcher":"write_file","hooks":[{"command":"true"}]}],
+            "SessionStrat":[{"matcher":"startup","hooks":[{"command":"true"}]}],
+            "Frobnicate":[{"matcher":"write_file","hooks":[{"command":"true"}]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    let s = |p: &str, k: &str| (p.to_string(), k.to_string());
+    assert_eq!(
+        problems(&json),
+        [
+            s("hooks.PreToolUSe", "unknown_event"),
+            s("hooks.PreToolUSe[1].matcher", "tool_name"),
+            s("hooks.BeforeTool", "unknown_event"),
+            s("hooks.SessionStrat", "unknown_event"),
+            s("hooks.SessionStrat[0].matcher", "matcher_ignored"),
+            s("hooks.Frobnicate", "unknown_event"),
+        ],
+        "{json:#}"
+    );
+    assert!(message(&json, "hooks.PreToolUSe", "unknown_event")
+        .contains("did you mean \"PreToolUse\"?"));
+    assert!(
+        message(&json, "hooks.SessionStrat[0].matcher", "matcher_ignored")
+            .starts_with("SessionStart ignores matchers")
+    );
+    // What levelcode fires is said as docs/hooks.md says it: the four, and the others known.
+    let unknown = message(&json, "hooks.Frobnicate", "unknown_event");
+    assert!(
+        unknown.contains(
+            "levelcode fires SessionStart, PreToolUse, PostToolUse and Stop; the dispatcher also knows UserPromptSubmit, "
+        ),
+        "{unknown}"
+    );
+    let out = env.run_stdin(&["run"], &[], r#"{"event":"Frobnicate"}"#);
+    let warnings = out.status(0).json()["warnings"].to_string();
+    assert!(
+        warnings.contains("levelcode fires SessionStart, PreToolUse, PostToolUse and Stop;"),
+        "{warnings}"
+    );
 }
