@@ -23,6 +23,16 @@ export const HOOK_EVENT_NAMES = [
 export type HookEventName = (typeof HOOK_EVENT_NAMES)[number];
 
 /**
+ * The tool events: those about one tool call, whose matcher is tested against `tool_name`,
+ * which their payload must have (tests/client_agreement.rs checks them against the event table).
+ */
+export const TOOL_EVENT_NAMES = [
+  "PreToolUse",
+  "PostToolUse",
+  "PostToolUseFailure",
+] as const satisfies readonly HookEventName[];
+
+/**
  * The payload member a group's matcher is tested against, for the events whose matcher reads
  * one of their own (tool events read `tool_name`; the others have nothing to match).
  */
