@@ -44,8 +44,18 @@ export const MATCHER_MEMBERS: Readonly<Partial<Record<HookEventName, string>>> =
   Notification: "notification_type",
 };
 
+/**
+ * The protocols a handler may speak (contract §12), in the dispatcher's table's order:
+ * levelcode's own, every handler's default, first; then Claude Code's. tests/client_agreement.rs
+ * checks them against the table.
+ */
+export const HOOK_PROTOCOLS = [
+  "levelcode",
+  "claude",
+] as const;
+
 /** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
-export type HookProtocol = "levelcode" | "claude";
+export type HookProtocol = (typeof HOOK_PROTOCOLS)[number];
 
 /** One handler: a command run through the shell, or a program run directly (argv, or command with args). */
 export type HookHandler = {
