@@ -7,6 +7,56 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+/// The variables whose values change what the dispatcher answers for an event: where the layers
+/// are (`HOME`, `LEVELCODE_DIR`, `NEXT_PUBLIC_CB_ENVIRONMENT`, the managed file's
+/// `LEVELCODE_MANAGED_SETTINGS` and, on Windows, `ProgramData`), the switches (`LEVELCODE_HOOKS`,
+/// `LEVELCODE_HOOKS_NO_PROJECT`, `LEVELCODE_HOOKS_DEPTH`, `LEVELCODE_TRUST_PROJECT_HOOKS`), what a
+/// dispatch records (`LEVELCODE_HOOKS_LOG`, `LEVELCODE_TEAM`). Besides these, only the one a
+/// shell reads to find a program changes an answer: the runner looks a handler's program up on
+/// the path as the handler's shell would.
+///
+/// A client that keeps answers, in memory or on disk, keys them on every one of these: the
+/// TypeScript client's `ENV_KEYS` (`packages/levelcode-hooks/src/process.ts`) lists them, and
+/// `tests/client_agreement.rs` fails when the two differ, or when this file reads a variable
+/// that is in neither this list nor [`NO_ANSWER_VARS`].
+pub const ANSWER_VARS: [&str; 11] = [
+    "HOME",
+    "LEVELCODE_DIR",
+    "NEXT_PUBLIC_CB_ENVIRONMENT",
+    "LEVELCODE_MANAGED_SETTINGS",
+    "ProgramData",
+    "LEVELCODE_HOOKS",
+    "LEVELCODE_HOOKS_NO_PROJECT",
+    "LEVELCODE_HOOKS_DEPTH",
+    "LEVELCODE_TRUST_PROJECT_HOOKS",
+    "LEVELCODE_HOOKS_LOG",
+    "LEVELCODE_TEAM",
+];
+
+/// The variables read here that change no event's answer: [`AGENT`], which only `trust` reads
+/// (a command, or a `trust` request of `serve`; handlers get `LEVELCODE_AGENT` whatever the
+/// dispatcher's own), and the OpenTelemetry export's (contract §18), which say where the spans of
+/// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing.
+pub const NO_ANSWER_VARS: [&str; 17] = [
+    "LEVELCODE_AGENT",
+    "CLAUDECODE",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_SDK_DISABLED",
+    "OTEL_TRACES_EXPORTER",
+    "TRACEPARENT",
+    "LEVELCODE_HOOKS_OTEL_CONTENT",
+    "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
+];
+
 /// The variable naming the execution log file (`dispatch/exec_log.rs`).
 pub const EXEC_LOG: &str = "LEVELCODE_HOOKS_LOG";
 

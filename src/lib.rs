@@ -13,7 +13,7 @@ pub mod cli;
 pub mod commands;
 pub(crate) mod compliance;
 pub mod dispatch;
-pub(crate) mod environment;
+pub mod environment;
 pub(crate) mod fs;
 pub(crate) mod lock;
 pub mod runner;

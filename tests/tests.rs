@@ -5,6 +5,7 @@ mod architecture;
 mod claude;
 #[cfg(unix)]
 mod claude_layers;
+mod client_agreement;
 mod common;
 mod compliance;
 

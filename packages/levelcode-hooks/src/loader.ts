@@ -7,7 +7,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 import { findBinary } from "./binary.js";
-import type { HookHandler, HookMatcher, HooksConfig, ProjectTrust } from "./types.js";
+import { HOOK_PROTOCOLS, type HookHandler, type HookMatcher, type HookProtocol, type HooksConfig, type ProjectTrust } from "./types.js";
 
 export type LoadedHooks = {
   /** The enabled hooks of every layer, in layer order, grouped as they were written. */
@@ -21,6 +21,11 @@ export type LoadedHooks = {
 };
 
 type Json = Record<string, unknown>;
+
+/** Whether `name` is a protocol of `HOOK_PROTOCOLS`. */
+function isProtocol(name: unknown): name is HookProtocol {
+  return (HOOK_PROTOCOLS as readonly unknown[]).includes(name);
+}
 
 /** The arguments of `list --json` for a project (and optionally what would run for an event). */
 export function listArgs(projectRoot: string, event?: string, tool?: string): string[] {
@@ -85,6 +90,7 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     .map((layer) => String(layer.file));
 
   const hooks: HooksConfig = {};
+  const unknown: string[] = [];
   // Handlers come in layer, group and handler order; `path` says which group each belongs to.
   let lastGroup = "";
   for (const entry of Array.isArray(listing.handlers) ? listing.handlers : []) {
@@ -103,8 +109,12 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (Array.isArray(h.argv)) handler.argv = h.argv.map(String);
     if (typeof h.timeout === "number") handler.timeout = h.timeout;
     if (typeof h.name === "string") handler.name = h.name;
-    // Only the protocol that is not the default: what a person would have had to write.
-    if (h.protocol === "claude") handler.protocol = h.protocol;
+    // Only a protocol that is not the default: what a person would have had to write. One this
+    // package does not know (a newer binary's) is said, not dropped.
+    if (isProtocol(h.protocol) && h.protocol !== HOOK_PROTOCOLS[0]) handler.protocol = h.protocol;
+    else if (typeof h.protocol === "string" && !isProtocol(h.protocol)) {
+      unknown.push(`${String(h.file)}: ${path}: protocol "${h.protocol}" is not one this version of @levelcode/hooks knows (${HOOK_PROTOCOLS.join(", ")}); update the package to see it`);
+    }
     if (typeof h.if === "string") handler.if = h.if;
     const groups = (hooks[event] ??= []);
     if (groupKey !== lastGroup || groups.length === 0) {
@@ -117,7 +127,7 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     groups[groups.length - 1]!.hooks.push(handler);
   }
 
-  const warnings = Array.isArray(listing.warnings) ? listing.warnings.map(String) : [];
+  const warnings = [...(Array.isArray(listing.warnings) ? listing.warnings.map(String) : []), ...unknown];
   const loaded: LoadedHooks = { hooks, warnings, sources };
   const trust = listing.project_trust;
   if (trust !== null && typeof trust === "object") {

@@ -23,6 +23,8 @@ export type PoolSettings = { maxServers?: number | undefined; idleMs?: number | 
 export class Pool {
   private readonly servers: Server[] = [];
   private started = 0;
+  /** Runners open on this pool: once none is, its servers are ended. */
+  private holders = 0;
   maxServers = DEFAULT_MAX_SERVERS;
   idleMs = DEFAULT_IDLE_MS;
   startTimeoutMs = 10_000;
@@ -75,6 +77,17 @@ export class Pool {
   /** Ends every server as a caller would: each answers what it was given, then exits. */
   endAll(): void {
     for (const server of [...this.servers]) server.end();
+  }
+
+  /** A runner uses this pool, until it calls `release`. */
+  hold(): void {
+    this.holders++;
+  }
+
+  /** A runner is done with this pool; the last one to go ends its servers (`endAll`). */
+  release(): void {
+    this.holders = Math.max(0, this.holders - 1);
+    if (this.holders === 0) this.endAll();
   }
 
   private start(): Server {

@@ -3,7 +3,12 @@
  * the notices already given to the person.
  */
 
-/** The dispatcher's environment variables that change what it answers. */
+/**
+ * The environment variables that change what the dispatcher answers: its `ANSWER_VARS`
+ * (src/environment.rs), `PATH`, and `LEVELCODE_HOOKS_BINARY`, which says which binary answers.
+ * Servers are pooled, and answers kept, under their values; tests/client_agreement.rs fails when
+ * this list and the dispatcher's differ.
+ */
 export const ENV_KEYS = [
   "HOME",
   "LEVELCODE_DIR",
@@ -17,6 +22,7 @@ export const ENV_KEYS = [
   "LEVELCODE_HOOKS_BINARY",
   "LEVELCODE_MANAGED_SETTINGS",
   "PATH",
+  "ProgramData",
 ] as const;
 
 /** The variable a host sets for its agent's commands (see `hostEnvironment`). */
@@ -81,7 +87,8 @@ export function unchanged(env: Record<string, string | undefined>, values: Reado
     env.NEXT_PUBLIC_CB_ENVIRONMENT === values[8] &&
     env.LEVELCODE_HOOKS_BINARY === values[9] &&
     env.LEVELCODE_MANAGED_SETTINGS === values[10] &&
-    env.PATH === values[11]
+    env.PATH === values[11] &&
+    env.ProgramData === values[12]
   );
 }
 

@@ -23,6 +23,16 @@ export const HOOK_EVENT_NAMES = [
 export type HookEventName = (typeof HOOK_EVENT_NAMES)[number];
 
 /**
+ * The tool events: those about one tool call, whose matcher is tested against `tool_name`,
+ * which their payload must have (tests/client_agreement.rs checks them against the event table).
+ */
+export const TOOL_EVENT_NAMES = [
+  "PreToolUse",
+  "PostToolUse",
+  "PostToolUseFailure",
+] as const satisfies readonly HookEventName[];
+
+/**
  * The payload member a group's matcher is tested against, for the events whose matcher reads
  * one of their own (tool events read `tool_name`; the others have nothing to match).
  */
@@ -34,8 +44,18 @@ export const MATCHER_MEMBERS: Readonly<Partial<Record<HookEventName, string>>> =
   Notification: "notification_type",
 };
 
+/**
+ * The protocols a handler may speak (contract §12), in the dispatcher's table's order:
+ * levelcode's own, every handler's default, first; then Claude Code's. tests/client_agreement.rs
+ * checks them against the table.
+ */
+export const HOOK_PROTOCOLS = [
+  "levelcode",
+  "claude",
+] as const;
+
 /** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
-export type HookProtocol = "levelcode" | "claude";
+export type HookProtocol = (typeof HOOK_PROTOCOLS)[number];
 
 /** One handler: a command run through the shell, or a program run directly (argv, or command with args). */
 export type HookHandler = {

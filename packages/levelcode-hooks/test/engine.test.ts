@@ -16,7 +16,8 @@ import {
   type HookEventOutcome,
   type HooksConfig,
 } from "../src/index.ts";
-import { BUN, perTestDir, writeProjectHooks } from "./helpers.ts";
+import { HOOK_PROTOCOLS } from "../src/types.ts";
+import { BUN, perTestDir, writeProjectHooks, writeScript } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(60_000);
@@ -130,6 +131,36 @@ describe("loadHooks", () => {
     } finally {
       if (before === undefined) delete process.env.LEVELCODE_DIR;
       else process.env.LEVELCODE_DIR = before;
+    }
+  });
+
+  test("passes on every protocol but the default, as written", () => {
+    const project = join(dir, "project");
+    const groups = HOOK_PROTOCOLS.map((protocol) => ({ matcher: "write_file", protocol, hooks: [{ command: `echo ${protocol}` }] }));
+    writeProjectHooks(project, { PreToolUse: groups });
+    const loaded = loadHooks(project);
+    const read = (loaded.hooks.PreToolUse ?? []).map((group) => [group.hooks[0]?.command, group.hooks[0]?.protocol]);
+    expect(read).toEqual(HOOK_PROTOCOLS.map((protocol, i) => [`echo ${protocol}`, i === 0 ? undefined : protocol]));
+    expect(loaded.warnings).toEqual([]);
+  });
+
+  test("names a protocol it does not know (a newer binary's) instead of dropping it", () => {
+    const file = join(dir, "settings.json");
+    const listing = {
+      layers: [{ layer: "user", file, state: "read" }],
+      handlers: [{ file, event: "Stop", path: "hooks.Stop[0].hooks[0]", command: "guard", timeout: 10, enabled: true, protocol: "newer", state: "enabled" }],
+      warnings: [],
+    };
+    const binary = writeScript(dir, "newer-levelcode-hooks", `#!/bin/sh\ncat <<'EOF'\n${JSON.stringify(listing)}\nEOF\n`);
+    const before = process.env.LEVELCODE_HOOKS_BINARY;
+    process.env.LEVELCODE_HOOKS_BINARY = binary;
+    try {
+      const loaded = loadHooks(dir);
+      expect(loaded.hooks.Stop).toEqual([{ hooks: [{ command: "guard", timeout: 10 }] }]);
+      expect(loaded.warnings).toHaveLength(1);
+      expect(loaded.warnings[0]).toContain(`${file}: hooks.Stop[0].hooks[0]: protocol "newer"`);
+    } finally {
+      process.env.LEVELCODE_HOOKS_BINARY = before;
     }
   });
 
