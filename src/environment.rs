@@ -79,6 +79,18 @@ pub fn started_by_agent() -> Option<&'static str> {
     })
 }
 
+/// The variable that keeps Python 3.11 and later from putting the current folder (for `-c`
+/// and `-m`) or a script's folder first on `sys.path`. The dispatch sets it to `1` for the
+/// handlers of every layer outside the project, unless it was set when the process started.
+pub const PYTHON_SAFE_PATH: &str = "PYTHONSAFEPATH";
+
+/// Returns true if and only if [`PYTHON_SAFE_PATH`] was set when the process started, to
+/// anything, nothing included: handlers then get it as it was.
+pub fn python_safe_path_set() -> bool {
+    static SET: OnceLock<bool> = OnceLock::new();
+    *SET.get_or_init(|| std::env::var_os(PYTHON_SAFE_PATH).is_some())
+}
+
 /// A dispatcher started at this depth or deeper runs nothing.
 pub const MAX_DEPTH: u32 = 4;
 

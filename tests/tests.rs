@@ -21,6 +21,8 @@ mod hardening;
 #[cfg(unix)]
 mod if_filters;
 #[cfg(unix)]
+mod imports;
+#[cfg(unix)]
 mod io;
 #[cfg(unix)]
 mod layers;

@@ -9,7 +9,7 @@ use crate::compliance;
 use crate::environment;
 use crate::settings::events::EventKind;
 use crate::settings::filter::{Call, Verdict};
-use crate::settings::layers::LayerPath;
+use crate::settings::layers::{LayerKind, LayerPath};
 use crate::settings::matcher::Matcher;
 use crate::settings::protocol::Protocol;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
@@ -294,7 +294,7 @@ impl<'a> Chain<'a> {
                 continue;
             }
             let mut entry = entry();
-            self.run(handler, &label, run, &mut entry, report);
+            self.run(group, handler, &label, run, &mut entry, report);
             trace.handler(&entry);
             report.handlers.push(entry);
             if self.end.is_some() {
@@ -382,6 +382,7 @@ impl<'a> Chain<'a> {
     /// that adds to the dispatch, into `entry`.
     fn run(
         &mut self,
+        group: &Group,
         handler: &Handler,
         label: &str,
         run: Run,
@@ -393,7 +394,12 @@ impl<'a> Chain<'a> {
         let run_file = rules.run_file(self.payload.kind, &mut report.warnings);
         // Its own span's trace context, when the dispatch is exported (contract §18).
         let traceparent = crate::telemetry::handler_started(report.handlers.len());
-        let (mut env, unset) = handler_env(self.payload, self.root, run_file.as_ref());
+        let (mut env, unset) = handler_env(
+            self.payload,
+            self.root,
+            run_file.as_ref(),
+            group.source.layer,
+        );
         env.extend(traceparent);
         let input: &[u8] = match &run.input {
             Some(bytes) => bytes,
@@ -661,14 +667,16 @@ fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
     here
 }
 
-/// The variables a handler gets, and those it must not inherit: the project root, also by each
-/// protocol's own name for it; the file a protocol gives this run, and none a protocol gave an
-/// earlier run; the tool's name only on tool events. They reach that one run only (its own
-/// environment list, `runner::Invocation`), so no value of one run or request reaches another.
+/// The variables a handler of `layer` gets, and those it must not inherit: the project root,
+/// also by each protocol's own name for it; the file a protocol gives this run, and none a
+/// protocol gave an earlier run; the tool's name only on tool events; Python's safe path
+/// outside the project. They reach that one run only (its own environment list,
+/// `runner::Invocation`), so no value of one run or request reaches another.
 fn handler_env(
     payload: &Payload,
     root: &Path,
     run_file: Option<&RunFile>,
+    layer: LayerKind,
 ) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
     let root_text = root.to_string_lossy();
     let mut env = Vec::with_capacity(8);
@@ -687,6 +695,13 @@ fn handler_env(
     // starts records nothing (docs/trust.md), even under a client that left the variable out of
     // this dispatcher's own environment.
     env.push((crate::trust::AGENT_ENV[0], "1".to_string()));
+    // A person's or an organisation's handler runs in the project root, where `python3 -c` and
+    // `python3 -m` would import the repository's `json.py` before the standard library's: the
+    // repository needs neither hooks nor trust for that. The project's own handlers are its
+    // code, trusted as such, and keep Python's default (docs/trust.md).
+    if layer.project_file().is_none() && !environment::python_safe_path_set() {
+        env.push((environment::PYTHON_SAFE_PATH, "1".to_string()));
+    }
     let mut remove = Vec::new();
     match &payload.tool_name {
         Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),

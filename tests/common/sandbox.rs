@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 36] = [
+pub const CLEARED: [&str; 37] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -59,6 +59,7 @@ pub const CLEARED: [&str; 36] = [
     "LEVELCODE_PROJECT_DIR",
     "CLAUDE_PROJECT_DIR",
     "CLAUDE_ENV_FILE",
+    "PYTHONSAFEPATH",
     // Colors for people (anstream).
     "NO_COLOR",
     "CLICOLOR",

@@ -5,7 +5,7 @@
 //! A rule is `Tool` (every call of the tool) or `Tool(pattern)`. The tool is named by its
 //! levelcode name or by a protocol's name for it (Claude Code's `Bash`, `Grep`, `Glob`, `LS`,
 //! `Task`); an MCP server's name (`mcp__github`, `mcp__github__*`) stands for each of its
-//! tools. Claude Code's file tools stand for a kind, as its permission rules read them ([`KINDS`]):
+//! tools. Claude Code's file tools stand for a kind, as its permission rules read them:
 //! `Edit`, `Write`, `MultiEdit` and `NotebookEdit` for every tool that edits files, `Read` for
 //! every tool that reads or searches them. What the pattern is tested against depends on the
 //! tool, and any path that matches is a match ([`targets`], [`path`]):
@@ -242,7 +242,10 @@ impl Filter {
             Pattern::Command(command) => command.test(text, input),
             Pattern::Path(path) => match subject {
                 Subject::Paths(shape) => test_paths(path, text, shape, input, call),
-                Subject::Command => Verdict::Unevaluable(format!("{text:?} is no command")),
+                // A rule's tools are all of one subject, which its pattern was compiled for.
+                Subject::Command => Verdict::Unevaluable(format!(
+                    "{text:?} was read as a path pattern, and a command cannot be tested against one"
+                )),
             },
         }
     }
