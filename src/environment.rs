@@ -139,6 +139,11 @@ pub fn start_dir() -> PathBuf {
         .clone()
 }
 
+/// `PAGER`, when set and not empty: what `trust` shows the scripts' text in on a terminal.
+pub fn pager() -> Option<String> {
+    std::env::var("PAGER").ok().filter(|p| !p.trim().is_empty())
+}
+
 /// The home directory: `HOME` when set and not empty, else the account's.
 pub fn home() -> Option<&'static Path> {
     static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();

@@ -171,7 +171,14 @@ fn layer_json(
 }
 
 /// Records the assessed digest as trusted in the store at `store_path`.
-pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updated, String> {
+/// Records `layer` as trusted, with what was reviewed kept beside the store for the next
+/// review ([`super::reviewed`]; a failure to keep it is a warning, not an error).
+pub fn record(
+    store_path: &Path,
+    layer: &Layer,
+    warnings: &mut Vec<String>,
+) -> Result<store::Updated, String> {
+    let assessment = &layer.assessment;
     let Some(digest) = &assessment.digest else {
         return Err("no digest to record".into());
     };
@@ -183,13 +190,20 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
         at: Some(crate::fs::now_ms()),
         seal: seal(assessment, digest),
     };
-    store::update(store_path, |s| {
+    let updated = store::update(store_path, |s| {
         // Trusting any layer of a denied project lifts the denial: a person said yes.
         if matches!(s.projects.get(&root), Some(Entry::Denied { .. })) {
             s.projects.remove(&root);
         }
         s.projects.insert(key, entry);
-    })
+    })?;
+    let reviewed = super::reviewed::Reviewed::of(&layer.bytes, digest);
+    if let Err(why) = super::reviewed::save(store_path, &digest.digest, &reviewed) {
+        warnings.push(format!(
+            "what was reviewed was not kept, so the next review cannot show what changed: {why}"
+        ));
+    }
+    Ok(updated)
 }
 
 /// The seal of what `digest` hashed, when the files are settled and still the ones hashed: the

@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 37] = [
+pub const CLEARED: [&str; 38] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -60,6 +60,8 @@ pub const CLEARED: [&str; 37] = [
     "CLAUDE_PROJECT_DIR",
     "CLAUDE_ENV_FILE",
     "PYTHONSAFEPATH",
+    // The pager `trust` offers the scripts' text in.
+    "PAGER",
     // Colors for people (anstream).
     "NO_COLOR",
     "CLICOLOR",
