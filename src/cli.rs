@@ -108,6 +108,9 @@ pub fn parse_run_fast(args: &[OsString]) -> Option<RunArgs> {
         match (flag, inline) {
             ("--no-project", None) if !run.dispatch.no_project => run.dispatch.no_project = true,
             ("-v" | "--verbose", None) if !run.dispatch.verbose => run.dispatch.verbose = true,
+            ("--caller-records-compliance", None) if !run.dispatch.caller_records_compliance => {
+                run.dispatch.caller_records_compliance = true;
+            }
             ("--event" | "--team" | "--output" | "--project-dir" | "--settings", _) => {
                 let text: OsString = match inline {
                     Some(v) => OsString::from(v),

@@ -357,6 +357,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
         no_project: args.no_project,
         team: None,
         traceparent: None,
+        caller_records_compliance: false,
     };
     let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     let tool = tool_for(args.event.as_deref(), args.tool.as_deref());

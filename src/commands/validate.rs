@@ -91,6 +91,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         no_project: args.no_project,
         team: None,
         traceparent: None,
+        caller_records_compliance: false,
     };
     let mut inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     if args.settings.is_empty() {

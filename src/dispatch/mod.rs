@@ -722,6 +722,9 @@ fn handler_env(
 
 /// Appends the compliance record of a team run's `PostToolUse` (contract §9).
 fn record_compliance(payload: &Payload, options: &Options, warnings: &mut Vec<String>) {
+    if options.caller_records_compliance {
+        return;
+    }
     if payload.kind != EventKind::PostToolUse {
         return;
     }

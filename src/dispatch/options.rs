@@ -14,6 +14,9 @@ pub struct Options {
     pub team: Option<String>,
     /// A `serve` request's W3C `traceparent`; `run` reads `TRACEPARENT` (contract §18).
     pub traceparent: Option<String>,
+    /// The caller writes this call's compliance line itself (levelcode's `logToolCall` through
+    /// `@levelcode/hooks`): the dispatch writes none, whatever the team.
+    pub caller_records_compliance: bool,
 }
 
 /// The options of every subcommand that dispatches (`run`, `test`, `serve`).
@@ -35,6 +38,11 @@ pub struct DispatchArgs {
     #[arg(long, value_name = "NAME")]
     pub team: Option<String>,
 
+    /// The caller records this call in the compliance log itself (as `logToolCall` of
+    /// @levelcode/hooks does): write no line for it, whatever --team or LEVELCODE_TEAM say.
+    #[arg(long)]
+    pub caller_records_compliance: bool,
+
     /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
     #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
     pub output: OutputMode,
@@ -53,6 +61,7 @@ impl DispatchArgs {
             no_project: self.no_project,
             team: self.team.clone(),
             traceparent: None,
+            caller_records_compliance: self.caller_records_compliance,
         }
     }
 }

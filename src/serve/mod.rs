@@ -319,6 +319,8 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
         traceparent: asked.traceparent,
+        caller_records_compliance: args.dispatch.caller_records_compliance
+            || asked.caller_records_compliance.unwrap_or(false),
     };
     let mut warnings = Vec::new();
     let mut assessments = Vec::new();
@@ -397,6 +399,7 @@ fn probe_declined(payload: &Payload, options: &Options, ground: &dispatch::Groun
     if ground.managed_present() {
         "the managed layer is there, and its handlers would run"
     } else if payload.kind == crate::settings::events::EventKind::PostToolUse
+        && !options.caller_records_compliance
         && (options.team.is_some() || payload.team.is_some() || environment::team().is_some())
     {
         "a team run's PostToolUse writes a compliance line"
