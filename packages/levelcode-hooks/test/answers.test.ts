@@ -132,3 +132,166 @@ describe.skipIf(!cacheAvailable)("a managed guard after a call that ran nothing"
     expect(next.said.slice(1)).toEqual([guarded, guarded]);
   });
 });
+
+/** A small seeded generator (mulberry32): a failing world is made again from its seed. */
+function generator(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const TOOLS = ["write_file", "read_files", "str_replace", "run_terminal_command", "code_search", "glob", "spawn_agents"];
+/** Mostly lists of names, which let an answer summarize; now and then one that cannot. */
+const MATCHERS: Array<{ matcher?: string; protocol?: "claude" }> = [
+  { matcher: "write_file" },
+  { matcher: "write_file" },
+  { matcher: "read_files" },
+  { matcher: "str_replace|write_file" },
+  { matcher: "code_search|glob" },
+  { matcher: "spawn_agents" },
+  { matcher: "Bash", protocol: "claude" },
+  { matcher: "Write|Edit", protocol: "claude" },
+  { matcher: "Read", protocol: "claude" },
+  { matcher: "^read_" },
+  { matcher: "*" },
+];
+const FILTERS = ["Bash(git push*)", "Read(secrets/**)", "Edit(src/**)"];
+const TRUST = ["variable", "none", "store", "everywhere"] as const;
+
+type World = { env: Env; project: string; calls: HookPayload[]; description: Record<string, unknown> & { calls?: string[] } };
+
+/**
+ * A world: the managed layer (maybe `managedHooksOnly`), the user, data and project layers,
+ * each perhaps absent, with groups on the tool events; the project's hooks trusted by the
+ * variable, by the store, by `trustAllProjectHooks`, or not at all; and the calls to make.
+ */
+function makeWorld(root: string, seed: number): World {
+  const next = generator(seed);
+  const chance = (p: number) => next() < p;
+  const pick = <T,>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const home = join(root, "home");
+  const project = join(root, "project");
+  mkdirSync(home, { recursive: true });
+  mkdirSync(project, { recursive: true });
+  const hooksOf = (layer: string) => {
+    const hooks: Record<string, unknown[]> = {};
+    const groups = 1 + Math.floor(next() * 3);
+    for (let g = 0; g < groups; g++) {
+      const event = pick(["PreToolUse", "PreToolUse", "PostToolUse"]);
+      const label = `${layer}-${g}`;
+      const handler = pick([
+        { command: `echo '${label} blocks' >&2; exit 2` },
+        { command: `printf '{"additionalContext":"${label}"}'` },
+        { command: "true" },
+        { command: `echo '${label} off' >&2; exit 2`, enabled: false },
+      ]);
+      const group: Record<string, unknown> = { ...pick(MATCHERS), hooks: [handler] };
+      if (chance(0.15)) group.if = pick(FILTERS);
+      (hooks[event] ??= []).push(group);
+    }
+    return hooks;
+  };
+  const env: Env = { HOME: home, XDG_CACHE_HOME: undefined, LEVELCODE_DIR: undefined, LEVELCODE_MANAGED_SETTINGS: undefined, LEVELCODE_TRUST_PROJECT_HOOKS: undefined };
+  const description: World["description"] = { seed };
+  if (chance(0.6)) {
+    const managed = join(root, "policy", "managed-settings.json");
+    const settings: Record<string, unknown> = { hooks: hooksOf("managed") };
+    if (chance(0.2)) settings.managedHooksOnly = true;
+    writeManaged(managed, settings);
+    env.LEVELCODE_MANAGED_SETTINGS = managed;
+    description.managed = settings;
+  }
+  const trust = pick(TRUST);
+  description.trust = trust;
+  const user: Record<string, unknown> = chance(0.7) ? { hooks: hooksOf("user") } : {};
+  if (trust === "everywhere") user.trustAllProjectHooks = true;
+  if (Object.keys(user).length > 0) {
+    mkdirSync(join(home, ".config", "levelcode"), { recursive: true });
+    writeFileSync(join(home, ".config", "levelcode", "settings.json"), JSON.stringify(user));
+    description.user = user;
+  }
+  if (chance(0.3)) {
+    const data = { hooks: hooksOf("data") };
+    mkdirSync(join(home, ".levelcode"), { recursive: true });
+    writeFileSync(join(home, ".levelcode", "settings.json"), JSON.stringify(data));
+    description.data = data;
+  }
+  if (chance(0.7)) {
+    const settings = { hooks: hooksOf("project") };
+    mkdirSync(join(project, ".levelcode"), { recursive: true });
+    writeFileSync(join(project, ".levelcode", "settings.json"), JSON.stringify(settings));
+    description.project = settings;
+    if (trust === "store") {
+      const run = spawnSync(BINARY, ["trust", "--yes", "--project-dir", project], { env: merged(env), encoding: "utf8", timeout: 60_000 });
+      expect({ seed, trusted: run.status, stderr: run.stderr.slice(0, 300) }).toMatchObject({ seed, trusted: 0 });
+    }
+  }
+  if (trust === "variable") env.LEVELCODE_TRUST_PROJECT_HOOKS = "1";
+  const calls: HookPayload[] = [];
+  for (let c = 0; c < 6; c++) {
+    const tool = pick(TOOLS);
+    const input = pick([
+      { path: "src/a.ts", paths: ["src/a.ts"], command: "ls" },
+      { path: "secrets/key", paths: ["secrets/key"], pattern: "x", command: "git push origin" },
+      { path: "docs/b.md", paths: ["docs/b.md"], command: "echo" },
+    ]);
+    calls.push({ event: pick(["PreToolUse", "PreToolUse", "PostToolUse"]), cwd: project, tool_name: tool, tool_input: input });
+  }
+  description.calls = calls.map((c) => `${c.event} ${c.tool_name} ${JSON.stringify(c.tool_input)}`);
+  return { env, project, calls, description };
+}
+
+const WORLDS = Number(process.env.ANSWERS_WORLDS ?? 40);
+const SEED = Number(process.env.ANSWERS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+
+describe.skipIf(!cacheAvailable)("random worlds", () => {
+  test(`the client's answers, fresh, from memory, side by side, from a kept file and in a new process, are the dispatcher's (seed ${SEED})`, async () => {
+    const worlds = Array.from({ length: WORLDS }, (_, i) => makeWorld(join(dir, `world-${i}`), SEED + i));
+    // Older than two seconds: answers read from these files may be remembered and kept.
+    await sleep(2100);
+    let hits = 0;
+    let keptHits = 0;
+    for (const world of worlds) {
+      const truth = world.calls.map((c) => dispatcher(world.env, c));
+      const check = (mode: string, got: Array<ReturnType<typeof said>>) => {
+        for (const [i, answer] of got.entries()) {
+          expect({ world: world.description, mode, call: world.description.calls?.[i], answer }).toEqual({
+            world: world.description,
+            mode,
+            call: world.description.calls?.[i],
+            answer: truth[i]!,
+          });
+        }
+      };
+      const runner = createHookRunner({ env: world.env });
+      runners.push(runner);
+      const inTurn = async (r: typeof runner) => {
+        const out = [];
+        for (const c of world.calls) out.push(said(await r.runEvent(c.event!, c)));
+        return out;
+      };
+      check("fresh", await inTurn(runner));
+      check("again at once", await inTurn(runner));
+      await sleep(30);
+      check("from memory", await inTurn(runner));
+      check("side by side", (await Promise.all(world.calls.map((c) => runner.runEvent(c.event!, c)))).map(said));
+      hits += runner.cacheStats().hits;
+      runner.close();
+      const second = createHookRunner({ env: world.env });
+      runners.push(second);
+      check("a new runner", await inTurn(second));
+      second.close();
+      const next = newProcess(world.env, world.project, world.calls);
+      check("a new process", next.said);
+      keptHits += next.hits;
+    }
+    // The memory and the kept answers were put to the test, not passed by.
+    expect(hits).toBeGreaterThan(0);
+    expect(keptHits).toBeGreaterThan(0);
+  });
+});
