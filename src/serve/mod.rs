@@ -365,9 +365,14 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
             watch.push((path, stamp));
         }
     }
-    let except = watch
-        .as_ref()
-        .and_then(|_| crate::settings::subjects_that_may_match(groups.iter(), payload.kind));
+    // Every layer that may run, the managed layer first (contract §17): a subject the list
+    // leaves out must be one no group of any of them applies to.
+    let except = watch.as_ref().and_then(|_| {
+        crate::settings::subjects_that_may_match(
+            ground.managed.groups.iter().chain(groups.iter()),
+            payload.kind,
+        )
+    });
     let probe = asked
         .probe
         .unwrap_or(false)

@@ -235,7 +235,8 @@ impl<'a> Written<'a> {
 /// other subject is certain to run no handler. `None` when it cannot be told: a group that runs
 /// whatever the subject, a matcher that is a regular expression, a matcher in error. Sorted, each
 /// once. This is what lets a client answer a tool it has not asked about yet (docs/serve.md,
-/// `no_match_except`), so it must never leave out a subject that a group applies to.
+/// `no_match_except`), so it must never leave out a subject that a group applies to: `groups`
+/// are those of every layer that may run, the managed layer's included.
 pub fn subjects_that_may_match<'g>(
     groups: impl IntoIterator<Item = &'g Group>,
     kind: EventKind,

@@ -25,8 +25,27 @@ export const ENV_KEYS = [
   "ProgramData",
 ] as const;
 
-/** The variable a host sets for its agent's commands (see `hostEnvironment`). */
-const AGENT_MARK = "LEVELCODE_AGENT";
+/**
+ * The variables that say a process descends from the agent's tool calls or a hook: levelcode's
+ * own, which the dispatcher also sets for every handler, and Claude Code's (the dispatcher's
+ * `AGENT` in src/environment.rs; tests/client_agreement.rs checks them).
+ */
+export const AGENT_MARKS = [
+  "LEVELCODE_AGENT",
+  "CLAUDECODE",
+] as const;
+
+/**
+ * The first of `AGENT_MARKS` that is on (`1`, `true`, `on`, any case) in this process's own
+ * environment, as `levelcode-hooks trust` tells it; null when none is.
+ */
+export function agentMark(): string | null {
+  for (const name of AGENT_MARKS) {
+    const value = process.env[name]?.trim().toLowerCase();
+    if (value === "1" || value === "true" || value === "on") return name;
+  }
+  return null;
+}
 
 let lastValues: Array<string | undefined> = [];
 let lastExtra: Record<string, string | undefined> | undefined;
@@ -56,10 +75,8 @@ export function hostEnvironment(extra?: Record<string, string | undefined>): { k
   if (key !== last.key) {
     const env: Record<string, string> = {};
     const merged: Record<string, string | undefined> = { ...process.env, ...extra };
-    // The host marks its agent's own commands with LEVELCODE_AGENT, so that a `trust` the agent
-    // starts records nothing (docs/trust.md). The servers answer the host itself, whose `trust`
-    // calls carry its person's answer: they are started without the mark, unless `extra` sets it.
-    if (!(extra && AGENT_MARK in extra)) delete merged[AGENT_MARK];
+    // The servers keep the mark of a process started by the agent (AGENT_MARKS): their `trust`
+    // refuses then, as the client's own `trust()` does (docs/trust.md).
     for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
     last = { key, env };
   }

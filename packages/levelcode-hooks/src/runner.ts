@@ -25,7 +25,7 @@ import { inotifyLoaded } from "./inotify.js";
 import { AnswerMemory, type Call, type Settle } from "./memory.js";
 import { runOnce } from "./oneshot.js";
 import { newId, poolFor, type Pool } from "./pool.js";
-import { hostEnvironment, keyId, noticesFor } from "./process.js";
+import { agentMark, hostEnvironment, keyId, noticesFor } from "./process.js";
 import type { Reply, Server } from "./server.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
@@ -351,8 +351,18 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return trustOf(await trustRequest("trust_status", projectDir, ""));
   }
 
-  /** Records the person's trust in exactly the hooks of this digest (from `trustStatus`). */
+  /**
+   * Records the person's trust in exactly the hooks of this digest (from `trustStatus`). Refused
+   * (the promise rejects, nothing is sent) in a process started from the agent's tool calls or a
+   * hook, which its environment says (`agentMark`): only a person can trust a project's hooks.
+   */
   async function trust(digest: string, projectDir: string = process.cwd()): Promise<TrustStatus> {
+    const mark = agentMark();
+    if (mark !== null) {
+      throw new Error(
+        `levelcode-hooks: ${mark} is set, so this was started from inside the agent's tool calls or a hook, and only a person can trust a project's hooks: nothing was recorded. Review and trust them in your own terminal with: levelcode-hooks trust --project-dir ${shellQuoted(projectDir)}`,
+      );
+    }
     return trustOf(await trustRequest("trust", projectDir, `,"digest":${JSON.stringify(digest)}`));
   }
 
@@ -378,3 +388,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
 }
 
 export type HookRunner = ReturnType<typeof createHookRunner>;
+
+/** `text` as one word of a POSIX shell: as it is when nothing in it is special, else quoted. */
+function shellQuoted(text: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}
