@@ -35,9 +35,10 @@ pub const ANSWER_VARS: [&str; 11] = [
 
 /// The variables read here that change no event's answer: [`AGENT`], which only `trust` reads
 /// (a command, or a `trust` request of `serve`; handlers get `LEVELCODE_AGENT` whatever the
-/// dispatcher's own), and the OpenTelemetry export's (contract §18), which say where the spans of
-/// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing.
-pub const NO_ANSWER_VARS: [&str; 17] = [
+/// dispatcher's own), the OpenTelemetry export's (contract §18), which say where the spans of
+/// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing;
+/// `PYTHONSAFEPATH`, which only a handler that runs reads; and `PAGER`, `trust`'s alone.
+pub const NO_ANSWER_VARS: [&str; 19] = [
     "LEVELCODE_AGENT",
     "CLAUDECODE",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -55,6 +56,8 @@ pub const NO_ANSWER_VARS: [&str; 17] = [
     "TRACEPARENT",
     "LEVELCODE_HOOKS_OTEL_CONTENT",
     "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
+    "PYTHONSAFEPATH",
+    "PAGER",
 ];
 
 /// The variable naming the execution log file (`dispatch/exec_log.rs`).
