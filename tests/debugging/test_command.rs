@@ -381,3 +381,74 @@ fn colors_only_when_asked_and_never_with_no_color() {
     let list = env.run_env(&["list"], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
     assert!(!list.stdout.contains('\x1b'), "{}", list.stdout);
 }
+
+/// `--dry-run` shows what each handler would read: a Claude Code handler gets Claude Code's
+/// payload (`Bash`, `tool_input.command`), each run of its own (`Read` once per path), while
+/// levelcode's handlers read levelcode's.
+#[cfg(unix)]
+#[test]
+fn dry_run_shows_each_handler_the_payload_of_its_own_protocol() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"PreToolUse":[
+            {"matcher":"Bash|Read","protocol":"claude","hooks":[{"name":"claude-guard","command":"true"}]},
+            {"hooks":[{"name":"ours","command":"echo ours"}]}]}}"#,
+    );
+    let dry = |tool: &str, input: &str| {
+        env.run(&[
+            "test",
+            "--event",
+            "PreToolUse",
+            "--tool",
+            tool,
+            "--input",
+            input,
+            "--dry-run",
+            "--json",
+        ])
+        .status(0)
+        .json()
+    };
+    let json = dry("run_terminal_command", r#"{"command":"git push --force"}"#);
+    assert_eq!(json["payload"]["tool_name"], "run_terminal_command");
+    let claude = &json["would_run"][0];
+    assert_eq!(claude["label"], "claude-guard");
+    let payloads = claude["payloads"].as_array().unwrap();
+    assert_eq!(payloads.len(), 1, "{json:#}");
+    assert_eq!(payloads[0]["tool_name"], "Bash");
+    assert_eq!(payloads[0]["hook_event_name"], "PreToolUse");
+    assert_eq!(payloads[0]["tool_input"]["command"], "git push --force");
+    let ours = &json["would_run"][1];
+    assert_eq!(ours["payloads"][0]["tool_name"], "run_terminal_command");
+    assert_eq!(ours["payloads"][0], json["payload"]);
+
+    let json = dry("read_files", r#"{"paths":["a.txt","b.txt"]}"#);
+    let reads: Vec<&str> = json["would_run"][0]["payloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tool_input"]["file_path"].as_str().unwrap())
+        .collect();
+    let root = env.project();
+    assert_eq!(
+        reads,
+        [
+            root.join("a.txt").to_str().unwrap(),
+            root.join("b.txt").to_str().unwrap()
+        ]
+    );
+
+    let out = env.run(&[
+        "test",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "run_terminal_command",
+        "--input",
+        r#"{"command":"ls"}"#,
+        "--dry-run",
+    ]);
+    let text = &out.status(0).stdout;
+    assert!(text.contains("reads (claude): {"), "{text}");
+    assert!(text.contains(r#""tool_name":"Bash""#), "{text}");
+}
