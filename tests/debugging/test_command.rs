@@ -343,7 +343,11 @@ fn trace_shows_each_handler_the_reason_and_the_decision() {
     assert!(line(" never ").contains("skipped"));
     // The reason is said under the handler that gave it, not again in the decision line.
     assert!(line("levelcode-hooks: decision").contains("decision block;"));
-    assert_eq!(trace.matches("reason: no writes on Fridays").count(), 1, "{trace}");
+    assert_eq!(
+        trace.matches("reason: no writes on Fridays").count(),
+        1,
+        "{trace}"
+    );
     assert!(!trace.contains('\x1b'), "colors on a pipe:\n{trace}");
 }
 
