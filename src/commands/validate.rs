@@ -497,6 +497,10 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
                 found.add(Some(at), "nul_byte", problem);
                 continue;
             }
+            if let Some((key, problem)) = tilde(&Written::of(program)) {
+                let at = format!("{}.hooks[{}].{key}", group.path(), handler.index);
+                found.add(Some(at), "tilde_not_expanded", problem);
+            }
             let shown = Written::of(program).texts().collect::<Vec<_>>().join(" ");
             if crate::commands::visible::needs_warning(&shown) {
                 found.add(
@@ -518,6 +522,37 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
             }
         }
     }
+}
+
+/// The field of a program started without a shell (`argv`, or `command` with `args`) with an
+/// element that starts with `~`, and what to say of it: only a shell turns `~` into the home
+/// directory, so the program gets the `~` itself and finds no such file.
+fn tilde(written: &Written<'_>) -> Option<(&'static str, String)> {
+    let direct = written.argv.is_some() || written.args.is_some();
+    let program = written.command.filter(|_| written.args.is_some());
+    let items = [("command", program.into_iter().collect::<Vec<_>>())]
+        .into_iter()
+        .chain(
+            [("args", written.args), ("argv", written.argv)].map(|(key, items)| {
+                (
+                    key,
+                    items.into_iter().flatten().map(String::as_str).collect(),
+                )
+            }),
+        );
+    for (key, items) in items.filter(|_| direct) {
+        if let Some((i, item)) = items.iter().enumerate().find(|(_, w)| w.starts_with('~')) {
+            let at = if key == "command" {
+                key.to_string()
+            } else {
+                format!("element {i}")
+            };
+            return Some((key, format!(
+                "{at} {item:?} starts with ~, which only a shell expands: without one the program gets the ~ as written and finds no such file; write the path in full, or the whole line as a \"command\" (run by /bin/sh, which expands ~ and $HOME)"
+            )));
+        }
+    }
+    None
 }
 
 /// The field of a handler's program that holds a NUL byte, and what to say of it: no
@@ -742,41 +777,5 @@ fn report(inspection: &Inspection, problems: &[Problem], painter: Painter) -> St
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positions_follow_the_file() {
-        let order = vec!["Stop".to_string(), "PreToolUse".to_string()];
-        assert!(
-            position(Some("hooks.Stop[2].hooks[0]"), &order)
-                < position(Some("hooks.Stop[10]"), &order)
-        );
-        assert!(
-            position(Some("hooks.Stop[10]"), &order)
-                < position(Some("hooks.PreToolUse[0].matcher"), &order)
-        );
-        assert_eq!(position(None, &order), (0, 0, 0));
-    }
-
-    #[test]
-    fn unknown_keys_say_what_was_meant() {
-        let fields = Map::new();
-        let m = unknown_key_message("matchers", GROUP_KEYS, &fields, true);
-        assert!(
-            m.contains("did you mean \"matcher\"") && m.contains("every tool"),
-            "{m}"
-        );
-        let m = unknown_key_message("timout", &handler_keys(&fields), &fields, false);
-        assert!(
-            m.contains("did you mean \"timeout\"") && m.contains("10 seconds"),
-            "{m}"
-        );
-        let m = unknown_key_message("cmd", &handler_keys(&fields), &fields, false);
-        assert!(m.contains("did you mean \"command\""), "{m}");
-        let m = unknown_key_message("disabled", &handler_keys(&fields), &fields, false);
-        assert!(m.contains("\"enabled\": false"), "{m}");
-        let m = unknown_key_message("description", &handler_keys(&fields), &fields, false);
-        assert!(m.contains("known keys"), "{m}");
-    }
-}
+#[path = "validate_tests.rs"]
+mod tests;

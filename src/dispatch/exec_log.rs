@@ -3,7 +3,8 @@
 //!
 //! Each line is written with a single `write` on a file opened for appending, under an exclusive
 //! lock, so lines from dispatchers running at the same time never interleave. Handler output is
-//! cut to [`KEPT_OUTPUT`] bytes per stream: the log says what happened, not everything printed.
+//! cut to [`KEPT_OUTPUT`] bytes per stream, and the tool's input to [`KEPT_INPUT`]: the log says
+//! what happened, where and to what, not everything printed.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -13,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::output::{millis, Report};
+use crate::dispatch::payload::Payload;
 
 /// The environment variable naming the log file.
 pub const LOG_VAR: &str = crate::environment::EXEC_LOG;
@@ -20,13 +22,27 @@ pub const LOG_VAR: &str = crate::environment::EXEC_LOG;
 /// Bytes of each handler's stdout and stderr kept in a log line.
 pub const KEPT_OUTPUT: usize = 1024;
 
-/// Appends the dispatch to the file named by `LEVELCODE_HOOKS_LOG`, if any; a failure is a
-/// warning in the report.
-pub fn append(report: &mut Report) {
+/// Bytes of the tool's input (as compact JSON) kept in a log line: enough to tell one call from
+/// another (`{"command":"git push --force"}`), not a file's whole content.
+pub const KEPT_INPUT: usize = 200;
+
+/// Appends the dispatch of `payload` in the project `root` to the file named by
+/// `LEVELCODE_HOOKS_LOG`, if any; a failure is a warning in the report.
+pub fn append(report: &mut Report, payload: &Payload, root: &Path) {
     let Some(path) = log_path(None) else {
         return;
     };
-    let mut line = match serde_json::to_vec(&Entry::of(report)) {
+    let mut entry = Entry::of(report);
+    entry.project = Some(root.display().to_string());
+    if payload.kind.is_tool_event() {
+        let input = payload.tool_input();
+        if !input.is_null() {
+            let (text, cut_short) = cut(&input.to_string(), KEPT_INPUT);
+            entry.input = Some(text);
+            entry.input_truncated = cut_short;
+        }
+    }
+    let mut line = match serde_json::to_vec(&entry) {
         Ok(line) => line,
         Err(e) => {
             report.warnings.push(format!(
@@ -80,6 +96,15 @@ pub struct Entry {
     pub event: Option<String>,
     #[serde(default)]
     pub tool: Option<String>,
+    /// The project root the dispatch ran for (absent from lines older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The tool's input as compact JSON, its first [`KEPT_INPUT`] bytes, on a tool event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// True when [`Entry::input`] was cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_truncated: bool,
     pub decision: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -121,6 +146,9 @@ impl Entry {
             time: rfc3339(SystemTime::now()),
             event: report.event.clone(),
             tool: report.tool_name.clone(),
+            project: None,
+            input: None,
+            input_truncated: false,
             decision: report.decision().into(),
             reason: report
                 .decision_reason()

@@ -147,7 +147,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     }
     record_compliance(payload, options, &mut report.warnings);
     spans::export(payload, &mut report);
-    exec_log::append(&mut report);
+    exec_log::append(&mut report, payload, &root);
     report
 }
 

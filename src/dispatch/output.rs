@@ -2,7 +2,7 @@
 //! block reason on stderr, and the readable trace of `-v`.
 
 use std::fmt;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -296,7 +296,11 @@ pub fn print_report_shown(
     };
     trace.summary(report);
     if let (Status::Block | Status::Ask, Some(reason)) = (status, report.decision_reason()) {
-        eprintln!("{reason}");
+        // The reason on stderr is for a program that reads it (the handler protocol); a person
+        // at a terminal reading the trace has it there already, under the handler that gave it.
+        if !(trace.enabled() && std::io::stderr().is_terminal()) {
+            eprintln!("{reason}");
+        }
     }
     write_line(&shown(&report.render(mode, interrupted)))?;
     Ok(status.into())
@@ -498,7 +502,27 @@ impl Trace {
             .iter()
             .filter(|h| !matches!(h.outcome, Outcome::Duplicate | Outcome::Skipped))
             .count();
+        // A reason every line of which a handler's trace already gave is not said again.
+        let traced = |reason: &str| {
+            reason.lines().all(|line| {
+                report
+                    .handlers
+                    .iter()
+                    .any(|h| h.reason.as_deref().is_some_and(|r| r.contains(line.trim())))
+            })
+        };
         let decision = match (report.decision(), report.decision_reason()) {
+            (word, Some(reason)) if traced(&reason) => self
+                .painter
+                .paint(
+                    if word == "ask" {
+                        Style::Warn
+                    } else {
+                        Style::Bad
+                    },
+                    word,
+                )
+                .to_string(),
             (word, Some(reason)) => format!(
                 "{} ({})",
                 self.painter.paint(

@@ -422,3 +422,38 @@ fn a_misspelled_event_gets_advice_that_holds_once_the_name_is_fixed() {
         "{warnings}"
     );
 }
+
+/// A `~` in a program started without a shell reaches it as written: `validate` says so, for
+/// `argv` and the exec form alike, and leaves a `command` run by the shell alone.
+#[cfg(unix)]
+#[test]
+fn a_tilde_without_a_shell_is_reported() {
+    let env = Env::new();
+    env.write(&env.home().join("hooks/guard.sh"), "exit 0\n");
+    env.user_settings(
+        r#"{"hooks":{"Stop":[{"hooks":[
+            {"argv":["sh","~/hooks/guard.sh"]},
+            {"command":"sh","args":["~/hooks/guard.sh"]},
+            {"command":"sh ~/hooks/guard.sh"}]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    assert_eq!(
+        problems(&json),
+        [
+            (
+                "hooks.Stop[0].hooks[0].argv".to_string(),
+                "tilde_not_expanded".to_string()
+            ),
+            (
+                "hooks.Stop[0].hooks[1].args".to_string(),
+                "tilde_not_expanded".to_string()
+            ),
+        ],
+        "{json:#}"
+    );
+    let message = message(&json, "hooks.Stop[0].hooks[0].argv", "tilde_not_expanded");
+    assert!(
+        message.starts_with("element 1 \"~/hooks/guard.sh\" starts with ~"),
+        "{message}"
+    );
+}
