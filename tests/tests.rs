@@ -14,6 +14,8 @@ mod events;
 #[cfg(unix)]
 mod faults;
 #[cfg(unix)]
+mod guards;
+#[cfg(unix)]
 mod handlers;
 #[cfg(unix)]
 mod hardening;
@@ -38,6 +40,8 @@ mod properties;
 mod rewriting;
 #[cfg(unix)]
 mod serve;
+#[cfg(unix)]
+mod shell;
 #[cfg(unix)]
 mod signals;
 #[cfg(unix)]
