@@ -1,7 +1,8 @@
 //! `levelcode-hooks`: the hook dispatcher of the levelcode coding agent.
 //!
 //! Where things are (docs/ARCHITECTURE.md): [`settings`] is the settings model (layers, hooks,
-//! events, matchers, filters); [`trust`] decides which project layers run; [`dispatch`] is the
+//! events, matchers, filters); [`shell`] reads a command line as the shell does, for the filters,
+//! trust and `validate`; [`trust`] decides which project layers run; [`dispatch`] is the
 //! pipeline of one dispatch, from the payload on stdin to the exit status; [`runner`] runs one handler process; [`commands`]
 //! are the commands for people; `serve` is the long-lived mode and `compliance` the signed log
 //! of team runs. `environment`, `fs`, `lock`, `signals` and `style` serve all of them.
@@ -19,6 +20,7 @@ pub(crate) mod lock;
 pub mod runner;
 pub(crate) mod serve;
 pub mod settings;
+pub mod shell;
 pub(crate) mod signals;
 pub(crate) mod style;
 pub(crate) mod telemetry;

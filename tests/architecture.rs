@@ -465,6 +465,7 @@ fn layers_of_the_code_import_only_downwards() {
     // The cross-cutting modules at the top of src/ serve every part and import none.
     const LEAF: &[&str] = &[
         "settings",
+        "shell",
         "dispatch",
         "commands",
         "cli",
@@ -508,6 +509,21 @@ fn layers_of_the_code_import_only_downwards() {
             "telemetry",
             &[
                 "settings", "dispatch", "commands", "cli", "serve", "runner", "trust",
+            ],
+        ),
+        // The shell's reading of a command line serves settings, trust and the commands alike.
+        (
+            "shell",
+            &[
+                "settings",
+                "dispatch",
+                "trust",
+                "commands",
+                "cli",
+                "serve",
+                "runner",
+                "compliance",
+                "telemetry",
             ],
         ),
         ("serve", &["commands", "cli"]),

@@ -15,6 +15,8 @@ mod events;
 #[cfg(unix)]
 mod faults;
 #[cfg(unix)]
+mod guards;
+#[cfg(unix)]
 mod handlers;
 #[cfg(unix)]
 mod hardening;
@@ -43,6 +45,8 @@ mod properties;
 mod rewriting;
 #[cfg(unix)]
 mod serve;
+#[cfg(unix)]
+mod shell;
 #[cfg(unix)]
 mod signals;
 #[cfg(unix)]

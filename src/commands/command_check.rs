@@ -1,5 +1,6 @@
 //! Would a handler's program start: its programs found on `PATH`, and the scripts it names
-//! present under the project root, read from the command the way `sh` would split it.
+//! present under the project root, read from the command as `/bin/sh` reads it
+//! ([`crate::shell`]).
 //!
 //! This is a static look for `validate`, deliberately cautious: a word it cannot resolve without
 //! running a shell (a variable, a glob, a substitution) is left alone rather than reported.
@@ -7,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::settings::Program;
+use crate::shell::{self, Dialect, Word};
 
 /// One problem with a handler's command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,9 +58,6 @@ const INTERPRETERS: &[&str] = &[
     "python", "python3", "ruby", "perl", "php", "lua", "pwsh", "uv",
 ];
 
-/// Words that end one simple command and start another.
-const OPERATORS: &[&str] = &["&&", "||", ";", "|", "&", "|&", ";;"];
-
 /// File name endings of scripts, for telling a script path from any other argument.
 const SCRIPT_ENDINGS: &[&str] = &[
     ".sh", ".bash", ".zsh", ".fish", ".py", ".rb", ".pl", ".php", ".js", ".mjs", ".cjs", ".ts",
@@ -70,18 +69,20 @@ pub fn check(program: &Program, lookup: &Lookup<'_>) -> Vec<CommandProblem> {
     let mut problems = Vec::new();
     match program {
         Program::Shell(command) => {
-            let words = match shell_words::split(command) {
-                Ok(words) => words,
-                Err(_) => {
+            let commands = match simple_commands(command) {
+                Ok(commands) => commands,
+                Err(e) => {
                     problems.push(CommandProblem {
                         kind: "unparsable_command",
-                        message: "has an unbalanced quote; the shell will fail to run it".into(),
+                        message: format!(
+                            "cannot be read as /bin/sh reads it ({e}); the shell will fail to run it"
+                        ),
                     });
                     return problems;
                 }
             };
             let mut paths_reliable = true;
-            for simple in simple_commands(&words) {
+            for simple in commands {
                 let Some((index, word)) = program_word(&simple) else {
                     continue;
                 };
@@ -146,31 +147,20 @@ fn names_variable(word: &str) -> bool {
     })
 }
 
-/// Splits words at `&&`, `||`, `;`, `|`, `&` (also a `;` ending a word, as in `a; b`), dropping a
-/// trailing comment.
-fn simple_commands(words: &[String]) -> Vec<Vec<String>> {
-    let mut out: Vec<Vec<String>> = vec![Vec::new()];
-    for word in words {
-        if word.starts_with('#') {
-            break;
-        }
-        if OPERATORS.contains(&word.as_str()) {
-            out.push(Vec::new());
-            continue;
-        }
-        let (word, ends) = match word.strip_suffix(';') {
-            Some(rest) if !rest.is_empty() && !rest.ends_with(';') => (rest, true),
-            _ => (word.as_str(), false),
-        };
-        if let Some(current) = out.last_mut() {
-            current.push(word.to_string());
-        }
-        if ends {
-            out.push(Vec::new());
-        }
+/// The words of each simple command of `command` as `/bin/sh` reads it ([`crate::shell`], the
+/// reading trust and the `if` filter share), quotes removed and expansions as written, without
+/// redirections and comments.
+fn simple_commands(command: &str) -> Result<Vec<Vec<String>>, shell::Error> {
+    let parse = shell::parse(command, Dialect::Sh);
+    if let Some(error) = parse.error {
+        return Err(error);
     }
-    out.retain(|s| !s.is_empty());
-    out
+    Ok(parse
+        .commands
+        .iter()
+        .map(|c| c.words.iter().map(Word::text).collect::<Vec<_>>())
+        .filter(|words| !words.is_empty())
+        .collect())
 }
 
 /// The program of a simple command: the first word that is not a variable assignment, a
@@ -410,13 +400,9 @@ fn is_executable(path: &Path) -> bool {
 mod tests {
     use super::*;
 
-    fn words(command: &str) -> Vec<String> {
-        shell_words::split(command).unwrap()
-    }
-
     fn programs(command: &str) -> Vec<String> {
-        let words = words(command);
-        simple_commands(&words)
+        simple_commands(command)
+            .unwrap()
             .into_iter()
             .filter_map(|s| program_word(&s).map(|(_, w)| w.to_string()))
             .collect()
@@ -482,6 +468,10 @@ mod tests {
             ["script_not_found"]
         );
         assert!(kinds("cd sub && sh hooks/missing.sh").is_empty());
+        // Operators glued to their words cut commands as blanks around them do.
+        assert_eq!(kinds("true && ./hooks/missing.sh"), ["program_not_found"]);
+        assert_eq!(kinds("true&&./hooks/missing2.sh"), ["program_not_found"]);
+        assert_eq!(kinds("true;sh hooks/missing.sh|cat"), ["script_not_found"]);
         assert!(kinds("echo 'unbalanced").contains(&"unparsable_command"));
         assert!(kinds("grep -q foo/bar x").is_empty());
         assert!(kinds("sh -c 'exit 0'").is_empty());

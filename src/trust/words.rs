@@ -1,9 +1,10 @@
 //! The words of a handler's `command` that may name a file it runs, split as `/bin/sh` splits
 //! them (contract §13), for the files the digest covers outside the hooks folder.
 //!
-//! The splitter knows quotes (`'…'`, `"…"`, `$'…'`, backslashes), comments, line breaks, the
-//! operators (`;`, `&`, `|`, `(`, `)`) and redirections, glued to a word or not (`g.sh>log`,
-//! `2>&1`, `sh<g.sh`, `0<g.sh`, `<>g.sh`, `&>log`). The target of an output redirection is left
+//! The words are the shell's reading ([`crate::shell`], the one the `if` filter and `validate`
+//! use): quotes (`'…'`, `"…"`, `$'…'`, backslashes), comments, line breaks, the operators (`;`,
+//! `&`, `|`, `(`, `)`) and redirections, glued to a word or not (`g.sh>log`, `2>&1`, `sh<g.sh`,
+//! `0<g.sh`, `<>g.sh`, `&>log`), here-documents. The target of an output redirection is left
 //! out: a file a hook writes to is not a file it runs, and hashing it would change the digest
 //! with every run. The target of an input redirection is kept: `sh < g.sh` runs `g.sh`.
 //!
@@ -13,6 +14,8 @@
 //! and operators. [`Words::fallback`] says so, and the review shows it.
 
 use std::collections::BTreeSet;
+
+use crate::shell::{self, Dialect, Part, Word};
 
 /// How deep commands inside commands (`sh -c '…'`) are split.
 pub const NESTING: usize = 3;
@@ -50,6 +53,23 @@ impl Words {
         for word in split.words {
             self.word(word, depth);
         }
+        // A here-document's lines are split as commands: a shell reading them runs them, and
+        // splitting them can only add words.
+        for body in split.heredocs {
+            self.nested(&body, depth);
+        }
+    }
+
+    /// The words of `text`, a command inside a command, as deep as [`NESTING`] allows.
+    fn nested(&mut self, text: &str, depth: usize) {
+        if depth < NESTING {
+            self.command(text, depth + 1);
+        } else {
+            self.fallback = true;
+            for token in tokens(text) {
+                self.insert(token);
+            }
+        }
     }
 
     fn word(&mut self, word: String, depth: usize) {
@@ -59,14 +79,7 @@ impl Words {
         if !new || !looks_like_a_command(&word) {
             return;
         }
-        if depth < NESTING {
-            self.command(&word, depth + 1);
-        } else {
-            self.fallback = true;
-            for token in tokens(&word) {
-                self.insert(token);
-            }
-        }
+        self.nested(&word, depth);
     }
 
     /// One word, with the forms a handler may see it in: the project-directory variables at its
@@ -139,235 +152,45 @@ pub struct Split {
     pub words: Vec<String>,
     /// Something in the text the splitter cannot follow as a shell would.
     pub fallback: bool,
+    /// The bodies of its here-documents: a shell reading one (`sh <<EOF`) runs its lines.
+    pub heredocs: Vec<String>,
 }
 
-/// What the next word is to a redirection before it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// An ordinary word.
-    None,
-    /// The target of an output redirection: left out.
-    Output,
-    /// The target of an input redirection, or a here-document's delimiter: kept.
-    Input,
-}
-
-/// Splits `command` as `/bin/sh` would, quotes removed, operators and redirections taken off.
+/// Splits `command` as the shell reads it ([`crate::shell`]), quotes removed, operators and
+/// redirections taken off: the words of every command, subshells and substitutions included,
+/// and the targets of the input redirections among them, in the order they are written.
 pub fn split(command: &str) -> Split {
-    let chars: Vec<char> = command.chars().collect();
-    let mut out = Split::default();
-    let mut w = Pending {
-        word: String::new(),
-        started: false,
-        quoted: false,
-        target: Target::None,
+    let parse = shell::parse(command, Dialect::Bash);
+    let mut out = Split {
+        fallback: parse.error.is_some(),
+        ..Split::default()
     };
-    let mut i = 0;
-
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            ' ' | '\t' | '\n' => {
-                w.end(&mut out.words);
-                i += 1;
-            }
-            '#' if !w.started => {
-                // A comment, to the end of the line.
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '\\' => {
-                match chars.get(i + 1) {
-                    Some('\n') => {}
-                    Some(&next) => {
-                        w.word.push(next);
-                        w.started = true;
-                        w.quoted = true;
-                    }
-                    None => {
-                        w.word.push('\\');
-                        w.started = true;
-                    }
-                }
-                i += 2;
-            }
-            '\'' => {
-                w.started = true;
-                w.quoted = true;
-                let Some(end) = find(&chars, i + 1, '\'') else {
-                    out.fallback = true;
-                    break;
-                };
-                w.word.extend(&chars[i + 1..end]);
-                i = end + 1;
-            }
-            '$' if chars.get(i + 1) == Some(&'\'') => {
-                // `$'…'`: the escapes are taken as the characters they escape, which is right for
-                // the common ones and may miss others: fall back too.
-                w.started = true;
-                w.quoted = true;
-                let mut j = i + 2;
-                let mut closed = false;
-                while j < chars.len() {
-                    match chars[j] {
-                        '\\' if j + 1 < chars.len() => {
-                            w.word.push(chars[j + 1]);
-                            j += 2;
-                        }
-                        '\'' => {
-                            closed = true;
-                            j += 1;
-                            break;
-                        }
-                        other => {
-                            w.word.push(other);
-                            j += 1;
-                        }
-                    }
-                }
+    for cmd in &parse.commands {
+        let targets = cmd
+            .redirects
+            .iter()
+            .filter(|r| r.op.reads())
+            .map(|r| &r.target);
+        let mut named: Vec<&Word> = cmd.words.iter().chain(targets).collect();
+        named.sort_by_key(|w| w.start);
+        for word in named {
+            // What a substitution prints becomes words nobody can know here; bash's `$'…'` is
+            // read one way of several.
+            let unknowable = word.parts.iter().any(|p| matches!(p, Part::Command { .. }));
+            if unknowable || word.written.contains("$'") {
                 out.fallback = true;
-                if !closed {
-                    break;
-                }
-                i = j;
             }
-            '$' if chars.get(i + 1) == Some(&'(') => {
-                // Command substitution: what it prints becomes words nobody can know here. Its
-                // inside is split on as commands are; the operators end the current word.
-                out.fallback = true;
-                w.end(&mut out.words);
-                i += 2;
-            }
-            '`' => {
-                out.fallback = true;
-                w.end(&mut out.words);
-                i += 1;
-            }
-            '"' => {
-                w.started = true;
-                w.quoted = true;
-                let mut j = i + 1;
-                let mut closed = false;
-                while j < chars.len() {
-                    match chars[j] {
-                        '\\' if matches!(chars.get(j + 1), Some('$' | '`' | '"' | '\\')) => {
-                            w.word.push(chars[j + 1]);
-                            j += 2;
-                        }
-                        '\\' if chars.get(j + 1) == Some(&'\n') => j += 2,
-                        '"' => {
-                            closed = true;
-                            j += 1;
-                            break;
-                        }
-                        '`' => {
-                            out.fallback = true;
-                            w.word.push('`');
-                            j += 1;
-                        }
-                        '$' if chars.get(j + 1) == Some(&'(') => {
-                            out.fallback = true;
-                            w.word.push('$');
-                            j += 1;
-                        }
-                        other => {
-                            w.word.push(other);
-                            j += 1;
-                        }
-                    }
-                }
-                if !closed {
-                    out.fallback = true;
-                    break;
-                }
-                i = j;
-            }
-            '>' | '<' => {
-                // A word of digits alone before it is the descriptor redirected, not a word.
-                if w.started && !w.quoted && w.word.bytes().all(|b| b.is_ascii_digit()) {
-                    w.word.clear();
-                    w.started = false;
-                } else {
-                    w.end(&mut out.words);
-                }
-                let next = chars.get(i + 1).copied();
-                let (kind, len) = match (c, next) {
-                    ('>', Some('>' | '|' | '&')) => (Target::Output, 2),
-                    ('>', _) => (Target::Output, 1),
-                    ('<', Some('<')) => {
-                        // `<<`, `<<-` and `<<<`: the delimiter or the string is kept, and the
-                        // lines of a here-document are split as commands (a shell reading
-                        // them runs them), which can only add words.
-                        let len = if matches!(chars.get(i + 2), Some('-' | '<')) {
-                            3
-                        } else {
-                            2
-                        };
-                        (Target::Input, len)
-                    }
-                    ('<', Some('>' | '&')) => (Target::Input, 2),
-                    _ => (Target::Input, 1),
-                };
-                w.target = kind;
-                i += len;
-            }
-            '&' if chars.get(i + 1) == Some(&'>') => {
-                w.end(&mut out.words);
-                w.target = Target::Output;
-                i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
-            }
-            ';' | '&' | '|' | '(' | ')' => {
-                w.end(&mut out.words);
-                w.target = Target::None;
-                i += 1;
-            }
-            other => {
-                w.word.push(other);
-                w.started = true;
-                i += 1;
-            }
+            out.words.push(word.text());
         }
-    }
-    if w.started && !out.fallback {
-        w.end(&mut out.words);
-    } else if w.started {
-        // The word a quote left open: a shell would not run that line, but keep it anyway.
-        out.words.push(w.word);
+        out.heredocs.extend(
+            cmd.redirects
+                .iter()
+                .filter_map(|r| r.heredoc.as_ref())
+                .filter(|doc| !doc.body.is_empty())
+                .map(|doc| doc.body.clone()),
+        );
     }
     out
-}
-
-/// The word being read, and what a redirection before it makes of it.
-struct Pending {
-    word: String,
-    /// Whether a word has begun (a quoted empty string is a word).
-    started: bool,
-    /// Whether any of it was quoted.
-    quoted: bool,
-    target: Target,
-}
-
-impl Pending {
-    /// Ends the word, if one has begun: kept in `words` unless it is an output's target.
-    fn end(&mut self, words: &mut Vec<String>) {
-        if self.started {
-            let done = std::mem::take(&mut self.word);
-            if self.target != Target::Output {
-                words.push(done);
-            }
-            self.target = Target::None;
-            self.started = false;
-            self.quoted = false;
-        }
-    }
-}
-
-fn find(chars: &[char], from: usize, wanted: char) -> Option<usize> {
-    chars[from.min(chars.len())..]
-        .iter()
-        .position(|&c| c == wanted)
-        .map(|p| p + from)
 }
 
 #[cfg(test)]

@@ -457,3 +457,36 @@ fn a_tilde_without_a_shell_is_reported() {
         "{message}"
     );
 }
+
+/// `validate` reads a command as `/bin/sh` does, operators glued to their words or not: it once
+/// reported `./missing.sh` in `true && ./missing.sh` and said nothing of `true&&./missing2.sh`,
+/// which `/bin/sh` runs just the same.
+#[cfg(unix)]
+#[test]
+fn a_missing_program_is_reported_whether_or_not_blanks_surround_the_operator() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"Stop":[{"hooks":[
+            {"command":"true && ./missing.sh"},
+            {"command":"true&&./missing2.sh"},
+            {"command":"true;./missing3.sh|cat"},
+            {"command":"(./missing4.sh)"}
+        ]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    for (i, script) in [
+        "./missing.sh",
+        "./missing2.sh",
+        "./missing3.sh",
+        "./missing4.sh",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let at = format!("hooks.Stop[0].hooks[{i}].command");
+        assert!(
+            message(&json, &at, "program_not_found").contains(script),
+            "{at}: {json:#}"
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! The reading's own tests, beside the differential suite against real shells
+//! (`tests/shell/`).
+
+use super::*;
+
+/// Every command's words, as the shell would pass them (quotes removed, expansions as
+/// written), `dialect` reading.
+fn words_in(text: &str, dialect: Dialect) -> Vec<Vec<String>> {
+    let parse = parse(text, dialect);
+    assert_eq!(parse.error, None, "{text:?}");
+    parse
+        .commands
+        .iter()
+        .map(|c| c.words.iter().map(Word::text).collect())
+        .collect()
+}
+
+fn words(text: &str) -> Vec<Vec<String>> {
+    let sh = words_in(text, Dialect::Sh);
+    assert_eq!(sh, words_in(text, Dialect::Bash), "{text:?}");
+    sh
+}
+
+#[test]
+fn operators_cut_with_or_without_blanks() {
+    assert_eq!(words("a&&b"), [["a"], ["b"]]);
+    assert_eq!(
+        words("a && b||c;d|e&f\ng"),
+        [["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"]]
+    );
+    assert_eq!(words("(a;b)"), [["a"], ["b"]]);
+    assert_eq!(words("a#b #c"), [["a#b"]]);
+    assert_eq!(
+        words("a 'b c' \"d $e\" f\\ g"),
+        [["a", "b c", "d $e", "f g"]]
+    );
+}
+
+#[test]
+fn backslash_newline_is_removed_and_a_carriage_return_is_a_character() {
+    assert_eq!(words("git pu\\\nsh"), [["git", "push"]]);
+    assert_eq!(words("a &\\\n& b"), [["a"], ["b"]]);
+    assert_eq!(words("'a\\\nb'"), [["a\\\nb"]]);
+    assert_eq!(words("a\r b"), [["a\r", "b"]]);
+    let parse = parse("echo x\r#'\ngit push\n", Dialect::Sh);
+    assert_eq!(parse.error, Some(Error::UnclosedQuote('\'')));
+    // A comment ends at its newline, backslash or not.
+    assert_eq!(words("a # c \\\nb"), [["a"], ["b"]]);
+}
+
+#[test]
+fn here_documents_are_skipped_but_shifts_are_not_here_documents() {
+    assert_eq!(words("cat <<EOF\ngit push\nEOF\nls"), [["cat"], ["ls"]]);
+    assert_eq!(words("cat <<-'E'\n\tgit push\n\tE\nls"), [["cat"], ["ls"]]);
+    assert_eq!(
+        words("echo $((1<<2))\ngit push"),
+        [["echo", "$((1<<2))"], ["git", "push"]]
+    );
+    assert_eq!(
+        words("n=$(( 8 << 1 ))\ngit push"),
+        [vec!["n=$(( 8 << 1 ))"], vec!["git", "push"]]
+    );
+    let bash = words_in("(( x <<= 1 ))\ngit push", Dialect::Bash);
+    assert_eq!(bash, [vec!["(( x <<= 1 ))"], vec!["git", "push"]]);
+    // To dash it is two subshells and a here-document that takes the next lines.
+    let sh = parse("(( x <<= 1 ))\ngit push", Dialect::Sh);
+    assert_eq!(sh.commands.len(), 1, "{sh:?}");
+    // The body of an unquoted here-document runs its substitutions.
+    assert_eq!(
+        words("cat <<E\n$(git push)\nE"),
+        [vec!["cat"], vec!["git", "push"]]
+    );
+    let doc = &parse("cat <<E\nx $y\nE\n", Dialect::Sh).commands[0].redirects[0];
+    assert_eq!(doc.heredoc.as_ref().unwrap().body, "x $y\n");
+}
+
+#[test]
+fn bash_quotes_and_braces_are_bash_s_alone() {
+    assert_eq!(words_in("sh $'g.sh'", Dialect::Bash), [["sh", "g.sh"]]);
+    assert_eq!(words_in("sh $'g.sh'", Dialect::Sh), [["sh", "$g.sh"]]);
+    assert_eq!(
+        words_in("x $'a\\tb\\x41\\101'", Dialect::Bash),
+        [["x", "a\tbAA"]]
+    );
+    let parse = parse("sh {g,h}.sh", Dialect::Bash);
+    let fields: Vec<String> = parse.commands[0].words[1]
+        .fields(Dialect::Bash)
+        .unwrap()
+        .iter()
+        .map(|f| text_of(f))
+        .collect();
+    assert_eq!(fields, ["g.sh", "h.sh"]);
+    let one = parse.commands[0].words[1].fields(Dialect::Sh).unwrap();
+    assert_eq!(one.len(), 1);
+}
+
+#[test]
+fn words_say_what_they_are() {
+    let parse = parse("A=1 \\git 'g'it g\"\"it $x ~/y *.rs", Dialect::Sh);
+    let w = &parse.commands[0].words;
+    assert!(w[0].is_assignment());
+    assert_eq!(w[1].literal().as_deref(), Some("git"));
+    assert_eq!(w[2].literal().as_deref(), Some("git"));
+    assert_eq!(w[3].literal().as_deref(), Some("git"));
+    assert_eq!(w[4].literal(), None);
+    assert_eq!(w[5].literal(), None);
+    assert_eq!(w[6].literal(), None);
+    assert!(!w[1].is_assignment());
+}
+
+#[test]
+fn redirections_are_not_words() {
+    let parse = parse("sh g.sh>log 2>&1 <in &>all {fd}>x", Dialect::Bash);
+    let c = &parse.commands[0];
+    assert_eq!(
+        c.words.iter().map(Word::text).collect::<Vec<_>>(),
+        ["sh", "g.sh"]
+    );
+    let ops: Vec<(Option<&str>, Op, String)> = c
+        .redirects
+        .iter()
+        .map(|r| (r.fd.as_deref(), r.op, r.target.text()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            (None, Op::Output, "log".to_string()),
+            (Some("2"), Op::DupOutput, "1".to_string()),
+            (None, Op::Input, "in".to_string()),
+            (None, Op::OutputBoth, "all".to_string()),
+            (Some("{fd}"), Op::Output, "x".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn case_patterns_are_not_commands() {
+    assert_eq!(
+        words("case $x in a|b) git push;; (c) ls;; esac; echo done"),
+        [
+            vec!["case", "$x", "in"],
+            vec!["git", "push"],
+            vec!["ls"],
+            vec!["echo", "done"]
+        ]
+    );
+    assert_eq!(
+        words("y=$(case a in a) echo x;; esac)"),
+        [
+            vec!["case", "a", "in"],
+            vec!["echo", "x"],
+            vec!["y=$(case a in a) echo x;; esac)"]
+        ]
+    );
+}
+
+#[test]
+fn what_cannot_be_read_is_an_error_with_what_came_before() {
+    for (text, error) in [
+        ("a; b 'c", Error::UnclosedQuote('\'')),
+        ("a; b \"c", Error::UnclosedQuote('"')),
+        ("a; $(b", Error::Unclosed("( … )")),
+        ("a; `b", Error::Unclosed("` … `")),
+        ("a; ${b", Error::Unclosed("${ … }")),
+        ("a; $((b", Error::Unclosed("$(( … ))")),
+    ] {
+        let parse = parse(text, Dialect::Sh);
+        assert_eq!(parse.error, Some(error), "{text:?}");
+        assert_eq!(parse.commands[0].words[0].text(), "a", "{text:?}");
+    }
+    let deep = format!("{}x{}", "$(".repeat(40), ")".repeat(40));
+    assert_eq!(parse(&deep, Dialect::Sh).error, Some(Error::TooDeep));
+}
+
+#[test]
+fn a_long_word_is_read_in_linear_time() {
+    let long = format!("sh /{}", "a/".repeat(1 << 20));
+    let started = std::time::Instant::now();
+    for dialect in Dialect::ALL {
+        let parse = parse(&long, dialect);
+        assert_eq!(parse.commands[0].words[1].written.len(), (2 << 20) + 1);
+    }
+    let braces = format!("x {}", "{a,b}".repeat(1 << 18));
+    let parse = parse(&braces, Dialect::Bash);
+    assert_eq!(
+        parse.commands[0].words[1].fields(Dialect::Bash),
+        Err(Error::TooManyFields)
+    );
+    let continued = format!("x a{}b", "\\\n".repeat(1 << 20));
+    assert_eq!(words(&continued), [["x", "ab"]]);
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+}
