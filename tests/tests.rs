@@ -33,6 +33,8 @@ mod managed;
 #[cfg(unix)]
 mod matching;
 #[cfg(unix)]
+mod missing_script;
+#[cfg(unix)]
 mod on_failure;
 #[cfg(unix)]
 mod otel;

@@ -8,7 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::settings::Program;
-use crate::shell::{self, Dialect, Word};
+use crate::shell::scripts::{
+    interpreter_script, is_assignment, program_word, redirection, simple_commands,
+    strip_project_dir,
+};
 
 /// One problem with a handler's command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,15 +50,6 @@ const BUILTINS: &[&str] = &[
     "read", "readonly", "return", "select", "set", "shift", "source", "test", "then", "times",
     "trap", "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "until", "wait",
     "while", "{", "}", "!",
-];
-
-/// Words that run the word after them: the program is the next word.
-const WRAPPERS: &[&str] = &["exec", "command", "env", "nohup", "time"];
-
-/// Programs whose first argument is the script they run.
-const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "fish", "node", "nodejs", "bun", "deno", "tsx", "ts-node",
-    "python", "python3", "ruby", "perl", "php", "lua", "pwsh", "uv",
 ];
 
 /// File name endings of scripts, for telling a script path from any other argument.
@@ -147,76 +141,6 @@ fn names_variable(word: &str) -> bool {
     })
 }
 
-/// The words of each simple command of `command` as `/bin/sh` reads it ([`crate::shell`], the
-/// reading trust and the `if` filter share), quotes removed and expansions as written, without
-/// redirections and comments.
-fn simple_commands(command: &str) -> Result<Vec<Vec<String>>, shell::Error> {
-    let parse = shell::parse(command, Dialect::Sh);
-    if let Some(error) = parse.error {
-        return Err(error);
-    }
-    Ok(parse
-        .commands
-        .iter()
-        .map(|c| c.words.iter().map(Word::text).collect::<Vec<_>>())
-        .filter(|words| !words.is_empty())
-        .collect())
-}
-
-/// The program of a simple command: the first word that is not a variable assignment, a
-/// redirection, or a wrapper such as `exec` or `env`; `None` when it cannot be known without a
-/// shell.
-fn program_word(words: &[String]) -> Option<(usize, &str)> {
-    let mut i = 0;
-    let mut after_env = false;
-    while i < words.len() {
-        let word = words[i].as_str();
-        if is_assignment(word) || (after_env && word.starts_with('-')) {
-            i += 1;
-            continue;
-        }
-        if let Some(takes_next) = redirection(word) {
-            i += if takes_next { 2 } else { 1 };
-            continue;
-        }
-        if WRAPPERS.contains(&word) {
-            after_env = word == "env";
-            i += 1;
-            continue;
-        }
-        let rest = strip_project_dir(word).unwrap_or(word);
-        if rest.chars().any(|c| "$`*?[]()<>|&;{}\\\"'~".contains(c)) && !rest.starts_with("~/") {
-            return None;
-        }
-        return Some((i, word));
-    }
-    None
-}
-
-fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-        }
-        None => false,
-    }
-}
-
-/// `Some(true)` for a redirection operator whose target is the next word (`>`, `2>>`), `Some(false)`
-/// for one that carries its target (`>/dev/null`, `2>&1`), `None` for any other word.
-fn redirection(word: &str) -> Option<bool> {
-    let rest = word.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
-    let op_len = rest
-        .find(|c: char| c != '>' && c != '<')
-        .unwrap_or(rest.len());
-    if op_len == 0 {
-        return None;
-    }
-    Some(op_len == rest.len())
-}
-
 /// Expands `~/` and `$LEVELCODE_PROJECT_DIR` (set for every handler) at the start of a word;
 /// `None` when the word still needs a shell to be known.
 fn expand(word: &str, lookup: &Lookup<'_>) -> Option<PathBuf> {
@@ -231,14 +155,6 @@ fn expand(word: &str, lookup: &Lookup<'_>) -> Option<PathBuf> {
         };
     }
     plain(word).then(|| PathBuf::from(word))
-}
-
-/// The rest of a word that starts with `$LEVELCODE_PROJECT_DIR` or `${LEVELCODE_PROJECT_DIR}`.
-fn strip_project_dir(word: &str) -> Option<&str> {
-    ["$LEVELCODE_PROJECT_DIR", "${LEVELCODE_PROJECT_DIR}"]
-        .iter()
-        .find_map(|var| word.strip_prefix(var))
-        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 fn plain(word: &str) -> bool {
@@ -289,21 +205,6 @@ fn check_program(
             ),
         });
     }
-}
-
-/// The script an interpreter runs: the word right after it (after `run` for `deno run`,
-/// `bun run`, `uv run`), unless that is a flag.
-fn interpreter_script<'w>(program: &str, args: &'w [String]) -> Option<&'w str> {
-    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
-    if !INTERPRETERS.contains(&name) {
-        return None;
-    }
-    let mut args = args.iter().map(String::as_str);
-    let mut first = args.next()?;
-    if first == "run" && matches!(name, "deno" | "bun" | "uv") {
-        first = args.next()?;
-    }
-    (!first.starts_with('-') && redirection(first).is_none()).then_some(first)
 }
 
 /// Checks a handler's arguments: the script an interpreter runs, and any argument that is a path

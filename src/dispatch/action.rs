@@ -31,6 +31,8 @@ pub enum Ending {
     Signaled(i32),
     /// It could not be started; the text says why.
     NotStarted(String),
+    /// It was not started: a file it was to run is not there (contract §6); the text names it.
+    Missing(String),
     /// It ended, but how could not be read: something else reaped it. Never read as success.
     Lost,
     /// It was still there a while after being killed, so the dispatcher gave up waiting.
@@ -87,6 +89,20 @@ pub fn perform(
 ) -> Done {
     match action {
         Action::Process(program) => {
+            if let Some(why) = missing_script(program, dir) {
+                spawned();
+                return Done {
+                    ending: Ending::Missing(why),
+                    stopped: None,
+                    killed: false,
+                    stdout: String::new(),
+                    stdout_truncated: false,
+                    stderr: String::new(),
+                    stderr_truncated: false,
+                    duration: Duration::ZERO,
+                    leftover_output: false,
+                };
+            }
             let finished = runner::run(&Invocation {
                 program,
                 dir,
@@ -127,4 +143,64 @@ fn process_done(program: &Program, finished: runner::Finished) -> Done {
         duration: finished.duration,
         leftover_output: finished.leftover_output,
     }
+}
+
+/// The first script an interpreter of `program` is to run (`sh .levelcode/hooks/guard.sh`,
+/// `bun scripts/x.ts`) that is not there, under the project root `dir` or the home directory:
+/// what the handler's message says (contract §6). Such a handler is not started: dash exits 2 on
+/// a missing script, which would read as a block. A word the dispatcher cannot resolve without
+/// a shell (a variable other than the project root's, a glob) is left to the interpreter.
+fn missing_script(program: &Program, dir: &Path) -> Option<String> {
+    use crate::shell::scripts::{interpreter_script, interpreter_scripts};
+    let scripts: Vec<String> = match program {
+        // Only a command that could name a file is read at all: `true` costs nothing here.
+        Program::Shell(command) if command.contains(['.', '/']) => interpreter_scripts(command),
+        Program::Shell(_) | Program::PowerShell(_) => return None,
+        Program::Argv(argv) => {
+            let (first, args) = argv.split_first()?;
+            interpreter_script(first, args)
+                .map(str::to_string)
+                .into_iter()
+                .collect()
+        }
+        Program::Exec { program, args } => interpreter_script(program, args)
+            .map(str::to_string)
+            .into_iter()
+            .collect(),
+    };
+    let home = crate::environment::home();
+    scripts.into_iter().find_map(|word| {
+        let path = script_path(&word, dir, home)?;
+        let gone =
+            std::fs::metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        gone.then(|| {
+            format!(
+                "{word:?} does not exist ({}); not started, since a missing script is an error, \
+                 not a block (check the path: handlers run in the project root); the tool call proceeds",
+                path.display()
+            )
+        })
+    })
+}
+
+/// Where a script word points, when that is under the project root `dir` or the home directory
+/// and can be told without a shell.
+fn script_path(word: &str, dir: &Path, home: Option<&Path>) -> Option<std::path::PathBuf> {
+    use crate::shell::scripts::strip_project_dir;
+    let plain = |text: &str| !text.chars().any(|c| "$`*?[]{}~".contains(c));
+    if let Some(rest) = strip_project_dir(word) {
+        let rest = rest.trim_start_matches('/');
+        return plain(rest).then(|| dir.join(rest));
+    }
+    if let Some(rest) = word.strip_prefix("~/") {
+        return home.filter(|_| plain(rest)).map(|h| h.join(rest));
+    }
+    if !plain(word) || word.is_empty() {
+        return None;
+    }
+    let path = Path::new(word);
+    if path.is_relative() {
+        return Some(dir.join(path));
+    }
+    (path.starts_with(dir) || home.is_some_and(|h| path.starts_with(h))).then(|| path.to_path_buf())
 }

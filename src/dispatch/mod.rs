@@ -529,6 +529,7 @@ fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
         Ending::Signaled(sig) => entry.signal = Some(sig),
         Ending::Answered(Answer::Exit(_))
         | Ending::NotStarted(_)
+        | Ending::Missing(_)
         | Ending::Lost
         | Ending::Unkillable => {}
     }

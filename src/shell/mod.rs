@@ -26,6 +26,7 @@
 
 mod brace;
 mod scan;
+pub mod scripts;
 mod word;
 
 #[cfg(test)]
