@@ -16,6 +16,8 @@ pub struct Place {
     _sandbox: Sandbox,
     root: PathBuf,
     env: Vec<(String, Option<String>)>,
+    /// The dispatcher runs as on a kernel without Landlock (see [`Place::without_landlock`]).
+    no_landlock: bool,
 }
 
 /// What one command gave.
@@ -42,7 +44,16 @@ impl Place {
             _sandbox: sandbox,
             root,
             env: Vec::new(),
+            no_landlock: false,
         }
+    }
+
+    /// The dispatcher started under a seccomp filter that answers every Landlock system call
+    /// with ENOSYS, as a kernel built without Landlock does (and as some container runtimes'
+    /// filters make it look): the honest way to meet such a kernel on this one.
+    pub fn without_landlock(mut self) -> Place {
+        self.no_landlock = true;
+        self
     }
 
     pub fn home(&self) -> PathBuf {
@@ -55,6 +66,11 @@ impl Place {
 
     pub fn tmp(&self) -> PathBuf {
         self.root.join("tmp")
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Place {
+        self.env.push((key.into(), Some(value.into())));
+        self
     }
 
     /// Runs without the opt-in that trusts the project's hooks.
@@ -84,6 +100,9 @@ impl Place {
                 None => command.env_remove(key),
             };
         }
+        if self.no_landlock {
+            hide_landlock(&mut command);
+        }
         command
     }
 
@@ -102,6 +121,34 @@ impl Place {
     /// A dispatch of `payload`: its output.
     pub fn dispatch(&self, payload: &Value) -> Value {
         self.exec(&["run"], payload.to_string().as_bytes()).json()
+    }
+}
+
+/// Makes `command` start under a seccomp filter that answers Landlock's three system calls with
+/// ENOSYS.
+fn hide_landlock(command: &mut Command) {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
+    use std::os::unix::process::CommandExt;
+    let calls = [
+        libc::SYS_landlock_create_ruleset,
+        libc::SYS_landlock_add_rule,
+        libc::SYS_landlock_restrict_self,
+    ];
+    let program: BpfProgram = SeccompFilter::new(
+        calls.into_iter().map(|call| (call, Vec::new())).collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .unwrap()
+    .try_into()
+    .unwrap();
+    // SAFETY: installing the filter is two system calls (prctl, seccomp) on a program built
+    // before the fork, which the child only reads: async-signal-safe, nothing allocated unless
+    // it fails.
+    unsafe {
+        command
+            .pre_exec(move || seccompiler::apply_filter(&program).map_err(std::io::Error::other));
     }
 }
 
@@ -246,4 +293,145 @@ fn a_project_that_loosens_its_sandbox_needs_trust_again() {
         place.project_settings(&loosened);
         assert_eq!(status(&place)["state"], "changed", "{loosened}");
     }
+}
+
+/// A policy this system cannot enforce does not run the handler (contract §20): outcome
+/// `error` naming what is missing, or a block under `"onFailure": "block"`. Met here through a
+/// temporary folder that holds the home directory, which no sandbox can grant.
+#[test]
+fn a_sandbox_that_cannot_be_had_fails_closed() {
+    let place = Place::new().env("TMPDIR", "/");
+    let handler = json!({"command": "echo ran > ran.txt", "sandbox": true, "name": "guard"});
+    place.project_settings(&stop(handler.clone()));
+    let out = place.dispatch(&json!({"event": "Stop"}));
+    let entry = &out["handlers"][0];
+    assert_eq!(entry["outcome"], "error", "{out}");
+    let message = entry["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("not run: its sandbox cannot be enforced here: the temporary folder / holds the home directory"),
+        "{message}"
+    );
+    assert!(!place.project().join("ran.txt").exists());
+
+    let mut guard = handler.clone();
+    guard["onFailure"] = json!("block");
+    place.project_settings(&json!({"hooks": {"PreToolUse": [{"hooks": [guard]}]}}));
+    let blocked = place.exec(
+        &["run"],
+        br#"{"event":"PreToolUse","tool_name":"write_file","tool_input":{}}"#,
+    );
+    assert_eq!(blocked.code, 2, "{}", blocked.stdout);
+    let reason = blocked.json()["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("the guard guard failed") && reason.contains("sandbox"),
+        "{reason}"
+    );
+    assert!(!place.project().join("ran.txt").exists());
+
+    // Best effort runs it without the temporary folder, and says so.
+    place.project_settings(&stop(
+        json!({"command": "echo ran > ran.txt", "sandbox": "best-effort"}),
+    ));
+    let out = place.dispatch(&json!({"event": "Stop"}));
+    let entry = &out["handlers"][0];
+    assert_eq!(entry["outcome"], "proceed", "{out}");
+    assert!(
+        entry["message"]
+            .as_str()
+            .unwrap()
+            .contains("left out: the temporary folder /"),
+        "{out}"
+    );
+    assert!(place.project().join("ran.txt").exists());
+}
+
+/// On a kernel without Landlock the default policy is refused, by name; best effort runs the
+/// handler with what is left (the seccomp filter) and names the rest; `sandbox --check` and
+/// `validate` say so before anything runs.
+#[test]
+fn a_kernel_without_landlock_runs_no_sandboxed_handler() {
+    let place = Place::new().without_landlock();
+    let check = place.exec(&["sandbox", "--check"], b"");
+    assert_eq!(check.code, 1, "{}", check.stdout);
+    assert!(check.stdout.contains("no Landlock"), "{}", check.stdout);
+    assert!(check.stdout.contains("MISSING"), "{}", check.stdout);
+
+    place.project_settings(&stop(
+        json!({"command": "echo ran > ran.txt", "sandbox": true}),
+    ));
+    let out = place.dispatch(&json!({"event": "Stop"}));
+    let entry = &out["handlers"][0];
+    assert_eq!(entry["outcome"], "error", "{out}");
+    let message = entry["message"].as_str().unwrap();
+    assert!(message.contains("this kernel has no Landlock"), "{message}");
+    assert!(
+        message.contains("writes outside the allowed paths (needs Landlock ABI 1)"),
+        "{message}"
+    );
+    assert!(!place.project().join("ran.txt").exists());
+    let validated = place.exec(&["validate", "--json"], b"").json();
+    assert!(
+        validated.to_string().contains("sandbox_not_enforceable"),
+        "{validated}"
+    );
+
+    place.project_settings(&stop(json!({
+        "command": "echo ran > ran.txt; python3 -c 'import socket; socket.socket()' 2>&1 | tail -1",
+        "sandbox": "best-effort"
+    })));
+    let out = place.dispatch(&json!({"event": "Stop"}));
+    let entry = &out["handlers"][0];
+    assert_eq!(entry["outcome"], "proceed", "{out}");
+    let message = entry["message"].as_str().unwrap();
+    assert!(
+        message.contains("left out: writes outside the allowed paths"),
+        "{message}"
+    );
+    assert!(place.project().join("ran.txt").exists());
+    assert!(
+        entry["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("Operation not permitted"),
+        "the seccomp filter is still applied: {out}"
+    );
+}
+
+/// `validate` names a path a policy may write that is not there; `-v` prints each sandboxed
+/// handler's policy.
+#[test]
+fn validate_names_a_missing_path_and_the_trace_names_the_policy() {
+    let place = Place::new();
+    place.project_settings(&stop(json!({
+        "command": "true",
+        "sandbox": {"write": ["build", "~/.cache/tool"]}
+    })));
+    let validated = place.exec(&["validate", "--json"], b"").json();
+    let missing: Vec<String> = validated["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "sandbox_path_missing")
+        .map(|p| p["message"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(missing.len(), 2, "{validated}");
+    assert!(
+        missing[0].starts_with("write[0]: ")
+            && missing[0].contains("/project/build does not exist"),
+        "{missing:?}"
+    );
+    std::fs::create_dir_all(place.project().join("build")).unwrap();
+    std::fs::create_dir_all(place.home().join(".cache/tool")).unwrap();
+    let validated = place.exec(&["validate", "--json"], b"").json();
+    assert!(
+        !validated.to_string().contains("sandbox_path_missing"),
+        "{validated}"
+    );
+
+    let traced = place.exec(&["run", "-v"], br#"{"event":"Stop"}"#);
+    assert!(
+        traced.stderr.contains("true: sandbox: writes only in the project, the temporary folder, /dev/null, build and ~/.cache/tool; no network"),
+        "{}",
+        traced.stderr
+    );
 }

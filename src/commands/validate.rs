@@ -148,6 +148,9 @@ fn check_layer(layer: &LayerView, inspection: &Inspection, problems: &mut Vec<Pr
             }
             check_commands(layer, &inspection.root, &mut found);
             check_filters(layer, &mut found);
+            for problem in crate::commands::sandbox::problems(&layer.groups, &inspection.root) {
+                found.add(problem.path, problem.kind, problem.message);
+            }
             let parsed = parse_warnings(&mut found);
             found.problems.extend(parsed);
         }

@@ -25,6 +25,7 @@ use protocol::{Context, Rewrite, Run, RunFile};
 // ground → load (through the trust gate) → (this file: the chain, each handler's action,
 // through its protocol) → outcome → exec_log → output → exit.
 pub mod action;
+mod confine;
 pub mod exec_log;
 pub mod exit;
 mod ground;
@@ -203,6 +204,7 @@ pub fn run_chain<'g>(
         already_run: Vec::new(),
         dir: None,
         end: None,
+        confinements: confine::Confinements::default(),
     };
     let tool = payload.subject();
     for group in groups {
@@ -250,6 +252,8 @@ struct Chain<'a> {
     /// The handlers' directory, found when the first one runs.
     dir: Option<PathBuf>,
     end: Option<End>,
+    /// The sandboxes of this dispatch, each prepared once (contract §20).
+    confinements: confine::Confinements,
 }
 
 impl<'a> Chain<'a> {
@@ -276,6 +280,12 @@ impl<'a> Chain<'a> {
         }
         if self.dir.is_none() {
             self.dir = Some(handler_dir(self.root, &mut report.warnings));
+        }
+        if trace.enabled() && handler.sandbox.policy.is_some() {
+            trace.line(format_args!(
+                "  {label}: sandbox: {}",
+                handler.sandbox.describe()
+            ));
         }
         let rules = handler.protocol.rules();
         let mut runs = rules.runs(&mut self.inputs).into_iter();
@@ -399,6 +409,15 @@ impl<'a> Chain<'a> {
             None => self.inputs.native(),
         };
         let dir = self.dir.as_deref().unwrap_or(self.root);
+        let (confine, left_out) = self
+            .confinements
+            .of(handler.sandbox.policy.as_ref(), self.root);
+        if let Some(note) = left_out {
+            entry.message = Some(match entry.message.take() {
+                Some(m) => format!("{m}; {note}"),
+                None => note,
+            });
+        }
         // The export's request to the collector is begun once the handler is under way, so that
         // it overlaps the handler's start instead of delaying it.
         let done = action::perform(
@@ -406,8 +425,11 @@ impl<'a> Chain<'a> {
             dir,
             input,
             handler.timeout,
-            &env,
-            &unset,
+            action::Environment {
+                set: &env,
+                unset: &unset,
+            },
+            confine,
             &crate::telemetry::handler_spawned,
         );
         if let Some(file) = &run_file {
@@ -522,6 +544,7 @@ fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
         Ending::Signaled(sig) => entry.signal = Some(sig),
         Ending::Answered(Answer::Exit(_))
         | Ending::NotStarted(_)
+        | Ending::NotConfined(_)
         | Ending::Lost
         | Ending::Unkillable => {}
     }
