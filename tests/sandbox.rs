@@ -60,6 +60,10 @@ impl Place {
         self.root.join("home")
     }
 
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
     pub fn project(&self) -> PathBuf {
         self.root.join("project")
     }
@@ -122,6 +126,24 @@ impl Place {
     pub fn dispatch(&self, payload: &Value) -> Value {
         self.exec(&["run"], payload.to_string().as_bytes()).json()
     }
+}
+
+mod attacks;
+
+/// Returns true when this kernel can enforce the default policy, which the tests of what a
+/// sandbox refuses need; otherwise the test fails, unless `LEVELCODE_HOOKS_TEST_SKIP` names
+/// `landlock` (then it returns early).
+pub fn landlock() -> bool {
+    static CHECKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let enforced = *CHECKED.get_or_init(|| {
+        let ran = Place::new().exec(&["sandbox", "--check", "--json"], b"");
+        ran.json()["default_policy"]["enforced"] == json!(true)
+    });
+    crate::common::require(
+        "landlock",
+        enforced,
+        "a kernel with Landlock ABI 6 and seccomp, which sandbox --check reports",
+    )
 }
 
 /// Makes `command` start under a seccomp filter that answers Landlock's three system calls with
