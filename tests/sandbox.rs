@@ -90,6 +90,13 @@ impl Place {
         );
     }
 
+    pub fn user_settings(&self, settings: &Value) {
+        write(
+            &self.home().join(".config/levelcode/settings.json"),
+            settings.to_string(),
+        );
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut command = crate::common::command(&self.home(), &self.project());
         command
@@ -129,6 +136,7 @@ impl Place {
 }
 
 mod attacks;
+mod project;
 
 /// Returns true when this kernel can enforce the default policy, which the tests of what a
 /// sandbox refuses need; otherwise the test fails, unless `LEVELCODE_HOOKS_TEST_SKIP` names

@@ -9,12 +9,13 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::commands::inspect::LayerView;
 use crate::dispatch::exit::Status;
 use crate::dispatch::output::write_stdout;
 use crate::environment;
 use crate::runner::confine::{self, Part, Support};
+use crate::settings::layers;
 use crate::settings::sandbox::{self, Origin, Sandbox};
-use crate::settings::Group;
 
 #[derive(Debug, Clone, Args)]
 pub struct SandboxArgs {
@@ -142,14 +143,27 @@ pub struct Problem {
     pub message: String,
 }
 
-/// The sandbox problems of `groups`' enabled handlers in the project at `root`: each path a
+/// The sandbox problems of `layer`'s enabled handlers in the project at `root`: each path a
 /// policy may write that is not there, a policy this system cannot enforce (the handler would
-/// not run), a temporary folder that holds the home directory. Each once per place it is
-/// written.
-pub fn problems(groups: &[Group], root: &Path) -> Vec<Problem> {
+/// not run), a temporary folder that holds the home directory; each once per place it is
+/// written. And a `sandboxProjectHooks` in a layer inside the project, which is not read there.
+pub fn problems(layer: &LayerView, root: &Path) -> Vec<Problem> {
     let support = confine::support();
     let home = environment::home();
     let mut out: Vec<Problem> = Vec::new();
+    let text = layer.text.as_deref().unwrap_or_default();
+    let named = layers::boolean_setting(text.as_bytes(), sandbox::PROJECT_SWITCH);
+    if layer.kind.project_file().is_some() && !matches!(named, Ok(None)) {
+        out.push(Problem {
+            path: Some(sandbox::PROJECT_SWITCH.to_string()),
+            kind: "ignored_in_project",
+            message: format!(
+                "{} is read only from the user, data and managed layers: a project cannot choose its own sandbox; remove it",
+                sandbox::PROJECT_SWITCH
+            ),
+        });
+    }
+    let groups = &layer.groups;
     let mut add = |problem: Problem| {
         if !out
             .iter()

@@ -148,7 +148,7 @@ fn check_layer(layer: &LayerView, inspection: &Inspection, problems: &mut Vec<Pr
             }
             check_commands(layer, &inspection.root, &mut found);
             check_filters(layer, &mut found);
-            for problem in crate::commands::sandbox::problems(&layer.groups, &inspection.root) {
+            for problem in crate::commands::sandbox::problems(layer, &inspection.root) {
                 found.add(problem.path, problem.kind, problem.message);
             }
             let parsed = parse_warnings(&mut found);

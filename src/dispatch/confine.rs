@@ -4,11 +4,35 @@
 //! distinct policy, so that a chain of sandboxed handlers builds one ruleset. A dispatch with no
 //! sandboxed handler never comes here.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::environment;
 use crate::runner::confine::{self, Prepared, Rules};
-use crate::settings::sandbox::Policy;
+use crate::settings::sandbox::{self, Policy, Sandbox};
+use crate::settings::{Group, Handler};
+
+/// The sandbox `handler` of `group` runs in: its own, or, when the managed file `floor` sets
+/// `sandboxProjectHooks` and the handler is a project layer's, the default policy, with the
+/// warning of what of its own that left out. (A user or data layer's switch was applied when
+/// the groups were read, `dispatch::load`; the managed layer is read afresh by every dispatch,
+/// so its switch is applied here, where `serve`'s cached groups pass too.)
+pub(super) fn effective<'h>(
+    handler: &'h Handler,
+    group: &Group,
+    floor: Option<&Path>,
+) -> (Cow<'h, Sandbox>, Option<String>) {
+    match floor {
+        Some(by) if group.source.layer.project_file().is_some() => {
+            let (floored, ignored) = handler.sandbox.floored();
+            let warning = ignored.map(|ignored| {
+                sandbox::ignored_warning(&group.source.file, &handler.path(group), &ignored, by)
+            });
+            (Cow::Owned(floored), warning)
+        }
+        _ => (Cow::Borrowed(&handler.sandbox), None),
+    }
+}
 
 /// What one run is confined by.
 pub enum Confine<'a> {

@@ -11,6 +11,7 @@ use crate::settings::events::EventKind;
 use crate::settings::filter::{Call, Verdict};
 use crate::settings::layers::LayerPath;
 use crate::settings::protocol::Protocol;
+use crate::settings::sandbox::Sandbox;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
 use crate::trust::Gate;
@@ -118,7 +119,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             let plain = ground::stopped().unwrap_or_default();
             report.warnings.push(managed.stopped_warning(plain));
             if !managed.groups.is_empty() {
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(payload, &root, &managed.groups, &mut report, trace, None);
             }
         }
         Some((paths, warnings)) => {
@@ -131,7 +132,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                 report
                     .warnings
                     .extend(managed.held_back_warning(&others, payload.kind, tool));
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(payload, &root, &managed.groups, &mut report, trace, None);
             } else {
                 let groups = groups(&paths, &mut report.warnings, &mut gate);
                 report.project_trust = gate.held_back();
@@ -141,6 +142,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                     managed.groups.iter().chain(groups.iter()),
                     &mut report,
                     trace,
+                    managed.sandboxes_projects(),
                 );
             }
         }
@@ -186,12 +188,14 @@ fn tool_call<'c>(
 
 /// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
 /// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
+/// `floor` is the managed file, when it sandboxes the project's handlers (contract §20).
 pub fn run_chain<'g>(
     payload: &Payload,
     root: &Path,
     groups: impl IntoIterator<Item = &'g Group>,
     report: &mut Report,
     trace: &Trace,
+    floor: Option<&Path>,
 ) {
     let mut groups = groups.into_iter().peekable();
     if groups.peek().is_none() {
@@ -205,6 +209,7 @@ pub fn run_chain<'g>(
         dir: None,
         end: None,
         confinements: confine::Confinements::default(),
+        floor,
     };
     let tool = payload.subject();
     for group in groups {
@@ -254,6 +259,8 @@ struct Chain<'a> {
     end: Option<End>,
     /// The sandboxes of this dispatch, each prepared once (contract §20).
     confinements: confine::Confinements,
+    /// The managed file, when it sandboxes the project's handlers.
+    floor: Option<&'a Path>,
 }
 
 impl<'a> Chain<'a> {
@@ -281,11 +288,12 @@ impl<'a> Chain<'a> {
         if self.dir.is_none() {
             self.dir = Some(handler_dir(self.root, &mut report.warnings));
         }
-        if trace.enabled() && handler.sandbox.policy.is_some() {
-            trace.line(format_args!(
-                "  {label}: sandbox: {}",
-                handler.sandbox.describe()
-            ));
+        let (sandbox, ignored) = confine::effective(handler, group, self.floor);
+        if let Some(warning) = ignored.filter(|w| !report.warnings.contains(w)) {
+            report.warnings.push(warning);
+        }
+        if trace.enabled() && sandbox.policy.is_some() {
+            trace.line(format_args!("  {label}: sandbox: {}", sandbox.describe()));
         }
         let rules = handler.protocol.rules();
         let mut runs = rules.runs(&mut self.inputs).into_iter();
@@ -303,7 +311,7 @@ impl<'a> Chain<'a> {
                 continue;
             }
             let mut entry = entry();
-            self.run(handler, &label, run, &mut entry, report);
+            self.run(handler, &sandbox, &label, run, &mut entry, report);
             trace.handler(&entry);
             report.handlers.push(entry);
             if self.end.is_some() {
@@ -392,6 +400,7 @@ impl<'a> Chain<'a> {
     fn run(
         &mut self,
         handler: &Handler,
+        sandbox: &Sandbox,
         label: &str,
         run: Run,
         entry: &mut HandlerReport,
@@ -409,9 +418,7 @@ impl<'a> Chain<'a> {
             None => self.inputs.native(),
         };
         let dir = self.dir.as_deref().unwrap_or(self.root);
-        let (confine, left_out) = self
-            .confinements
-            .of(handler.sandbox.policy.as_ref(), self.root);
+        let (confine, left_out) = self.confinements.of(sandbox.policy.as_ref(), self.root);
         if let Some(note) = left_out {
             entry.message = Some(match entry.message.take() {
                 Some(m) => format!("{m}; {note}"),

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::settings::short_json;
+use crate::settings::{short_json, Group};
 
 /// The key, on a handler, a group or a layer.
 pub const KEY: &str = "sandbox";
@@ -98,7 +98,11 @@ impl Sandbox {
             policy: Some(Policy::default()),
             origin: Origin::Switch,
         };
-        let ignored = self.policy.as_ref().and_then(Policy::widening);
+        let ignored = match &self.policy {
+            Some(policy) => policy.widening(),
+            None if self.origin != Origin::Unset => Some(format!("\"{KEY}\": false")),
+            None => None,
+        };
         (floored, ignored)
     }
 
@@ -197,6 +201,48 @@ pub fn resolve(written: &str, root: &Path, home: Option<&Path>) -> Option<PathBu
     } else {
         root.join(path)
     })
+}
+
+/// Whether `bytes`, a user, data or managed layer's file, sets `sandboxProjectHooks` (contract
+/// §20); a value that is not a boolean is a warning naming `file`, and counts as not set.
+pub fn projects_sandboxed(bytes: &[u8], file: &Path, warnings: &mut Vec<String>) -> bool {
+    match crate::settings::layers::boolean_setting(bytes, PROJECT_SWITCH) {
+        Ok(on) => on.unwrap_or(false),
+        Err(problem) => {
+            warnings.push(format!("{}: {problem}", file.display()));
+            false
+        }
+    }
+}
+
+/// Puts every handler of `groups`, a project layer's, in at least the default policy, because
+/// the file `by` sets `sandboxProjectHooks`: what the project's own settings widened is left
+/// out, with a warning naming the handler, what was left out and `by`.
+pub fn floor_groups(groups: &mut [Group], by: &Path, warnings: &mut Vec<String>) {
+    for group in groups.iter_mut() {
+        let group_path = group.path();
+        for handler in &mut group.handlers {
+            let (floored, ignored) = handler.sandbox.floored();
+            if let Some(ignored) = ignored {
+                warnings.push(ignored_warning(
+                    &group.source.file,
+                    &format!("{group_path}.hooks[{}]", handler.index),
+                    &ignored,
+                    by,
+                ));
+            }
+            handler.sandbox = floored;
+        }
+    }
+}
+
+/// The warning of a project handler whose own sandbox `sandboxProjectHooks` overrode.
+pub fn ignored_warning(file: &Path, path: &str, ignored: &str, by: &Path) -> String {
+    format!(
+        "{}: {path}.{KEY}: {ignored} ignored: {} sets {PROJECT_SWITCH}, so the project's handlers run in the default sandbox, which the project cannot widen",
+        file.display(),
+        by.display()
+    )
 }
 
 /// Reads a `"sandbox"` value (contract §20); the problem, for the caller to word what is
