@@ -57,6 +57,8 @@ pub enum Command {
     Completions(crate::commands::completions::CompletionsArgs),
     /// Read another agent's hook settings (Claude Code's) and print them as levelcode settings.
     Import(crate::commands::import::ImportArgs),
+    /// Show what this system can enforce of a handler's "sandbox" (Landlock, seccomp).
+    Sandbox(crate::commands::sandbox::SandboxArgs),
 }
 
 /// Parses the command line. Help and version print as usual; any other mistake prints
@@ -175,6 +177,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::commands::completions::run(&args, Cli::command())
         }
         Some(Command::Import(args)) => crate::commands::import::run(&args),
+        Some(Command::Sandbox(args)) => crate::commands::sandbox::run(&args),
     }
 }
 

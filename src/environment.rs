@@ -157,6 +157,18 @@ pub fn home() -> Option<&'static Path> {
     .as_deref()
 }
 
+/// The system's temporary folder, which a sandboxed handler may write in (contract §20):
+/// `TMPDIR` when set to an absolute path, else `/tmp` (the temporary folder of std's
+/// `temp_dir` on Windows).
+pub fn temp_dir() -> &'static Path {
+    static TEMP: OnceLock<PathBuf> = OnceLock::new();
+    TEMP.get_or_init(|| match std::env::var_os("TMPDIR") {
+        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        _ if cfg!(unix) => PathBuf::from("/tmp"),
+        _ => std::env::temp_dir(),
+    })
+}
+
 /// The data directory: `LEVELCODE_DIR` when set and not empty, else `$HOME/.levelcode`.
 pub fn data_dir() -> Option<&'static Path> {
     static DATA: OnceLock<Option<PathBuf>> = OnceLock::new();

@@ -46,6 +46,8 @@ mod properties;
 #[cfg(unix)]
 mod rewriting;
 #[cfg(unix)]
+mod sandbox;
+#[cfg(unix)]
 mod serve;
 #[cfg(unix)]
 mod shell;

@@ -17,6 +17,7 @@ use crate::dispatch::payload::Payload;
 use crate::dispatch::{self, Options};
 use crate::settings::events::EventKind;
 use crate::settings::layers::{self, LayerKind, LayerPath};
+use crate::settings::sandbox;
 use crate::settings::short_json;
 use crate::settings::{self, Events, Group, Handler};
 
@@ -129,6 +130,15 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
     let paths = dispatch::layer_paths(&root, options, &mut notes);
     let mut reader = layers::Reader::default();
     let (managed, managed_only) = managed_layer(&mut notes);
+    // The file that sandboxes the project's handlers (contract §20): the managed one, else the
+    // first user or data layer that says so.
+    let mut sandbox_by = managed
+        .as_ref()
+        .filter(|m| {
+            let text = m.text.as_deref().unwrap_or_default();
+            sandbox::projects_sandboxed(text.as_bytes(), &m.path, &mut notes)
+        })
+        .map(|m| m.path.clone());
     let mut layers: Vec<LayerView> = managed.into_iter().collect();
     // An agent's own files are layers only when the user or data layer turns them on
     // (contract §12); otherwise they are not read, nor shown.
@@ -140,6 +150,15 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
         let view = read_layer(&mut reader, layer);
         if let (LayerKind::User | LayerKind::Data, Some(text)) = (layer.kind, &view.text) {
             layers::switches_in(text.as_bytes(), &layer.path, &mut switches, &mut notes);
+            if sandbox_by.is_none()
+                && sandbox::projects_sandboxed(text.as_bytes(), &layer.path, &mut notes)
+            {
+                sandbox_by = Some(layer.path.clone());
+            }
+        }
+        let mut view = view;
+        if let (Some(by), Some(_)) = (&sandbox_by, layer.kind.project_file()) {
+            sandbox::floor_groups(&mut view.groups, by, &mut view.warnings);
         }
         layers.push(view);
     }

@@ -440,6 +440,8 @@ pub struct HandlerJson {
     pub filter: Option<String>,
     /// Its group's `"if"`.
     pub group_if: Option<String>,
+    /// Its sandbox (contract §20), with where it was said; `null` for none.
+    pub sandbox: Option<Value>,
     pub state: &'static str,
     pub order: Option<usize>,
     pub why: Option<String>,
@@ -476,6 +478,7 @@ impl HandlerJson {
                 .group
                 .and_then(|g| g.filter.as_ref())
                 .map(|f| f.text().to_string()),
+            sandbox: handler.and_then(|h| sandbox_json(&h.sandbox)),
             state: planned.verdict.name(),
             order: match planned.verdict {
                 Verdict::WouldRun(n) => Some(n),
@@ -513,6 +516,14 @@ fn to_json<'a>(
             .or(inspection.trust.first())
             .map(trust_json),
     }
+}
+
+/// A handler's sandbox as `list --json` prints it: its policy and where it was said; `None`
+/// for none.
+pub fn sandbox_json(sandbox: &crate::settings::sandbox::Sandbox) -> Option<Value> {
+    let mut json = sandbox.policy.as_ref()?.json();
+    json["from"] = Value::from(sandbox.origin.name());
+    Some(json)
 }
 
 /// A project layer's trust as `list --json` and `validate --json` print it.
@@ -702,6 +713,9 @@ fn table(
             for filter in [group_if, own_if].into_iter().flatten() {
                 let rule = crate::commands::visible::escape(filter.text());
                 let _ = writeln!(out, "    if: {rule}");
+            }
+            if let Some(h) = p.entry.handler.filter(|h| h.sandbox.policy.is_some()) {
+                let _ = writeln!(out, "    sandbox: {}", h.sandbox.describe());
             }
             if let Some(why) = &p.why {
                 let style = if p.verdict == Verdict::Invalid {

@@ -7,6 +7,7 @@ pub mod inspect;
 pub mod list;
 pub mod log;
 pub mod run;
+pub mod sandbox;
 pub mod schema;
 pub mod suggest;
 pub mod test;

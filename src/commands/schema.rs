@@ -87,10 +87,19 @@ pub fn document() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "levelcode settings.json (hooks)",
-        "description": "The hooks of a levelcode settings file. Only the \"hooks\" key is read by levelcode-hooks; other keys belong to levelcode and are allowed.",
+        "description": "The hooks of a levelcode settings file. Only the \"hooks\", \"sandbox\" and \"sandboxProjectHooks\" keys are read by levelcode-hooks; other keys belong to levelcode and are allowed.",
         "type": "object",
         "properties": {
-            "hooks": { "$ref": "#/$defs/hooks" }
+            "hooks": { "$ref": "#/$defs/hooks" },
+            "sandbox": {
+                "description": "The sandbox of every handler of this file that neither it nor its group gives one.",
+                "$ref": "#/$defs/sandbox"
+            },
+            "sandboxProjectHooks": {
+                "description": "In the user, data or managed layer: every handler of the project's layers runs in at least the default sandbox, whatever the project says; the project cannot widen it.",
+                "type": ["boolean", "null"],
+                "default": false
+            }
         },
         "$defs": {
             "hooks": {
@@ -125,6 +134,10 @@ pub fn document() -> Value {
                     "protocol": {
                         "description": group_protocol,
                         "$ref": "#/$defs/protocol"
+                    },
+                    "sandbox": {
+                        "description": "The sandbox of each of the group's handlers that gives none of its own.",
+                        "$ref": "#/$defs/sandbox"
                     },
                     "hooks": {
                         "description": "The handlers, run one after another.",
@@ -202,6 +215,10 @@ pub fn document() -> Value {
                     "if": {
                         "description": "A permission rule in Claude Code's syntax, Tool or Tool(pattern): the handler runs only for the tool calls it matches, tested before anything is spawned.",
                         "$ref": "#/$defs/if"
+                    },
+                    "sandbox": {
+                        "description": "The handler's sandbox; default: its group's, else its file's.",
+                        "$ref": "#/$defs/sandbox"
                     }
                 },
                 "oneOf": [
@@ -214,6 +231,35 @@ pub fn document() -> Value {
                 "description": "The tool by its levelcode or Claude Code name (Bash, Write, Edit, MultiEdit, Read, Grep, Glob); for run_terminal_command a command pattern tested against each subcommand (* is any text), for write_file, str_replace and read_files a gitignore-style path pattern relative to the project root (//abs, ~/home), for code_search and glob one tested against the directory searched. A rule that cannot be evaluated lets the handler run, with a warning; on an event without a tool call a handler with \"if\" never runs.",
                 "type": ["string", "null"],
                 "examples": ["Bash(git commit *)", "Edit(src/**)", "Write(*.env)", "Read(//etc/**)", "run_terminal_command"]
+            },
+            "sandbox": {
+                "description": "What the handler and everything it starts may do (Linux: Landlock and a seccomp filter). true: the default policy, writes only inside the project root, the temporary folder (TMPDIR, else /tmp) and /dev/null, no network (no IP socket, no Unix socket outside the sandbox, no DNS), no signal to a process outside it. false: none. \"best-effort\": the default policy with what the kernel can enforce, the rest named in the handler's message. An object widens the default policy. A policy the kernel cannot enforce does not run the handler (outcome error, or a block under \"onFailure\": \"block\").",
+                "oneOf": [
+                    { "type": ["boolean", "null"] },
+                    { "const": "best-effort" },
+                    {
+                        "type": "object",
+                        "properties": {
+                            "write": {
+                                "description": "More paths it may write beneath: absolute, relative to the project root, or ~/...",
+                                "type": ["array", "null"],
+                                "items": { "type": "string", "minLength": 1 },
+                                "examples": [["build", "~/.cache/prettier"]]
+                            },
+                            "network": {
+                                "description": "true allows IP and Unix sockets alike.",
+                                "type": ["boolean", "null"],
+                                "default": false
+                            },
+                            "bestEffort": {
+                                "description": "true runs it with what the kernel can enforce, as \"best-effort\" does.",
+                                "type": ["boolean", "null"],
+                                "default": false
+                            }
+                        },
+                        "additionalProperties": false
+                    }
+                ]
             },
             "protocol": {
                 "description": protocols.join(" "),

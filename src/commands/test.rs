@@ -361,6 +361,9 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
                 format!("{} {file}: {}", p.entry.layer.kind.name(), p.entry.path)
             )
         );
+        if handler.sandbox.policy.is_some() {
+            let _ = writeln!(out, "     sandbox: {}", handler.sandbox.describe());
+        }
         // Why it runs, when an `"if"` could have kept it from running.
         if let Some(why) = &p.why {
             let _ = writeln!(out, "     {}", painter.paint(Style::Dim, why));

@@ -307,6 +307,8 @@ pub fn review(assessment: &Assessment, bytes: &[u8], store_path: Option<&Path>) 
                     let _ = writeln!(out, "      {field}: {}", shown(&value));
                 }
             }
+            // What it may do is part of what is trusted (contract §20).
+            let _ = writeln!(out, "      sandbox: {}", shown(&handler.sandbox.describe()));
             let hidden = written.texts().any(crate::commands::visible::needs_warning);
             if hidden {
                 let _ = writeln!(

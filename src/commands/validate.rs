@@ -25,6 +25,7 @@ use crate::settings::kind::{self, Kind};
 use crate::settings::layers::LayerKind;
 use crate::settings::matcher;
 use crate::settings::protocol::Protocol;
+use crate::settings::sandbox;
 use crate::settings::{Action, Program, Written};
 use crate::style::{Painter, Style};
 
@@ -62,7 +63,14 @@ pub struct Problem {
 }
 
 const TOP_KEYS: &[&str] = &["hooks"];
-const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol", "if"];
+const GROUP_KEYS: &[&str] = &[
+    "matcher",
+    "enabled",
+    "hooks",
+    "protocol",
+    "if",
+    sandbox::KEY,
+];
 /// The keys a handler written as `fields` may have: every handler's that levelcode honours, and
 /// its kind's, from the table of kinds. A kind this version does not run is refused by its
 /// `type` alone, so its handler's keys are `command`'s and its own.
@@ -141,6 +149,9 @@ fn check_layer(layer: &LayerView, inspection: &Inspection, problems: &mut Vec<Pr
             }
             check_commands(layer, &inspection.root, &mut found);
             check_filters(layer, &mut found);
+            for problem in crate::commands::sandbox::problems(layer, &inspection.root) {
+                found.add(problem.path, problem.kind, problem.message);
+            }
             let parsed = parse_warnings(&mut found);
             found.problems.extend(parsed);
         }

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::dispatch::confine::Confine;
 use crate::runner::{self, Invocation, Program};
 use crate::settings::Action;
 
@@ -33,6 +34,8 @@ pub enum Ending {
     NotStarted(String),
     /// It was not started: a file it was to run is not there (contract §6); the text names it.
     Missing(String),
+    /// Its sandbox could not be had, so it was not run (contract §20); the text says why.
+    NotConfined(String),
     /// It ended, but how could not be read: something else reaped it. Never read as success.
     Lost,
     /// It was still there a while after being killed, so the dispatcher gave up waiting.
@@ -73,20 +76,36 @@ pub struct Done {
     pub leftover_output: bool,
 }
 
-/// Runs the action once in `dir` with `input` on stdin, for at most `timeout`, with `env`
-/// added to the environment it inherits and `unset` taken out of it; never fails (a failure
-/// is a [`Done`]). `spawned` is called once the action is under way (for a process, once it
-/// is started, or could not be), before its end is waited for. Changes nothing of the process's own state, so runs of different
-/// requests may go on at once (`runner::run`).
+/// The environment of one run: the variables it gets on top of the dispatcher's (replacing
+/// any it inherited of the same name), and the inherited ones it must not get.
+#[derive(Clone, Copy)]
+pub struct Environment<'a> {
+    pub set: &'a [(&'a str, String)],
+    pub unset: &'a [&'a str],
+}
+
+/// Runs the action once in `dir` with `input` on stdin, for at most `timeout`, in `env`,
+/// confined by `confine` (not at all when its sandbox was refused); never fails (a failure is
+/// a [`Done`]). `spawned` is called once the action is under way (for a process, once it is
+/// started, or could not be), before its end is waited for. Changes nothing of the process's
+/// own state, so runs of different requests may go on at once (`runner::run`).
 pub fn perform(
     action: &Action,
     dir: &Path,
     input: &[u8],
     timeout: Duration,
-    env: &[(&str, String)],
-    unset: &[&str],
+    env: Environment<'_>,
+    confine: Confine<'_>,
     spawned: &dyn Fn(),
 ) -> Done {
+    let confine = match confine {
+        Confine::None => None,
+        Confine::In(prepared) => Some(prepared),
+        Confine::Refused(why) => {
+            spawned();
+            return Done::not_run(Ending::NotConfined(why));
+        }
+    };
     match action {
         Action::Process(program) => {
             if let Some(why) = missing_script(program, dir) {
@@ -108,11 +127,29 @@ pub fn perform(
                 dir,
                 input,
                 timeout,
-                env,
-                unset,
+                env: env.set,
+                unset: env.unset,
+                confine,
                 spawned,
             });
             process_done(program, finished)
+        }
+    }
+}
+
+impl Done {
+    /// A run that never started, ending so.
+    fn not_run(ending: Ending) -> Done {
+        Done {
+            ending,
+            stopped: None,
+            killed: false,
+            stdout: String::new(),
+            stdout_truncated: false,
+            stderr: String::new(),
+            stderr_truncated: false,
+            duration: Duration::ZERO,
+            leftover_output: false,
         }
     }
 }
@@ -126,6 +163,7 @@ fn process_done(program: &Program, finished: runner::Finished) -> Done {
         runner::Ending::Exited(code) => Ending::Answered(Answer::Exit(code)),
         runner::Ending::Signaled(sig) => Ending::Signaled(sig),
         runner::Ending::SpawnFailed(why) => Ending::NotStarted(why),
+        runner::Ending::NotConfined(why) => Ending::NotConfined(why),
         runner::Ending::Lost => Ending::Lost,
         runner::Ending::Unkillable => Ending::Unkillable,
     };

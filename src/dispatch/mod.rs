@@ -12,6 +12,7 @@ use crate::settings::filter::{Call, Verdict};
 use crate::settings::layers::{LayerKind, LayerPath};
 use crate::settings::matcher::Matcher;
 use crate::settings::protocol::Protocol;
+use crate::settings::sandbox::Sandbox;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
 use crate::trust::Gate;
@@ -26,6 +27,7 @@ use protocol::{Context, Rewrite, Run, RunFile};
 // ground → load (through the trust gate) → (this file: the chain, each handler's action,
 // through its protocol) → outcome → exec_log → output → exit.
 pub mod action;
+mod confine;
 pub mod exec_log;
 pub mod exit;
 mod ground;
@@ -118,7 +120,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             let plain = ground::stopped().unwrap_or_default();
             report.warnings.push(managed.stopped_warning(plain));
             if !managed.groups.is_empty() {
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(payload, &root, &managed.groups, &mut report, trace, None);
             }
         }
         Some((paths, warnings)) => {
@@ -131,7 +133,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                 report
                     .warnings
                     .extend(managed.held_back_warning(&others, payload.kind, tool));
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(payload, &root, &managed.groups, &mut report, trace, None);
             } else {
                 let groups = groups(&paths, &mut report.warnings, &mut gate);
                 report.project_trust = gate.held_back();
@@ -141,6 +143,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                     managed.groups.iter().chain(groups.iter()),
                     &mut report,
                     trace,
+                    managed.sandboxes_projects(),
                 );
             }
         }
@@ -186,12 +189,14 @@ fn tool_call<'c>(
 
 /// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
 /// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
+/// `floor` is the managed file, when it sandboxes the project's handlers (contract §20).
 pub fn run_chain<'g>(
     payload: &Payload,
     root: &Path,
     groups: impl IntoIterator<Item = &'g Group>,
     report: &mut Report,
     trace: &Trace,
+    floor: Option<&Path>,
 ) {
     let mut groups = groups.into_iter().peekable();
     if groups.peek().is_none() {
@@ -204,6 +209,8 @@ pub fn run_chain<'g>(
         already_run: Vec::new(),
         dir: None,
         end: None,
+        confinements: confine::Confinements::default(),
+        floor,
     };
     let tool = payload.subject();
     for group in groups {
@@ -251,6 +258,10 @@ struct Chain<'a> {
     /// The handlers' directory, found when the first one runs.
     dir: Option<PathBuf>,
     end: Option<End>,
+    /// The sandboxes of this dispatch, each prepared once (contract §20).
+    confinements: confine::Confinements,
+    /// The managed file, when it sandboxes the project's handlers.
+    floor: Option<&'a Path>,
 }
 
 impl<'a> Chain<'a> {
@@ -278,6 +289,13 @@ impl<'a> Chain<'a> {
         if self.dir.is_none() {
             self.dir = Some(handler_dir(self.root, &mut report.warnings));
         }
+        let (sandbox, ignored) = confine::effective(handler, group, self.floor);
+        if let Some(warning) = ignored.filter(|w| !report.warnings.contains(w)) {
+            report.warnings.push(warning);
+        }
+        if trace.enabled() && sandbox.policy.is_some() {
+            trace.line(format_args!("  {label}: sandbox: {}", sandbox.describe()));
+        }
         let rules = handler.protocol.rules();
         let mut runs = rules.runs(&mut self.inputs).into_iter();
         for i in 0..runs.len() {
@@ -294,7 +312,7 @@ impl<'a> Chain<'a> {
                 continue;
             }
             let mut entry = entry();
-            self.run(group, handler, &label, run, &mut entry, report);
+            self.run(group, handler, &sandbox, &label, run, &mut entry, report);
             trace.handler(&entry);
             report.handlers.push(entry);
             if self.end.is_some() {
@@ -384,6 +402,7 @@ impl<'a> Chain<'a> {
         &mut self,
         group: &Group,
         handler: &Handler,
+        sandbox: &Sandbox,
         label: &str,
         run: Run,
         entry: &mut HandlerReport,
@@ -406,6 +425,13 @@ impl<'a> Chain<'a> {
             None => self.inputs.native(),
         };
         let dir = self.dir.as_deref().unwrap_or(self.root);
+        let (confine, left_out) = self.confinements.of(sandbox.policy.as_ref(), self.root);
+        if let Some(note) = left_out {
+            entry.message = Some(match entry.message.take() {
+                Some(m) => format!("{m}; {note}"),
+                None => note,
+            });
+        }
         // The export's request to the collector is begun once the handler is under way, so that
         // it overlaps the handler's start instead of delaying it.
         let done = action::perform(
@@ -413,8 +439,11 @@ impl<'a> Chain<'a> {
             dir,
             input,
             handler.timeout,
-            &env,
-            &unset,
+            action::Environment {
+                set: &env,
+                unset: &unset,
+            },
+            confine,
             &crate::telemetry::handler_spawned,
         );
         if let Some(file) = &run_file {
@@ -530,6 +559,7 @@ fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
         Ending::Answered(Answer::Exit(_))
         | Ending::NotStarted(_)
         | Ending::Missing(_)
+        | Ending::NotConfined(_)
         | Ending::Lost
         | Ending::Unkillable => {}
     }

@@ -152,6 +152,9 @@ fn judge_ending(
             Judgement::new(Outcome::SpawnError).with_message(why.clone())
         }
         Ending::Missing(ref why) => Judgement::new(Outcome::Error).with_message(why.clone()),
+        Ending::NotConfined(ref why) => {
+            Judgement::new(Outcome::Error).with_message(format!("{why}; the tool call proceeds"))
+        }
         Ending::Lost => Judgement::new(Outcome::Error).with_message(
             "its exit status was lost: something else reaped the process (does the program that \
              started the dispatcher ignore SIGCHLD?); it may have meant to block, but the tool \

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::*;
+use crate::settings::sandbox::{self, Sandbox};
 use crate::settings::short_json;
 
 /// Where problems are reported: the file, and the warnings list.
@@ -191,14 +192,21 @@ pub(super) fn parse_group(
         Some(value) => Some(parse_protocol(value, path.key("protocol"), "group", at)?),
     };
     let filter = parse_filter(fields.get("if"), path.key("if"), "group", at);
+    let sandbox = parse_sandbox(
+        fields.get(sandbox::KEY),
+        path.key(sandbox::KEY),
+        "group",
+        at,
+    )?;
     let mut handlers = Vec::with_capacity(hooks.len());
     // In an agent's own file its handlers speak its protocol, with its default timeout.
     let defaults = Defaults {
         protocol: protocol.unwrap_or(source.layer.protocol()),
         timeout: source.layer.default_timeout(EventKind::of(event)),
+        sandbox,
     };
     for (h, value) in hooks.into_iter().enumerate() {
-        if let Some(handler) = parse_handler(h, value, defaults, path.handler(h), at) {
+        if let Some(handler) = parse_handler(h, value, &defaults, path.handler(h), at) {
             handlers.push(handler);
         }
     }
@@ -260,18 +268,20 @@ fn parse_protocol(
 }
 
 /// What a handler of a group is unless it says otherwise.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct Defaults {
     /// The group's protocol, else its layer's.
     pub(super) protocol: Protocol,
     /// The layer's default timeout, when it is not levelcode's.
     pub(super) timeout: Option<f64>,
+    /// The group's `"sandbox"`.
+    pub(super) sandbox: sandbox::Setting,
 }
 
 pub(super) fn parse_handler(
     index: usize,
     value: Value,
-    defaults: Defaults,
+    defaults: &Defaults,
     path: EntryPath<'_>,
     at: &mut Location<'_>,
 ) -> Option<Handler> {
@@ -349,6 +359,12 @@ pub(super) fn parse_handler(
         }
     };
     let filter = parse_filter(fields.get("if"), path.key("if"), "handler", at);
+    let own = parse_sandbox(
+        fields.get(sandbox::KEY),
+        path.key(sandbox::KEY),
+        "handler",
+        at,
+    )?;
     Some(Handler {
         index,
         action: program,
@@ -358,7 +374,26 @@ pub(super) fn parse_handler(
         protocol,
         on_failure,
         filter,
+        sandbox: Sandbox::resolve(own, defaults.sandbox.clone()),
     })
+}
+
+/// A `"sandbox"` (contract §20); `None`, after a warning, when it is not one this reads: a
+/// handler is never run with fewer restrictions than its settings meant, so `what` is skipped.
+fn parse_sandbox(
+    value: Option<&Value>,
+    path: EntryPath<'_>,
+    what: &str,
+    at: &mut Location<'_>,
+) -> Option<sandbox::Setting> {
+    match value.map(sandbox::parse) {
+        None => Some(None),
+        Some(Ok(setting)) => Some(setting),
+        Some(Err(problem)) => {
+            at.warn(path, format!("{problem}; {what} skipped"));
+            None
+        }
+    }
 }
 
 /// What a handler runs: `command` (by `/bin/sh`, or by PowerShell with `"shell":

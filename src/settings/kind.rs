@@ -109,6 +109,7 @@ pub const COMMON_FIELDS: &[&str] = &[
     "protocol",
     "if",
     "onFailure",
+    "sandbox",
     "statusMessage",
     "async",
     "asyncRewake",

@@ -214,6 +214,9 @@ pub struct Managed {
     pub groups: Vec<Group>,
     /// `managedHooksOnly`.
     pub only: bool,
+    /// `sandboxProjectHooks` (contract §20): every project handler runs in at least the default
+    /// sandbox.
+    pub sandbox_projects: bool,
 }
 
 impl Managed {
@@ -233,13 +236,21 @@ impl Managed {
                 };
                 settings::parse(source, &bytes, events, &mut groups, warnings);
                 let only = only_in(&path, &bytes, warnings);
+                let sandbox_projects =
+                    crate::settings::sandbox::projects_sandboxed(&bytes, &path, warnings);
                 Managed {
                     path: Some(path),
                     groups,
                     only,
+                    sandbox_projects,
                 }
             }
         }
+    }
+
+    /// The managed file, when it sets `sandboxProjectHooks`.
+    pub fn sandboxes_projects(&self) -> Option<&Path> {
+        self.path.as_deref().filter(|_| self.sandbox_projects)
     }
 
     /// The warning of a dispatch in which `why` (the kill switch, the depth guard) stopped every

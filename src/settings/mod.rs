@@ -39,6 +39,7 @@ pub mod layers;
 pub mod managed;
 pub mod matcher;
 pub mod protocol;
+pub mod sandbox;
 
 pub use crate::runner::Program;
 pub use checked::clamp_timeout;
@@ -90,6 +91,8 @@ pub struct Handler {
     pub on_failure: OnFailure,
     /// The handler's `"if"` (contract §16).
     pub filter: Option<Filter>,
+    /// The handler's sandbox (contract §20): its own, else its group's, else its layer's.
+    pub sandbox: sandbox::Sandbox,
 }
 
 /// What a handler's own failure (it could not start, timed out, died by a signal, exited with a
@@ -328,6 +331,7 @@ fn parse_with(
         }
     };
     let source = Arc::new(source);
+    let own_sandbox = source.layer.reads_layer_sandbox();
     // The hand-written reader takes the usual file; `serde_json` whatever it leaves.
     let fast = if hand_written {
         fast::hooks_of(text, &source, events)
@@ -335,19 +339,23 @@ fn parse_with(
         Err(crate::settings::json::Unsure)
     };
     let hooks = match fast {
-        Ok(hooks) => Ok(hooks),
-        Err(crate::settings::json::Unsure) => top_level_hooks(text).map(|hooks| {
-            hooks.map(|hooks| {
-                let unread = hooks
-                    .into_iter()
-                    .map(|(event, raw)| (event, Reading::Unread(raw)));
-                unread.collect()
+        Ok(top) => Ok(top),
+        Err(crate::settings::json::Unsure) => {
+            top_level_hooks(text, own_sandbox).map(|(hooks, layer_sandbox)| {
+                let hooks = hooks.map(|hooks| {
+                    let unread = hooks
+                        .into_iter()
+                        .map(|(event, raw)| (event, Reading::Unread(raw)));
+                    unread.collect()
+                });
+                (hooks, layer_sandbox)
             })
-        }),
+        }
     };
-    let hooks = match hooks {
-        Ok(Some(hooks)) => hooks,
-        Ok(None) => return,
+    let first = groups.len();
+    let (hooks, layer_sandbox) = match hooks {
+        Ok((Some(hooks), layer_sandbox)) => (hooks, layer_sandbox),
+        Ok((None, _)) => return,
         Err(problem) => {
             warnings.push(format!(
                 "{}: {problem}; layer skipped: none of its hooks run until it is fixed (levelcode-hooks validate checks it)",
@@ -388,6 +396,42 @@ fn parse_with(
         };
         parse_event(&source, &event, value, groups, &mut at);
     }
+    if let Some(raw) = layer_sandbox {
+        layer_sandbox_over(&source, raw, groups, first, warnings);
+    }
+}
+
+/// The top-level `"sandbox"` of a layer's file (contract §20), written as `raw`, given to each
+/// handler of `groups[first..]` (this file's) that neither it nor its group gave one. A value
+/// this cannot read leaves the file's handlers out, rather than run them with more rights than
+/// it meant.
+fn layer_sandbox_over(
+    source: &Source,
+    raw: &str,
+    groups: &mut Vec<Group>,
+    first: usize,
+    warnings: &mut Vec<String>,
+) {
+    let value = serde_json::from_str(raw).unwrap_or(Value::Null);
+    match sandbox::parse(&value) {
+        Ok(None) => {}
+        Ok(Some(policy)) => {
+            for handler in groups[first..]
+                .iter_mut()
+                .flat_map(|g| g.handlers.iter_mut())
+            {
+                handler.sandbox.or_layer(&policy);
+            }
+        }
+        Err(problem) => {
+            warnings.push(format!(
+                "{}: {}: {problem}; every handler of this file is skipped",
+                source.file.display(),
+                sandbox::KEY
+            ));
+            groups.truncate(first);
+        }
+    }
 }
 
 /// One event of a file, as the reading of its top level left it.
@@ -415,15 +459,23 @@ impl<'a> Events<'a> {
 }
 
 /// The `hooks` object's entries in file order, without parsing their values; `None` when the
-/// file has no `hooks` (or `"hooks": null`). `serde_json`'s reading, for the files
-/// [`fast::hooks_of`] leaves to it.
+/// file has no `hooks` (or `"hooks": null`); and, when `own_sandbox`, the text of the top-level
+/// `"sandbox"`. `serde_json`'s reading, for the files [`fast::hooks_of`] leaves to it.
 #[allow(clippy::type_complexity)]
-fn top_level_hooks(text: &str) -> Result<Option<Vec<(Cow<'_, str>, &str)>>, String> {
+fn top_level_hooks(text: &str, own_sandbox: bool) -> Result<LayerTop<'_>, String> {
     /// One pass over the file: `hooks` is split into its events as it is read.
     #[derive(Deserialize)]
     struct Top<'a> {
         #[serde(borrow, default)]
         hooks: Option<Hooks<'a>>,
+    }
+    /// The same, with the layer's `"sandbox"`.
+    #[derive(Deserialize)]
+    struct WithSandbox<'a> {
+        #[serde(borrow, default)]
+        hooks: Option<Hooks<'a>>,
+        #[serde(borrow, default)]
+        sandbox: Option<&'a RawValue>,
     }
     let first = text.trim_start().chars().next();
     if first != Some('{') {
@@ -432,14 +484,24 @@ fn top_level_hooks(text: &str) -> Result<Option<Vec<(Cow<'_, str>, &str)>>, Stri
             Err(e) => invalid_json(text, &e),
         });
     }
-    let top: Top<'_> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
-    match top.hooks {
-        None | Some(Hooks::Null) => Ok(None),
-        Some(Hooks::Events(events)) => Ok(Some(
-            events
-                .into_iter()
-                .map(|(event, raw)| (Cow::Owned(event), raw.get()))
-                .collect(),
+    let invalid = |e: serde_json::Error| invalid_json(text, &e);
+    let (hooks, sandbox) = if own_sandbox {
+        let top: WithSandbox<'_> = serde_json::from_str(text).map_err(invalid)?;
+        (top.hooks, top.sandbox.map(RawValue::get))
+    } else {
+        let top: Top<'_> = serde_json::from_str(text).map_err(invalid)?;
+        (top.hooks, None)
+    };
+    match hooks {
+        None | Some(Hooks::Null) => Ok((None, sandbox)),
+        Some(Hooks::Events(events)) => Ok((
+            Some(
+                events
+                    .into_iter()
+                    .map(|(event, raw)| (Cow::Owned(event), raw.get()))
+                    .collect(),
+            ),
+            sandbox,
         )),
         Some(Hooks::Not(what)) => Err(format!("\"hooks\" must be an object of events, not {what}")),
     }
@@ -483,6 +545,10 @@ fn json_slip(text: &str, line: usize, column: usize) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// A file's top level as far as it is read: its `hooks` events, each as it was read, and the
+/// text of its own `"sandbox"`, when it has one.
+type LayerTop<'a> = (Option<Vec<(Cow<'a, str>, &'a str)>>, Option<&'a str>);
 
 /// The `hooks` value: its events, each kept as written, or what it is instead of an object.
 enum Hooks<'a> {

@@ -92,7 +92,7 @@ pub fn compute(
 ) -> Result<Digest, String> {
     let root = crate::fs::canonical(root)
         .map_err(|e| format!("cannot resolve the project root {}: {e}", root.display()))?;
-    let hooks = canonical_hooks(bytes)?;
+    let hooks = canonical_top(bytes, layer.reads_layer_sandbox())?;
     let folder = hooks_folder(&root, layer.hooks_folder().unwrap_or(HOOKS_FOLDER))?;
 
     // Each distinct word once: resolving a path costs more than comparing a string.
@@ -558,16 +558,29 @@ fn identity(meta: &std::fs::Metadata) -> String {
 /// repeated keys keep their order and are all kept: the dispatch reads every one of them),
 /// no white space. Every top-level `hooks` member is included, in order.
 pub fn canonical_hooks(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    canonical_top(bytes, false)
+}
+
+/// [`canonical_hooks`], then, when `with_sandbox` and the file has a top-level `"sandbox"` (the
+/// policy of its handlers, contract §20), a newline, `sandbox:` and each one's canonical JSON:
+/// a file that loosens its sandbox is trusted again. Canonical JSON holds no raw newline, and a
+/// file without the key keeps the digest it had.
+pub fn canonical_top(bytes: &[u8], with_sandbox: bool) -> Result<Vec<u8>, String> {
     let top: Canon = serde_json::from_slice(bytes)
         .map_err(|e| format!("the settings file cannot be read for its digest: {e}"))?;
     let mut out = Vec::new();
+    let mut sandbox = Vec::new();
     if let Canon::Object(members) = top {
         for (key, value) in members {
             if key == "hooks" {
                 value.write(&mut out);
+            } else if with_sandbox && key == crate::settings::sandbox::KEY {
+                sandbox.extend_from_slice(b"\nsandbox:");
+                value.write(&mut sandbox);
             }
         }
     }
+    out.extend(sandbox);
     Ok(out)
 }
 

@@ -147,6 +147,9 @@ fn layer_json(
             if let Some(shell) = written.shell {
                 entry["shell"] = json!(shell);
             }
+            if let Some(policy) = &handler.sandbox.policy {
+                entry["sandbox"] = policy.json();
+            }
             hooks.push(entry);
         }
     }

@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 38] = [
+pub const CLEARED: [&str; 39] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -36,6 +36,9 @@ pub const CLEARED: [&str; 38] = [
     "NEXT_PUBLIC_CB_ENVIRONMENT",
     "LEVELCODE_MANAGED_SETTINGS",
     "ProgramData",
+    // The temporary folder a sandboxed handler may write in: a test that sandboxes one gives
+    // its own.
+    "TMPDIR",
     // OpenTelemetry export (src/environment.rs's `otel`).
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",

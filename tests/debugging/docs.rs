@@ -82,9 +82,13 @@ fn schema_describes_the_hooks_key() {
             "name",
             "onFailure",
             "protocol",
-            "if"
+            "if",
+            "sandbox"
         ]
     );
+    for at in [&schema, &defs["group"], handler] {
+        assert_eq!(at["properties"]["sandbox"]["$ref"], "#/$defs/sandbox");
+    }
     assert_eq!(defs["group"]["properties"]["if"]["$ref"], "#/$defs/if");
     assert_eq!(handler["properties"]["if"]["$ref"], "#/$defs/if");
     assert_eq!(
