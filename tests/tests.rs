@@ -19,6 +19,8 @@ mod handlers;
 #[cfg(unix)]
 mod hardening;
 #[cfg(unix)]
+mod http_hooks;
+#[cfg(unix)]
 mod if_filters;
 #[cfg(unix)]
 mod io;

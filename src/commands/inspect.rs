@@ -391,8 +391,7 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                     warnings.retain(|w| w != problem);
                 }
                 let label = handler.label();
-                let crate::settings::Action::Process(program) = &handler.action;
-                let hidden = crate::settings::Written::of(program)
+                let hidden = crate::settings::Written::of_action(&handler.action)
                     .texts()
                     .any(crate::commands::visible::needs_warning);
                 if hidden || crate::commands::visible::needs_warning(&label) {

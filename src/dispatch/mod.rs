@@ -10,6 +10,7 @@ use crate::environment;
 use crate::settings::events::EventKind;
 use crate::settings::filter::{Call, Verdict};
 use crate::settings::layers::LayerPath;
+use crate::settings::managed::HttpPolicy;
 use crate::settings::matcher::Matcher;
 use crate::settings::protocol::Protocol;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
@@ -118,7 +119,14 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             let plain = ground::stopped().unwrap_or_default();
             report.warnings.push(managed.stopped_warning(plain));
             if !managed.groups.is_empty() {
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(
+                    payload,
+                    &root,
+                    &managed.groups,
+                    &managed.http,
+                    &mut report,
+                    trace,
+                );
             }
         }
         Some((paths, warnings)) => {
@@ -131,7 +139,14 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                 report
                     .warnings
                     .extend(managed.held_back_warning(&others, payload.kind, tool));
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(
+                    payload,
+                    &root,
+                    &managed.groups,
+                    &managed.http,
+                    &mut report,
+                    trace,
+                );
             } else {
                 let groups = groups(&paths, &mut report.warnings, &mut gate);
                 report.project_trust = gate.held_back();
@@ -139,6 +154,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                     payload,
                     &root,
                     managed.groups.iter().chain(groups.iter()),
+                    &managed.http,
                     &mut report,
                     trace,
                 );
@@ -190,6 +206,7 @@ pub fn run_chain<'g>(
     payload: &Payload,
     root: &Path,
     groups: impl IntoIterator<Item = &'g Group>,
+    policy: &HttpPolicy,
     report: &mut Report,
     trace: &Trace,
 ) {
@@ -204,6 +221,7 @@ pub fn run_chain<'g>(
         already_run: Vec::new(),
         dir: None,
         end: None,
+        policy,
     };
     let tool = payload.subject();
     for group in groups {
@@ -251,6 +269,8 @@ struct Chain<'a> {
     /// The handlers' directory, found when the first one runs.
     dir: Option<PathBuf>,
     end: Option<End>,
+    /// What the managed layer allows http handlers (contract §19).
+    policy: &'a HttpPolicy,
 }
 
 impl<'a> Chain<'a> {
@@ -367,7 +387,10 @@ impl<'a> Chain<'a> {
             return Some((Outcome::Skipped, end.not_run(), false));
         }
         if self.already_run.contains(&&handler.action) {
-            let message = "not run again: the same command already ran in this dispatch";
+            let message = match handler.action {
+                Action::Process(_) => "not run again: the same command already ran in this dispatch",
+                Action::Http(_) => "not sent again: a request to the same url with the same headers was sent in this dispatch",
+            };
             return Some((Outcome::Duplicate, message.into(), true));
         }
         self.already_run.push(&handler.action);
@@ -400,17 +423,13 @@ impl<'a> Chain<'a> {
             None => self.inputs.native(),
         };
         let dir = self.dir.as_deref().unwrap_or(self.root);
-        // The export's request to the collector is begun once the handler is under way, so that
-        // it overlaps the handler's start instead of delaying it.
-        let done = action::perform(
-            &handler.action,
-            dir,
-            input,
-            handler.timeout,
-            &env,
-            &unset,
-            &crate::telemetry::handler_spawned,
-        );
+        let done = match self.policy.refuses(&handler.action) {
+            Some(why) => {
+                report.warnings.push(format!("{label}: {why}"));
+                Done::failed(format!("not sent: {why}"), std::time::Duration::ZERO)
+            }
+            None => action::perform(&handler.action, dir, input, handler.timeout, &env, &unset),
+        };
         if let Some(file) = &run_file {
             match (file.collect)(&file.path) {
                 Ok(Some(text)) => report.add_session_env(&text),
@@ -519,10 +538,12 @@ fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
         Ending::Answered(Answer::Exit(code)) if done.stopped.is_none() || code >= 0 => {
             entry.exit_code = Some(code);
         }
+        Ending::Answered(Answer::Status(status)) => entry.http_status = Some(status),
         Ending::NotRunnable(code) => entry.exit_code = Some(code),
         Ending::Signaled(sig) => entry.signal = Some(sig),
         Ending::Answered(Answer::Exit(_))
         | Ending::NotStarted(_)
+        | Ending::Failed(_)
         | Ending::Lost
         | Ending::Unkillable => {}
     }

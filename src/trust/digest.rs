@@ -112,6 +112,9 @@ pub fn compute(
                 Action::Process(Program::Exec { program, args }) => {
                     own.add_argv(std::iter::once(program).chain(args));
                 }
+                // It names no file: its url, headers and allowedEnvVars are in the hooks'
+                // canonical JSON, which the digest covers whole (contract §19).
+                Action::Http(_) => {}
             }
             if own.fallback {
                 fallback.push(format!("{}.hooks[{}]", group.path(), handler.index));
