@@ -564,13 +564,22 @@ pub fn canonical_hooks(bytes: &[u8]) -> Result<Vec<u8>, String> {
     let top: Canon = serde_json::from_slice(bytes)
         .map_err(|e| format!("the settings file cannot be read for its digest: {e}"))?;
     let mut out = Vec::new();
+    let mut plain_http = Vec::new();
     if let Canon::Object(members) = top {
         for (key, value) in members {
             if key == "hooks" {
                 value.write(&mut out);
+            } else if key == crate::settings::ALLOW_PLAIN_HTTP {
+                // It decides whether an http handler is sent (contract §19), so it is trusted
+                // with the hooks; a file without it digests as it always did.
+                plain_http.extend_from_slice(b"\0");
+                plain_http.extend_from_slice(key.as_bytes());
+                plain_http.push(b'=');
+                value.write(&mut plain_http);
             }
         }
     }
+    out.extend(plain_http);
     Ok(out)
 }
 
