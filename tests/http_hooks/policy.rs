@@ -127,6 +127,21 @@ fn the_managed_allow_lists_keep_other_urls_and_variables_from_being_sent() {
     // Only the allowed one reached the service.
     assert_eq!(service.request()["path"], "/reply/200");
     assert!(!service.got_any_within(Duration::from_millis(300)));
+    // validate and list say which handlers the lists keep out, and by which rule.
+    for args in [&["validate"][..], &["list", "--json"]] {
+        let out = managed(
+            Test::new().user_settings(group("PreToolUse", None, handlers.clone())),
+            &policy,
+        )
+        .args(args)
+        .run();
+        let text = out.stdout() + &out.stderr();
+        assert!(
+            text.contains("hooks.PreToolUse[0].hooks[1]") && text.contains("allowedHttpHookUrls"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("httpHookAllowedEnvVars"), "{args:?}: {text}");
+    }
     // Without the lists, all three are sent.
     let out = write_file(handlers).run();
     assert_eq!(out.outcomes(), ["proceed", "proceed", "proceed"]);
