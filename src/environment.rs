@@ -38,7 +38,13 @@ pub const ANSWER_VARS: [&str; 11] = [
 /// dispatcher's own), the OpenTelemetry export's (contract §18), which say where the spans of
 /// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing;
 /// `PYTHONSAFEPATH`, which only a handler that runs reads; and `PAGER`, `trust`'s alone.
-pub const NO_ANSWER_VARS: [&str; 19] = [
+///
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR` say which certificates an `https://` request trusts (an
+/// http handler's or the export's, `crate::http`): they change whether such a request is made,
+/// not which handlers a dispatch runs, and a dispatch that runs an http handler is never one a
+/// client answers from memory. The variables an http handler's `allowedEnvVars` name are read
+/// by [`handler_variable`], for that handler's headers only.
+pub const NO_ANSWER_VARS: [&str; 25] = [
     "LEVELCODE_AGENT",
     "CLAUDECODE",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -53,11 +59,17 @@ pub const NO_ANSWER_VARS: [&str; 19] = [
     "OTEL_RESOURCE_ATTRIBUTES",
     "OTEL_SDK_DISABLED",
     "OTEL_TRACES_EXPORTER",
+    "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
     "TRACEPARENT",
     "LEVELCODE_HOOKS_OTEL_CONTENT",
     "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
     "PYTHONSAFEPATH",
     "PAGER",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 ];
 
 /// The variable naming the execution log file (`dispatch/exec_log.rs`).
@@ -266,11 +278,12 @@ pub struct OtelVars {
     pub traces_exporter: Option<String>,
     /// The caller's W3C trace context.
     pub traceparent: Option<String>,
+    pub certificate: Option<String>,
+    pub traces_certificate: Option<String>,
+    pub compression: Option<String>,
+    pub traces_compression: Option<String>,
     /// `LEVELCODE_HOOKS_OTEL_CONTENT`: payloads and output go into the spans too.
     pub content: bool,
-    /// `LEVELCODE_HOOKS_OTEL_IN_PROCESS`: `run` sends the body itself, not a child after its
-    /// answer (for tools that cannot follow a child sharing the process's memory: valgrind).
-    pub in_process: bool,
 }
 
 fn otel_var(name: &str) -> Option<String> {
@@ -309,12 +322,38 @@ pub fn otel() -> Option<&'static OtelVars> {
             resource_attributes: var("OTEL_RESOURCE_ATTRIBUTES"),
             sdk_disabled: var("OTEL_SDK_DISABLED"),
             traces_exporter: var("OTEL_TRACES_EXPORTER"),
+            certificate: var("OTEL_EXPORTER_OTLP_CERTIFICATE"),
+            traces_certificate: var("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"),
+            compression: var("OTEL_EXPORTER_OTLP_COMPRESSION"),
+            traces_compression: var("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"),
             traceparent: var("TRACEPARENT"),
             content: std::env::var("LEVELCODE_HOOKS_OTEL_CONTENT").is_ok_and(|v| is_on(&v)),
-            in_process: std::env::var("LEVELCODE_HOOKS_OTEL_IN_PROCESS").is_ok_and(|v| is_on(&v)),
         })
     })
     .as_ref()
+}
+
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR`, when set and not empty: the certificates an `https://`
+/// request trusts instead of the system's bundle (`crate::http`), as OpenSSL reads them. Read
+/// once, at the first `https://` request.
+pub fn ssl_cert_paths() -> (Option<&'static Path>, Option<&'static Path>) {
+    static PATHS: OnceLock<(Option<PathBuf>, Option<PathBuf>)> = OnceLock::new();
+    let (file, dir) = PATHS.get_or_init(|| {
+        let path = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        (path("SSL_CERT_FILE"), path("SSL_CERT_DIR"))
+    });
+    (file.as_deref(), dir.as_deref())
+}
+
+/// The value of the variable `name`, which an http handler's `allowedEnvVars` lists, for its
+/// headers (contract §19); `None` when it is not set or not Unicode. Read when the handler runs,
+/// never for a name its settings do not list.
+pub fn handler_variable(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! trust and `validate`; [`trust`] decides which project layers run; [`dispatch`] is the
 //! pipeline of one dispatch, from the payload on stdin to the exit status; [`runner`] runs one handler process; [`commands`]
 //! are the commands for people; `serve` is the long-lived mode and `compliance` the signed log
-//! of team runs. `environment`, `fs`, `lock`, `signals` and `style` serve all of them.
+//! of team runs, `telemetry` the OpenTelemetry export and `http` the one HTTP client that http
+//! handlers and the export post through. `environment`, `fs`, `lock`, `signals` and `style`
+//! serve all of them.
 //!
 //! The binary (`src/main.rs`) only parses the command line and calls [`cli::execute`]; everything
 //! else lives here, so tests and fuzz targets reach the same code.
@@ -16,6 +18,7 @@ pub(crate) mod compliance;
 pub mod dispatch;
 pub mod environment;
 pub(crate) mod fs;
+pub(crate) mod http;
 pub(crate) mod lock;
 pub mod runner;
 pub(crate) mod serve;
@@ -25,17 +28,3 @@ pub(crate) mod signals;
 pub(crate) mod style;
 pub(crate) mod telemetry;
 pub mod trust;
-
-/// Says that the executable calls [`after_answer`] last, once its answer is written and
-/// flushed; until then, what an OpenTelemetry export has left to send once the collector has
-/// taken the request's head is sent before the answer.
-pub fn arm_after_answer() {
-    telemetry::handoff::arm();
-}
-
-/// What is left once the answer is written and flushed: the body of an OpenTelemetry export,
-/// sent by a child of its own (`telemetry::handoff`). It closes every descriptor: nothing may be
-/// read or written after it.
-pub fn after_answer() {
-    telemetry::handoff::complete();
-}

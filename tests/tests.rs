@@ -21,6 +21,8 @@ mod handlers;
 #[cfg(unix)]
 mod hardening;
 #[cfg(unix)]
+mod http_hooks;
+#[cfg(unix)]
 mod if_filters;
 #[cfg(unix)]
 mod imports;

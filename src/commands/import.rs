@@ -2,7 +2,7 @@
 //! file as levelcode settings whose groups say `"protocol": "claude"`, printed, or merged into
 //! the project's `.levelcode/settings.json` (`--write`) or the person's own user or data layer
 //! (`--user`, `--data`: their own `~/.claude/settings.json` needs no trust there). What levelcode
-//! cannot run (events it does not know, handler types it does not run) is named on stderr,
+//! cannot run (events it does not know, handler types other than `command` and `http`) is named on stderr,
 //! never dropped silently. `validate` suggests it for Claude Code hooks levelcode would not run.
 
 use std::path::{Path, PathBuf};
@@ -152,7 +152,13 @@ fn convert_group(
         };
         match kind {
             Some(Kind::Command) => {}
-            Some(Kind::Http | Kind::Prompt | Kind::Agent) | None => {
+            Some(Kind::Http) => {
+                if let Some(http) = convert_http(&at, event, handler, notes) {
+                    converted.push(http);
+                }
+                continue;
+            }
+            Some(Kind::Prompt | Kind::Agent) | None => {
                 notes.push(format!(
                     "{at}: a handler of type {}; levelcode runs only {} handlers, so it was left out",
                     handler.get("type").map(short_json).unwrap_or_default(),
@@ -202,7 +208,7 @@ fn convert_group(
         converted.push(Value::Object(out));
     }
     if converted.is_empty() {
-        notes.push(format!("{at}: no command handler; group left out"));
+        notes.push(format!("{at}: no handler levelcode runs; group left out"));
         return None;
     }
     for key in fields.keys() {
@@ -218,6 +224,52 @@ fn convert_group(
     }
     out.insert("protocol".into(), Value::String(claude::NAME.into()));
     out.insert("hooks".into(), Value::Array(converted));
+    Some(Value::Object(out))
+}
+
+/// An http handler as levelcode writes it (contract §19): its `url`, `headers` and
+/// `allowedEnvVars` as they are, with the fields every handler keeps.
+fn convert_http(
+    at: &str,
+    event: EventKind,
+    handler: &Value,
+    notes: &mut Vec<String>,
+) -> Option<Value> {
+    let Some(url) = handler
+        .get("url")
+        .and_then(Value::as_str)
+        .filter(|u| !u.trim().is_empty())
+    else {
+        notes.push(format!("{at}: an http handler with no url; left out"));
+        return None;
+    };
+    let mut out = Map::new();
+    out.insert("type".into(), Value::String(Kind::Http.name().into()));
+    out.insert("url".into(), Value::String(url.into()));
+    for key in ["headers", "allowedEnvVars"] {
+        if let Some(value) = handler.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    let timeout = handler
+        .get("timeout")
+        .filter(|t| t.is_number())
+        .cloned()
+        .unwrap_or_else(|| seconds(claude::default_timeout(event)));
+    out.insert("timeout".into(), timeout);
+    for key in ["onFailure", "if"] {
+        if let Some(value) = handler.get(key) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    for key in handler.as_object().into_iter().flat_map(Map::keys) {
+        if !matches!(
+            key.as_str(),
+            "type" | "url" | "headers" | "allowedEnvVars" | "timeout" | "onFailure" | "if"
+        ) {
+            notes.push(format!("{at}: {}", left_out(key)));
+        }
+    }
     Some(Value::Object(out))
 }
 

@@ -431,6 +431,13 @@ pub struct HandlerJson {
     /// The shell that runs `command`, when it is not the default (`"powershell"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shell: Option<&'static str>,
+    /// An http handler's `url`, `headers` and `allowedEnvVars` (contract §19).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(rename = "allowedEnvVars", skip_serializing_if = "Option::is_none")]
+    pub allowed_env_vars: Option<Vec<String>>,
     pub timeout: Option<f64>,
     pub enabled: bool,
     /// The handler's protocol, by name (contract §12).
@@ -452,10 +459,7 @@ impl HandlerJson {
     pub fn new(planned: &Planned<'_>) -> HandlerJson {
         let entry = &planned.entry;
         let handler = entry.handler;
-        let written = match handler.map(|h| &h.action) {
-            Some(Action::Process(program)) => Written::of(program),
-            None => Written::default(),
-        };
+        let written = handler.map_or_else(Written::default, |h| Written::of_action(&h.action));
         HandlerJson {
             layer: entry.layer.kind.name(),
             file: entry.layer.file(),
@@ -468,6 +472,14 @@ impl HandlerJson {
             argv: written.argv.map(<[String]>::to_vec),
             args: written.args.map(<[String]>::to_vec),
             shell: written.shell,
+            url: written.url.map(String::from),
+            headers: written.headers.map(|headers| {
+                headers
+                    .iter()
+                    .map(|(n, v)| (n.clone(), serde_json::Value::from(v.as_str())))
+                    .collect()
+            }),
+            allowed_env_vars: written.allowed_env_vars.map(<[String]>::to_vec),
             timeout: handler.map(|h| h.timeout.as_secs_f64()),
             enabled: entry.enabled(),
             protocol: handler.map(|h| h.protocol.name()),

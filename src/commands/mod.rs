@@ -2,6 +2,7 @@
 
 pub mod command_check;
 pub mod completions;
+pub mod http_check;
 pub mod import;
 pub mod inspect;
 pub mod list;

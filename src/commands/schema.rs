@@ -87,7 +87,7 @@ pub fn document() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "levelcode settings.json (hooks)",
-        "description": "The hooks of a levelcode settings file. Only the \"hooks\", \"sandbox\" and \"sandboxProjectHooks\" keys are read by levelcode-hooks; other keys belong to levelcode and are allowed.",
+        "description": "The hooks of a levelcode settings file. Only the \"hooks\", \"sandbox\", \"sandboxProjectHooks\" and \"allowPlainHttp\" keys are read by levelcode-hooks; other keys belong to levelcode and are allowed.",
         "type": "object",
         "properties": {
             "hooks": { "$ref": "#/$defs/hooks" },
@@ -97,6 +97,11 @@ pub fn document() -> Value {
             },
             "sandboxProjectHooks": {
                 "description": "In the user, data or managed layer: every handler of the project's layers runs in at least the default sandbox, whatever the project says; the project cannot widen it.",
+                "type": ["boolean", "null"],
+                "default": false
+            },
+            "allowPlainHttp": {
+                "description": "true lets this file's http handlers post plain http:// to another machine; without it plain http:// goes to this machine's loopback only, and https:// anywhere.",
                 "type": ["boolean", "null"],
                 "default": false
             }
@@ -150,7 +155,7 @@ pub fn document() -> Value {
                 "additionalProperties": false
             },
             "handler": {
-                "description": "One program to run. It reads the event payload (JSON) on stdin; exit 2 on PreToolUse blocks the tool call with stderr as the reason.",
+                "description": "One program to run, or a URL to post the event to (\"type\": \"http\"). A program reads the event payload (JSON) on stdin; exit 2 on PreToolUse blocks the tool call with stderr as the reason. An http handler's 2xx answer with a JSON object is read as a program's stdout on exit 0.",
                 "type": "object",
                 "properties": {
                     "type": {
@@ -185,9 +190,27 @@ pub fn document() -> Value {
                         "prefixItems": [{ "type": "string", "minLength": 1 }],
                         "examples": [["bun", ".levelcode/hooks/guard.ts"]]
                     },
+                    "url": {
+                        "description": "An http handler's address: the event is POSTed to it as JSON. https:// is verified against the system's certificates; plain http:// goes to this machine's loopback only, unless the file sets \"allowPlainHttp\": true. Redirects are not followed.",
+                        "type": "string",
+                        "pattern": "^[hH][tT][tT][pP][sS]?://",
+                        "examples": ["https://policy.example.com/hooks", "http://127.0.0.1:8080/hook"]
+                    },
+                    "headers": {
+                        "description": "An http handler's headers. A value may name variables as $NAME or ${NAME}: only those allowedEnvVars lists are filled in, any other is sent as the empty string.",
+                        "type": ["object", "null"],
+                        "additionalProperties": { "type": "string" },
+                        "examples": [{ "Authorization": "Bearer $POLICY_TOKEN" }]
+                    },
+                    "allowedEnvVars": {
+                        "description": "The variables an http handler's headers may name.",
+                        "type": ["array", "null"],
+                        "items": { "type": "string" },
+                        "examples": [["POLICY_TOKEN"]]
+                    },
                     "timeout": {
                         "description": format!(
-                            "Seconds (not milliseconds), fractions allowed; at most {MAX_TIMEOUT_SECS}. When it expires the handler's process group is stopped and the tool call proceeds."
+                            "Seconds (not milliseconds), fractions allowed; at most {MAX_TIMEOUT_SECS}. When it expires the handler's process group is stopped (an http handler's exchange abandoned) and the tool call proceeds."
                         ),
                         "type": ["number", "null"],
                         "exclusiveMinimum": 0,
@@ -222,8 +245,13 @@ pub fn document() -> Value {
                     }
                 },
                 "oneOf": [
-                    { "required": ["command"], "not": { "required": ["argv"] } },
-                    { "required": ["argv"], "not": { "anyOf": [{ "required": ["command"] }, { "required": ["args"] }] } }
+                    { "required": ["command"], "not": { "anyOf": [{ "required": ["argv"] }, { "required": ["url"] }] } },
+                    { "required": ["argv"], "not": { "anyOf": [{ "required": ["command"] }, { "required": ["args"] }, { "required": ["url"] }] } },
+                    {
+                        "required": ["type", "url"],
+                        "properties": { "type": { "const": "http" } },
+                        "not": { "anyOf": [{ "required": ["command"] }, { "required": ["argv"] }, { "required": ["args"] }, { "required": ["shell"] }] }
+                    }
                 ],
                 "additionalProperties": false
             },

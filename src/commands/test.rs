@@ -94,8 +94,6 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
         return dry_run(&payload, &options, args.json);
     }
     let trace = Trace::new(args.dispatch.verbose || std::io::stderr().is_terminal());
-    // A person checking a setup hears what the collector made of the spans, too (§18).
-    crate::telemetry::export::wait_for_verdict();
     let report = dispatch::dispatch(&payload, &options, &trace, started);
     // The same JSON, with what a terminal would not show as itself written as escapes.
     output::print_report_shown(

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::settings::{Action, Written};
+use crate::settings::Written;
 use crate::trust::reviewed::{self, Reviewed};
 use crate::trust::status::{self, root_key, Layer};
 use crate::trust::store::{self, Entry};
@@ -282,8 +282,7 @@ pub fn review(assessment: &Assessment, bytes: &[u8], store_path: Option<&Path>) 
                 group.path(),
                 handler.index
             );
-            let Action::Process(program) = &handler.action;
-            let written = Written::of(program);
+            let written = Written::of_action(&handler.action);
             for (field, value) in written.json_members() {
                 let value = match value {
                     serde_json::Value::String(text) => text,

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::commands::command_check::{self, Lookup};
+use crate::commands::http_check;
 use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
 use crate::commands::suggest;
 use crate::dispatch::exit::Status;
@@ -497,7 +498,20 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
             continue;
         }
         for handler in group.handlers.iter().filter(|h| h.enabled) {
-            let Action::Process(program) = &handler.action;
+            let program = match &handler.action {
+                Action::Process(program) => program,
+                Action::Http(hook) => {
+                    let at = format!("{}.hooks[{}]", group.path(), handler.index);
+                    for problem in http_check::check(hook) {
+                        found.add(
+                            Some(format!("{at}.{}", problem.field)),
+                            problem.kind,
+                            problem.message,
+                        );
+                    }
+                    continue;
+                }
+            };
             let field = match program {
                 Program::Shell(_) | Program::PowerShell(_) | Program::Exec { .. } => "command",
                 Program::Argv(_) => "argv",

@@ -127,6 +127,9 @@ pub struct HandlerEntry {
     pub exit_code: Option<i32>,
     #[serde(default)]
     pub signal: Option<i32>,
+    /// An http handler's status (contract §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
     pub duration_ms: f64,
     #[serde(default)]
     pub stdout: String,
@@ -168,6 +171,7 @@ impl Entry {
                         outcome: h.outcome.name().into(),
                         exit_code: h.exit_code,
                         signal: h.signal,
+                        http_status: h.http_status,
                         duration_ms: h.duration_ms,
                         stdout,
                         stderr,

@@ -10,6 +10,7 @@ use crate::environment;
 use crate::settings::events::EventKind;
 use crate::settings::filter::{Call, Verdict};
 use crate::settings::layers::{LayerKind, LayerPath};
+use crate::settings::managed::HttpPolicy;
 use crate::settings::matcher::Matcher;
 use crate::settings::protocol::Protocol;
 use crate::settings::sandbox::Sandbox;
@@ -120,7 +121,15 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             let plain = ground::stopped().unwrap_or_default();
             report.warnings.push(managed.stopped_warning(plain));
             if !managed.groups.is_empty() {
-                run_chain(payload, &root, &managed.groups, &mut report, trace, None);
+                run_chain(
+                    payload,
+                    &root,
+                    &managed.groups,
+                    &managed.http,
+                    &mut report,
+                    trace,
+                    None,
+                );
             }
         }
         Some((paths, warnings)) => {
@@ -133,7 +142,15 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                 report
                     .warnings
                     .extend(managed.held_back_warning(&others, payload.kind, tool));
-                run_chain(payload, &root, &managed.groups, &mut report, trace, None);
+                run_chain(
+                    payload,
+                    &root,
+                    &managed.groups,
+                    &managed.http,
+                    &mut report,
+                    trace,
+                    None,
+                );
             } else {
                 let groups = groups(&paths, &mut report.warnings, &mut gate);
                 report.project_trust = gate.held_back();
@@ -141,6 +158,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                     payload,
                     &root,
                     managed.groups.iter().chain(groups.iter()),
+                    &managed.http,
                     &mut report,
                     trace,
                     managed.sandboxes_projects(),
@@ -194,6 +212,7 @@ pub fn run_chain<'g>(
     payload: &Payload,
     root: &Path,
     groups: impl IntoIterator<Item = &'g Group>,
+    policy: &HttpPolicy,
     report: &mut Report,
     trace: &Trace,
     floor: Option<&Path>,
@@ -211,6 +230,7 @@ pub fn run_chain<'g>(
         end: None,
         confinements: confine::Confinements::default(),
         floor,
+        policy,
     };
     let tool = payload.subject();
     for group in groups {
@@ -262,6 +282,8 @@ struct Chain<'a> {
     confinements: confine::Confinements,
     /// The managed file, when it sandboxes the project's handlers.
     floor: Option<&'a Path>,
+    /// What the managed layer allows http handlers (contract §19).
+    policy: &'a HttpPolicy,
 }
 
 impl<'a> Chain<'a> {
@@ -385,7 +407,10 @@ impl<'a> Chain<'a> {
             return Some((Outcome::Skipped, end.not_run(), false));
         }
         if self.already_run.contains(&&handler.action) {
-            let message = "not run again: the same command already ran in this dispatch";
+            let message = match handler.action {
+                Action::Process(_) => "not run again: the same command already ran in this dispatch",
+                Action::Http(_) => "not sent again: a request to the same url with the same headers was sent in this dispatch",
+            };
             return Some((Outcome::Duplicate, message.into(), true));
         }
         self.already_run.push(&handler.action);
@@ -398,6 +423,9 @@ impl<'a> Chain<'a> {
 
     /// One run of `handler`: its environment, its action, its file, its judgement, and what
     /// that adds to the dispatch, into `entry`.
+    // One run needs its group (the layer), its handler, its sandbox, its label, what it reads
+    // and where it reports: a struct for them would only be built to be taken apart here.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
         group: &Group,
@@ -432,20 +460,24 @@ impl<'a> Chain<'a> {
                 None => note,
             });
         }
-        // The export's request to the collector is begun once the handler is under way, so that
-        // it overlaps the handler's start instead of delaying it.
-        let done = action::perform(
-            &handler.action,
-            dir,
-            input,
-            handler.timeout,
-            action::Environment {
-                set: &env,
-                unset: &unset,
-            },
-            confine,
-            &crate::telemetry::handler_spawned,
-        );
+        let done = match self.policy.refuses(&handler.action) {
+            Some(why) => {
+                report.warnings.push(format!("{label}: {why}"));
+                Done::failed(format!("not sent: {why}"), std::time::Duration::ZERO)
+            }
+            None => action::perform(
+                &handler.action,
+                dir,
+                input,
+                handler.timeout,
+                action::Environment {
+                    set: &env,
+                    unset: &unset,
+                },
+                confine,
+                &|| {},
+            ),
+        };
         if let Some(file) = &run_file {
             match (file.collect)(&file.path) {
                 Ok(Some(text)) => report.add_session_env(&text),
@@ -554,12 +586,14 @@ fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
         Ending::Answered(Answer::Exit(code)) if done.stopped.is_none() || code >= 0 => {
             entry.exit_code = Some(code);
         }
+        Ending::Answered(Answer::Status(status)) => entry.http_status = Some(status),
         Ending::NotRunnable(code) => entry.exit_code = Some(code),
         Ending::Signaled(sig) => entry.signal = Some(sig),
         Ending::Answered(Answer::Exit(_))
         | Ending::NotStarted(_)
         | Ending::Missing(_)
         | Ending::NotConfined(_)
+        | Ending::Failed(_)
         | Ending::Lost
         | Ending::Unkillable => {}
     }

@@ -56,6 +56,9 @@ pub struct HandlerReport {
     pub outcome: Outcome,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
+    /// An http handler's status (contract §19), in place of a process's `exit_code`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
     pub duration_ms: f64,
     pub stdout: String,
     pub stderr: String,
@@ -88,6 +91,7 @@ impl HandlerReport {
             outcome: Outcome::Skipped,
             exit_code: None,
             signal: None,
+            http_status: None,
             duration_ms: 0.0,
             stdout: String::new(),
             stderr: String::new(),
@@ -398,9 +402,10 @@ impl Trace {
     fn handler_text(&self, entry: &HandlerReport) -> String {
         use fmt::Write as _;
         let (style, word) = outcome_word(entry.outcome);
-        let code = match (entry.exit_code, entry.signal) {
-            (Some(c), _) => format!("exit {c}"),
-            (None, Some(s)) => format!("signal {s}"),
+        let code = match (entry.exit_code, entry.signal, entry.http_status) {
+            (Some(c), _, _) => format!("exit {c}"),
+            (None, Some(s), _) => format!("signal {s}"),
+            (None, None, Some(status)) => format!("http {status}"),
             _ => String::new(),
         };
         let time = match entry.outcome {
@@ -633,6 +638,7 @@ mod tests {
             outcome,
             exit_code,
             signal: None,
+            http_status: None,
             duration_ms: 4.25,
             stdout: stdout.into(),
             stderr: stderr.into(),

@@ -13,13 +13,42 @@ use super::*;
 use crate::settings::sandbox::{self, Sandbox};
 use crate::settings::short_json;
 
-/// Where problems are reported: the file, and the warnings list.
+/// Where problems are reported: the file, and the warnings list; and the file's text, for the
+/// top-level settings a handler's reading depends on.
 pub(super) struct Location<'a> {
     pub(super) file: &'a Path,
     pub(super) warnings: &'a mut Vec<String>,
+    /// The file's text.
+    pub(super) text: &'a str,
+    /// Its `"allowPlainHttp"`, read for its first http handler.
+    pub(super) plain_http: OnceLock<bool>,
 }
 
+/// The top-level key by which a settings file lets its http handlers post plain `http://` to
+/// another machine (contract §19).
+pub const ALLOW_PLAIN_HTTP: &str = "allowPlainHttp";
+
 impl Location<'_> {
+    /// The file's `"allowPlainHttp"`; a value that is not a boolean is a warning, and off.
+    fn plain_http(&mut self) -> bool {
+        if let Some(on) = self.plain_http.get() {
+            return *on;
+        }
+        let on = match crate::settings::layers::boolean_setting(
+            self.text.as_bytes(),
+            ALLOW_PLAIN_HTTP,
+        ) {
+            Ok(on) => on.unwrap_or(false),
+            Err(problem) => {
+                self.warnings
+                    .push(format!("{}: {problem}", self.file.display()));
+                false
+            }
+        };
+        let _ = self.plain_http.set(on);
+        on
+    }
+
     fn warn(&mut self, path: EntryPath<'_>, message: impl fmt::Display) {
         self.warnings
             .push(format!("{}: {path}: {message}", self.file.display()));
@@ -312,7 +341,8 @@ pub(super) fn parse_handler(
     };
     let program = match kind {
         Some(Kind::Command) => Action::Process(parse_program(&mut fields, path, at)?),
-        Some(Kind::Http | Kind::Prompt | Kind::Agent) | None => {
+        Some(Kind::Http) => Action::Http(parse_http(&mut fields, path, at)?),
+        Some(Kind::Prompt | Kind::Agent) | None => {
             not_run(at, &fields);
             return None;
         }
@@ -511,6 +541,102 @@ fn parse_program(
             None
         }
     }
+}
+
+/// An http handler's `url`, `headers` and `allowedEnvVars` (contract §19); `None`, after a
+/// warning, when it cannot be run as written.
+fn parse_http(
+    fields: &mut serde_json::Map<String, Value>,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> Option<HttpHook> {
+    let url = match fields.remove("url") {
+        Some(Value::String(url)) => match crate::http::Url::parse(&url) {
+            Ok(_) => url,
+            Err(why) => {
+                at.warn(path.key("url"), format!("{why}; handler skipped"));
+                return None;
+            }
+        },
+        None | Some(Value::Null) => {
+            at.warn(
+                path,
+                "an http handler needs \"url\", the address it posts the event to, as in {\"type\":\"http\",\"url\":\"https://policy.example.com/hooks\"}; handler skipped",
+            );
+            return None;
+        }
+        Some(other) => {
+            at.warn(
+                path.key("url"),
+                format!(
+                    "must be a string such as \"https://policy.example.com/hooks\", not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let headers = match fields.remove("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(map)) => {
+            let mut headers = Vec::with_capacity(map.len());
+            for (name, value) in map {
+                let Value::String(value) = value else {
+                    at.warn(
+                        path.key("headers"),
+                        format!(
+                            "{name:?} is {}, not a string: every header value is a string; handler skipped",
+                            describe(&value)
+                        ),
+                    );
+                    return None;
+                };
+                if let Err(why) = header_problem(&name, &value) {
+                    at.warn(path.key("headers"), format!("{why}; handler skipped"));
+                    return None;
+                }
+                headers.push((name, value));
+            }
+            headers
+        }
+        Some(other) => {
+            at.warn(
+                path.key("headers"),
+                format!(
+                    "must be an object of header names and string values such as {{\"Authorization\":\"Bearer $TOKEN\"}}, not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let allowed_env_vars = match fields.remove("allowedEnvVars") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(value) => strings(value, "allowedEnvVars", path, at)?,
+    };
+    Some(HttpHook {
+        url,
+        headers,
+        allowed_env_vars,
+        plain_allowed: at.plain_http(),
+    })
+}
+
+/// Why a header cannot be sent as written: its name is not an HTTP token, or its value holds a
+/// line break or a NUL, which would end it early.
+fn header_problem(name: &str, value: &str) -> Result<(), String> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(token) {
+        return Err(format!(
+            "{name:?} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+        ));
+    }
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(format!(
+            "the value of {name:?} holds a line break or a NUL, which no header may"
+        ));
+    }
+    Ok(())
 }
 
 /// An `"if"`: a string, read as a rule when a call is tested against it (a string that is no

@@ -12,6 +12,8 @@ fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
             let mut at = Location {
                 file: Path::new("s.json"),
                 warnings: &mut warnings,
+                text: raw,
+                plain_http: OnceLock::new(),
             };
             parse_event(source, "Stop", value, &mut groups, &mut at);
         }

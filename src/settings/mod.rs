@@ -42,10 +42,10 @@ pub mod protocol;
 pub mod sandbox;
 
 pub use crate::runner::Program;
-pub use checked::clamp_timeout;
+pub use checked::{clamp_timeout, ALLOW_PLAIN_HTTP};
 use checked::{parse_event, Location};
 use fast::clean_event;
-pub use kind::{Action, Kind};
+pub use kind::{Action, HttpHook, Kind};
 
 /// Where a group was written.
 #[derive(Debug)]
@@ -165,7 +165,7 @@ impl Group {
     }
 }
 
-/// A handler's program as its settings write it: the fields `list`, `trust` and `serve` show.
+/// A handler's action as its settings write it: the fields `list`, `trust` and `serve` show.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written<'a> {
     pub command: Option<&'a str>,
@@ -174,6 +174,11 @@ pub struct Written<'a> {
     pub args: Option<&'a [String]>,
     /// The `"shell"` that runs `command`, when it is not the default.
     pub shell: Option<&'static str>,
+    /// An http handler's `url`, `headers` (as written, before variables are filled in) and
+    /// `allowedEnvVars` (contract §19).
+    pub url: Option<&'a str>,
+    pub headers: Option<&'a [(String, String)]>,
+    pub allowed_env_vars: Option<&'a [String]>,
 }
 
 /// The value of `"shell"` that runs a `command` by PowerShell.
@@ -182,6 +187,19 @@ pub const POWERSHELL: &str = "powershell";
 pub const BASH: &str = "bash";
 
 impl<'a> Written<'a> {
+    /// What `action` is, as its settings write it.
+    pub fn of_action(action: &'a Action) -> Written<'a> {
+        match action {
+            Action::Process(program) => Written::of(program),
+            Action::Http(hook) => Written {
+                url: Some(&hook.url),
+                headers: Some(&hook.headers),
+                allowed_env_vars: Some(&hook.allowed_env_vars),
+                ..Written::default()
+            },
+        }
+    }
+
     pub fn of(program: &'a Program) -> Written<'a> {
         match program {
             Program::Shell(command) => Written {
@@ -211,10 +229,23 @@ impl<'a> Written<'a> {
             .into_iter()
             .chain(self.argv.into_iter().flatten().map(String::as_str))
             .chain(self.args.into_iter().flatten().map(String::as_str))
+            .chain(self.url)
+            .chain(
+                self.headers
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|(n, v)| [n.as_str(), v.as_str()]),
+            )
+            .chain(
+                self.allowed_env_vars
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str),
+            )
     }
 
     /// Its fields as JSON members, in the order settings write them: `command`, `args`, `argv`,
-    /// `shell`, each only when present.
+    /// `shell`, `url`, `headers`, `allowedEnvVars`, each only when present.
     pub fn json_members(&self) -> serde_json::Map<String, Value> {
         let mut out = serde_json::Map::new();
         if let Some(command) = self.command {
@@ -228,6 +259,19 @@ impl<'a> Written<'a> {
         }
         if let Some(shell) = self.shell {
             out.insert("shell".into(), Value::from(shell));
+        }
+        if let Some(url) = self.url {
+            out.insert("url".into(), Value::from(url));
+        }
+        if let Some(headers) = self.headers {
+            let object: serde_json::Map<String, Value> = headers
+                .iter()
+                .map(|(n, v)| (n.clone(), Value::from(v.as_str())))
+                .collect();
+            out.insert("headers".into(), Value::Object(object));
+        }
+        if let Some(vars) = self.allowed_env_vars {
+            out.insert("allowedEnvVars".into(), Value::from(vars.to_vec()));
         }
         out
     }
@@ -393,6 +437,8 @@ fn parse_with(
         let mut at = Location {
             file: &source.file,
             warnings,
+            plain_http: OnceLock::new(),
+            text,
         };
         parse_event(&source, &event, value, groups, &mut at);
     }

@@ -175,6 +175,7 @@ fn the_exec_form_and_the_shell_are_read_as_claude_code_writes_them() {
             action: Action::Process(program),
             ..
         }) => program,
+        Ok(other) => panic!("{h}: {other:?}"),
         Err(w) => panic!("{h}: {w:?}"),
     };
     assert_eq!(

@@ -112,6 +112,9 @@ pub fn compute(
                 Action::Process(Program::Exec { program, args }) => {
                     own.add_argv(std::iter::once(program).chain(args));
                 }
+                // It names no file: its url, headers and allowedEnvVars are in the hooks'
+                // canonical JSON, which the digest covers whole (contract §19).
+                Action::Http(_) => {}
             }
             if own.fallback {
                 fallback.push(format!("{}.hooks[{}]", group.path(), handler.index));
@@ -570,6 +573,7 @@ pub fn canonical_top(bytes: &[u8], with_sandbox: bool) -> Result<Vec<u8>, String
         .map_err(|e| format!("the settings file cannot be read for its digest: {e}"))?;
     let mut out = Vec::new();
     let mut sandbox = Vec::new();
+    let mut plain_http = Vec::new();
     if let Canon::Object(members) = top {
         for (key, value) in members {
             if key == "hooks" {
@@ -577,10 +581,18 @@ pub fn canonical_top(bytes: &[u8], with_sandbox: bool) -> Result<Vec<u8>, String
             } else if with_sandbox && key == crate::settings::sandbox::KEY {
                 sandbox.extend_from_slice(b"\nsandbox:");
                 value.write(&mut sandbox);
+            } else if key == crate::settings::ALLOW_PLAIN_HTTP {
+                // It decides whether an http handler is sent (contract §19), so it is trusted
+                // with the hooks; a file without it digests as it always did.
+                plain_http.extend_from_slice(b"\0");
+                plain_http.extend_from_slice(key.as_bytes());
+                plain_http.push(b'=');
+                value.write(&mut plain_http);
             }
         }
     }
     out.extend(sandbox);
+    out.extend(plain_http);
     Ok(out)
 }
 

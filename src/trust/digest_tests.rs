@@ -42,6 +42,14 @@ fn canonical_json_sorts_keys_keeps_repeats_and_drops_space() {
         "the order of repeated events is the order they run in"
     );
     assert_eq!(canonical_hooks(br#"{"a":1}"#).unwrap(), b"");
+    // allowPlainHttp decides whether an http handler is sent: trusted with the hooks.
+    let plain = canonical_hooks(br#"{"allowPlainHttp":true,"hooks":{"Stop":[]}}"#).unwrap();
+    assert_eq!(plain, b"{\"Stop\":[]}\0allowPlainHttp=true");
+    assert_ne!(
+        plain,
+        canonical_hooks(br#"{"hooks":{"Stop":[]}}"#).unwrap(),
+        "turning it on is an edit"
+    );
     assert_eq!(
         canonical_hooks(br#"{"hooks":{"on":true,"off":false,"none":null}}"#).unwrap(),
         br#"{"none":null,"off":false,"on":true}"#

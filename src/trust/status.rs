@@ -12,7 +12,7 @@ use super::store::{self, Entry};
 use super::Digest;
 use super::{Assessment, State};
 use crate::settings::layers::{self, LayerKind, Loaded};
-use crate::settings::{Action, Written};
+use crate::settings::Written;
 
 /// The bytes of `layer`'s file in the project at `root` (empty when there is none), and a
 /// warning when it is unusable.
@@ -131,8 +131,7 @@ fn layer_json(
     let mut hooks = Vec::new();
     for group in super::all_groups(assessment.layer, &assessment.path, bytes) {
         for handler in &group.handlers {
-            let Action::Process(program) = &handler.action;
-            let written = Written::of(program);
+            let written = Written::of_action(&handler.action);
             let mut entry = json!({
                 "event": group.event,
                 "path": format!("{}.hooks[{}]", group.path(), handler.index),
@@ -149,6 +148,12 @@ fn layer_json(
             }
             if let Some(policy) = &handler.sandbox.policy {
                 entry["sandbox"] = policy.json();
+            }
+            // An http handler's request (contract §19): what it posts to, and with what.
+            for (field, value) in written.json_members() {
+                if matches!(field.as_str(), "url" | "headers" | "allowedEnvVars") {
+                    entry[field] = value;
+                }
             }
             hooks.push(entry);
         }

@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 39] = [
+pub const CLEARED: [&str; 44] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -54,8 +54,14 @@ pub const CLEARED: [&str; 39] = [
     "OTEL_TRACES_EXPORTER",
     "TRACEPARENT",
     "TRACESTATE",
+    "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
     "LEVELCODE_HOOKS_OTEL_CONTENT",
-    "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
+    // The certificates an https:// request trusts (src/environment.rs's `ssl_cert_paths`).
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
     // What handlers are given.
     "LEVELCODE_HOOK_EVENT",
     "LEVELCODE_TOOL_NAME",

@@ -107,6 +107,15 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (Array.isArray(h.args)) handler.args = h.args.map(String);
     if (h.shell === "powershell") handler.shell = h.shell;
     if (Array.isArray(h.argv)) handler.argv = h.argv.map(String);
+    // An http handler (contract §19) is passed on with what it sends and where.
+    if (typeof h.url === "string") {
+      handler.type = "http";
+      handler.url = h.url;
+      if (h.headers !== null && typeof h.headers === "object" && !Array.isArray(h.headers)) {
+        handler.headers = Object.fromEntries(Object.entries(h.headers as Json).map(([k, v]) => [k, String(v)]));
+      }
+      if (Array.isArray(h.allowedEnvVars)) handler.allowedEnvVars = h.allowedEnvVars.map(String);
+    }
     if (typeof h.timeout === "number") handler.timeout = h.timeout;
     if (typeof h.name === "string") handler.name = h.name;
     // Only a protocol that is not the default: what a person would have had to write. One this

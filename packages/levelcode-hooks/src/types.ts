@@ -57,9 +57,13 @@ export const HOOK_PROTOCOLS = [
 /** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
 export type HookProtocol = (typeof HOOK_PROTOCOLS)[number];
 
-/** One handler: a command run through the shell, or a program run directly (argv, or command with args). */
+/**
+ * One handler: a command run through the shell, a program run directly (argv, or command with
+ * args), or (`type: "http"`) a POST of the event to a URL, whose 2xx JSON answer is read as a
+ * command's stdout on exit 0.
+ */
 export type HookHandler = {
-  type?: "command" | undefined;
+  type?: "command" | "http" | undefined;
   /**
    * Shell command string, run with `/bin/sh -c` (`cmd.exe /d /s /c` on Windows); with `args`,
    * the program itself, run without a shell (Claude Code's exec form).
@@ -71,6 +75,16 @@ export type HookHandler = {
   shell?: "bash" | "powershell" | undefined;
   /** Direct argv, `argv[0]` looked up on `PATH`, no shell. */
   argv?: string[] | undefined;
+  /**
+   * `type: "http"`: where the event is POSTed. `https://` is verified against the system's
+   * certificates; plain `http://` goes to loopback only unless the settings file says
+   * `"allowPlainHttp": true`.
+   */
+  url?: string | undefined;
+  /** `type: "http"`: headers; `$NAME` and `${NAME}` are filled in for `allowedEnvVars` only. */
+  headers?: Record<string, string> | undefined;
+  /** `type: "http"`: the variables its headers may name. */
+  allowedEnvVars?: string[] | undefined;
   /** Seconds, fractions allowed; default 10, at most 600. */
   timeout?: number | undefined;
   /**
@@ -190,6 +204,8 @@ export type HookRunDetail = {
   matcher: string | null;
   /** The signal that ended it, when one did. */
   signal: number | null;
+  /** An http handler's status, in place of a process's `exitCode`; `null` for a process. */
+  httpStatus: number | null;
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   /** Why the outcome is what it is, when that needs saying. */
