@@ -13,6 +13,7 @@ import { isAbsolute } from "node:path";
 import { outcomeFromAnswer } from "./answer.js";
 import { isNoMatch, NoMatchCache, nowNs, type CacheStats } from "./cache.js";
 import { keptFolder, keptKey, readKept, realDirectory, writeKept } from "./kept.js";
+import { callerRecordsCompliance } from "./process.js";
 import type { Reply } from "./server.js";
 import { MATCHER_MEMBERS, TOOL_EVENT_NAMES } from "./types.js";
 import type { HookDispatchOutcome, HookEventName, HookPayload } from "./types.js";
@@ -125,7 +126,9 @@ export class AnswerMemory {
     const cwd = payload.cwd;
     // A dispatch that writes a log leaves a trace that an answer from memory would not.
     if (typeof cwd !== "string" || !isAbsolute(cwd) || "team" in payload) return null;
-    if (this.env.LEVELCODE_HOOKS_LOG || (event === "PostToolUse" && this.env.LEVELCODE_TEAM)) return null;
+    // A team's PostToolUse writes a compliance line, unless `logToolCall` of this package writes
+    // it instead (process.ts): then its dispatch leaves no trace and may be answered from memory.
+    if (this.env.LEVELCODE_HOOKS_LOG || (event === "PostToolUse" && this.env.LEVELCODE_TEAM && !callerRecordsCompliance())) return null;
     const scope = `${this.envId}\u0002${cwd}\u0002${event}`;
     const member = MATCHER_MEMBERS[event as HookEventName];
     if (typeof payload.tool_name === "string") return { event, cwd, key: `${scope}\u0002${payload.tool_name}`, scope, subject: payload.tool_name };

@@ -120,6 +120,24 @@ export function keyId(key: string): number {
   return id;
 }
 
+let callerRecords = false;
+
+/**
+ * `logToolCall` of this package is in use in this process: from its first call on, every
+ * `PostToolUse` tells the dispatcher that the caller records the call (docs/serve.md,
+ * `caller_records_compliance`), so that a team's tool call gets one compliance line, the one
+ * `logToolCall` writes, whatever `LEVELCODE_TEAM` says. levelcode's tool executor calls
+ * `logToolCall` before it awaits the call's `PostToolUse`, so its first call is covered too.
+ */
+export function markCallerRecordsCompliance(): void {
+  callerRecords = true;
+}
+
+/** Whether `logToolCall` of this package has been called in this process (see above). */
+export function callerRecordsCompliance(): boolean {
+  return callerRecords;
+}
+
 const told = new Set<string>();
 const pending: string[] = [];
 

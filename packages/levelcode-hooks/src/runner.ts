@@ -25,11 +25,14 @@ import { inotifyLoaded } from "./inotify.js";
 import { AnswerMemory, type Call, type Settle } from "./memory.js";
 import { runOnce } from "./oneshot.js";
 import { newId, poolFor, type Pool } from "./pool.js";
-import { agentMark, hostEnvironment, keyId, noticesFor } from "./process.js";
+import { agentMark, callerRecordsCompliance, hostEnvironment, keyId, noticesFor } from "./process.js";
 import type { Reply, Server } from "./server.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
 type Json = Record<string, unknown>;
+
+/** `run`'s flag for `options.caller_records_compliance` (docs/serve.md). */
+const CALLER_RECORDS_FLAG = "--caller-records-compliance";
 
 export type HookRunnerOptions = {
   /** An inline configuration used instead of every settings layer (no trust needed). */
@@ -81,6 +84,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   let binaryError: string | null = null;
   let serveFailure: string | null = null;
   let reportedServeFailure = false;
+  /** `run` takes `--caller-records-compliance`: taken to be so until it refuses the flag. */
+  let runKnowsCallerRecords = true;
   let closed = false;
   const seenWarnings = new Set<string>();
   /** undefined: not decided yet; null: off or unavailable. */
@@ -147,11 +152,14 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return JSON.stringify({ ...rest, event });
   }
 
-  function requestLine(json: string, id: number, server: Server, watch: boolean): string {
+  function requestLine(event: string, json: string, id: number, server: Server, watch: boolean): string {
     let options = "";
     if (inlineJson !== null) {
       options = server.inline ? `"hooks":${inlineJson}` : `"settings":${JSON.stringify([inlineSettingsFile()])}`;
     } else if (watch && server.watch) options = `"watch":true`;
+    if (event === "PostToolUse" && server.callerRecords && callerRecordsCompliance()) {
+      options += `${options ? "," : ""}"caller_records_compliance":true`;
+    }
     const member = options ? `,"options":{${options}}` : "";
     return `{"id":${id}${member}${json.length > 2 ? "," : ""}${json.slice(1)}\n`;
   }
@@ -193,7 +201,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const server = chosen.pick();
       if (!server.watch) return null;
       const id = newId();
-      const line = `{"id":${id},"options":{"watch":true,"probe":true},${payloadJson(event, payload).slice(1)}\n`;
+      const caller = event === "PostToolUse" && server.callerRecords && callerRecordsCompliance() ? `,"caller_records_compliance":true` : "";
+      const line = `{"id":${id},"options":{"watch":true,"probe":true${caller}},${payloadJson(event, payload).slice(1)}\n`;
       return { reply: chosen.send(server, line, id, true), wake: () => server.wake(id) };
     });
   }
@@ -215,7 +224,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const chosen = poolOf(bin);
       const server = chosen.pick();
       const id = newId();
-      const line = requestLine(json, id, server, learn !== null);
+      const line = requestLine(event, json, id, server, learn !== null);
       const stop = watchdog(limits(), bin, event, payload, () => !server.concurrent && !server.isOldest(id), (ms) =>
         server.kill(`levelcode-hooks serve gave no answer within ${ms} ms; it was stopped and will be replaced`),
       );
@@ -224,7 +233,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         if (reply.kind === "answer" && server.refused(reply.answer)) {
           // A binary older than an option the line used: nothing ran; once more without it.
           const again = newId();
-          reply = await chosen.send(server, requestLine(json, again, server, learn !== null), again);
+          reply = await chosen.send(server, requestLine(event, json, again, server, learn !== null), again);
         }
         if (reply.kind === "fault" && reply.neverStarted) {
           serveFailure = reply.warning;
@@ -255,7 +264,14 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const args = ["run"];
     if (inlineJson !== null) args.push("--settings", inlineSettingsFile());
     const bounds = limits();
-    const reply = await runOnce(bin, args, env, json, (onHung) => watchdog(bounds, bin, event, payload, () => false, onHung));
+    const once = (flags: string[]) => runOnce(bin, flags, env, json, (onHung) => watchdog(bounds, bin, event, payload, () => false, onHung));
+    const tellsCaller = event === "PostToolUse" && runKnowsCallerRecords && callerRecordsCompliance();
+    let reply = await once(tellsCaller ? [...args, CALLER_RECORDS_FLAG] : args);
+    if (tellsCaller && reply.kind === "answer" && typeof reply.answer.error === "string" && reply.answer.error.includes(CALLER_RECORDS_FLAG)) {
+      // A binary older than the flag refused the arguments: nothing ran; once more without it.
+      runKnowsCallerRecords = false;
+      reply = await once(args);
+    }
     return remember(reply, finish(event, reply, fallbackNote ? [fallbackNote] : []));
   }
 

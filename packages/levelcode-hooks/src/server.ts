@@ -27,6 +27,7 @@ export type Reply =
 /** The error of a binary older than an option this client sends. */
 const UNKNOWN_HOOKS = "unknown field `hooks`";
 const UNKNOWN_WATCH = "unknown field `watch`";
+const UNKNOWN_CALLER_RECORDS = "unknown field `caller_records_compliance`";
 
 type Unrefable = { ref?: () => void; unref?: () => void };
 
@@ -68,6 +69,8 @@ export class Server {
    */
   inline = true;
   watch = true;
+  /** The binary takes `options.caller_records_compliance`; likewise until an answer says otherwise. */
+  callerRecords = true;
   /** The server answered a request before an older one: it serves requests side by side. */
   concurrent = false;
   /** When the server last answered, or last went from idle to busy (ms, `Date.now()`). */
@@ -105,6 +108,10 @@ export class Server {
     }
     if (this.watch && error.includes(UNKNOWN_WATCH)) {
       this.watch = false;
+      return true;
+    }
+    if (this.callerRecords && error.includes(UNKNOWN_CALLER_RECORDS)) {
+      this.callerRecords = false;
       return true;
     }
     return false;

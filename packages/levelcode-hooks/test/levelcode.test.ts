@@ -3,7 +3,8 @@
  * the tool executor's module-level runner with no options; the SDK's `run()`, which makes a new
  * runner for every prompt, never closes it and fires Stop without waiting, right before the CLI
  * calls `process.exit`; a model step whose tool calls all start at once; an untrusted project;
- * and the compliance log of a team run with `logToolCall` switched too. After each, the number
+ * and the compliance log of a team run with `logToolCall` switched too, with and without
+ * `LEVELCODE_TEAM` (one line per executed call either way). After each, the number
  * of `serve` processes: a few at most while the host runs, none once it is gone.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -11,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
-import { alive, BINARY, BUN, perTestDir, writeProjectHooks } from "./helpers.ts";
+import { alive, BINARY, BUN, perTestDir, writeProjectHooks, writeScript } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(90_000);
@@ -311,5 +312,111 @@ process.exit(0);`,
     for (const line of lines) {
       expect(hash(`${line.traceId}:${line.timestamp}:${line.eventType}:${JSON.stringify(line.payload)}`)).toBe(line.signature as string);
     }
+  });
+
+  test("a team run with LEVELCODE_TEAM set as well: one compliance line per executed call, as with the engine", () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    const got = host(
+      `${EXECUTOR}
+const team = (id: string) => ({ name: "alpha", agent: "agent-7", id });
+say(await executeToolCall("write_file", { path: "a.ts" }, team("tc-1")));
+say(await executeToolCall("read_files", { paths: ["a.ts"] }, team("tc-2")));
+say(hooks.serverCounts());`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    // The PostToolUse handler still ran: only the dispatch's own compliance line is left out.
+    expect(got.lines[0]).toMatchObject({ blocked: false, context: "post ran", warnings: [] });
+    expect(survivors(got.lines[2]?.pids)).toEqual([]);
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const lines = readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => line.traceId)).toEqual(["tc-1", "tc-2"]);
+    const verify = spawnSync(BINARY, ["compliance", "verify", "--team", "alpha"], { env: { ...process.env, LEVELCODE_DIR: data }, encoding: "utf8" });
+    expect(verify.stdout + verify.stderr).toContain("chain intact");
+    expect(verify.status).toBe(0);
+  });
+
+  test("once logToolCall writes the lines, a team's PostToolUse that matches nothing is answered from memory, and every call keeps its line", async () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    // Settings older than two seconds: their stamps alone tell that nothing changed.
+    await Bun.sleep(2100);
+    const got = host(
+      `${EXECUTOR}
+const team = (id: string) => ({ name: "alpha", agent: "agent-7", id });
+for (let i = 0; i < 8; i++) {
+  await executeToolCall("read_files", { paths: ["x"] }, team("tc-" + i));
+  await new Promise((r) => setTimeout(r, 20));
+}
+say(hookRunner.cacheStats());`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    // More answers from memory than the eight PreToolUse calls could give: PostToolUse's too.
+    expect((got.lines[0] as { hits: number }).hits).toBeGreaterThan(8);
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const deadline = Date.now() + 10_000;
+    const traces = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { traceId: string }).traceId) : []);
+    while (traces().length < 8 && Date.now() < deadline) Bun.sleepSync(25);
+    expect(traces()).toEqual(Array.from({ length: 8 }, (_, i) => `tc-${i}`));
+  });
+
+  test("a host that never calls logToolCall keeps the dispatcher's line for each PostToolUse of a team run", () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    const got = host(
+      `${EXECUTOR}
+say(await executeToolCall("write_file", { path: "a.ts" }));
+say(await executeToolCall("read_files", { paths: ["a.ts"] }));`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const tools = readFileSync(log, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as { payload: { tool: string } }).payload.tool);
+    expect(tools).toEqual(["write_file", "read_files"]);
+  });
+
+  test("when serve cannot start, the run of a PostToolUse is told that logToolCall records the call", () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    const argsLog = join(dir, "run-args");
+    // `serve` fails as a binary without it would; `run` says what it was given, then runs.
+    const fake = writeScript(
+      dir,
+      "fake-levelcode-hooks",
+      `#!/bin/sh\nif [ "$1" = serve ]; then echo "error: unrecognized subcommand 'serve'" >&2; exit 2; fi\necho "$*" >> ${JSON.stringify(argsLog)}\nexec ${JSON.stringify(BINARY)} "$@"\n`,
+    );
+    const got = host(
+      `const hookRunner = hooks.createHookRunner({ binary: ${JSON.stringify(fake)} });
+for (const [i, tool] of ["write_file", "read_files"].entries()) {
+  await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: tool, tool_input: {} });
+  hooks.logToolCall("alpha", "tc-" + i, "agent-7", tool, {}, "success");
+  const post = await hookRunner.runEvent("PostToolUse", { event: "PostToolUse", cwd: process.cwd(), tool_name: tool, tool_input: {}, tool_result: "ok" });
+  say({ context: post.additionalContext.trim() });
+}`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    expect(got.lines[0]).toEqual({ context: "post ran" });
+    const runs = readFileSync(argsLog, "utf8").split("\n").filter(Boolean);
+    expect(runs).toEqual(["run", "run --caller-records-compliance", "run", "run --caller-records-compliance"]);
+    // logToolCall's lines, through the real binary's serve, and none of the runs'.
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const deadline = Date.now() + 10_000;
+    const count = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0);
+    while (count() < 2 && Date.now() < deadline) Bun.sleepSync(25);
+    expect(readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { traceId: string }).traceId)).toEqual(["tc-0", "tc-1"]);
   });
 });
