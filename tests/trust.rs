@@ -1024,3 +1024,4 @@ fn serve_watch_names_each_file_the_answer_depends_on_with_its_stamp() {
 
 mod cost;
 mod hostile;
+mod readings;
