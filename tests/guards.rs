@@ -180,3 +180,91 @@ fn a_backslash_newline_joins_a_word_as_the_shell_does() {
 fn a_carriage_return_is_part_of_its_word() {
     a_push_is_guarded(&["echo x\r#'\n'; git push #'", "true\r;git push"]);
 }
+
+/// Finding 11: fourteen spellings of the same push got through `Bash(git push*)`. Twelve are
+/// `git push` itself to the shell (a wrapper in front, the word quoted or escaped, the program
+/// by its path) or hide it where the filter cannot see (`eval`, a shell given a string, a
+/// substitution or a variable as the command word): the guard starts for each, and for those it
+/// cannot see through its entry and the warnings say why.
+#[test]
+fn every_spelling_of_a_push_starts_the_guard() {
+    let git = FakeGit::new();
+    let fake = git.bin().join("git");
+    let by_path = format!("{} push", fake.display());
+    let spellings: Vec<(&str, String)> = vec![
+        ("env git push", "env git push".into()),
+        ("command git push", "command git push".into()),
+        ("exec git push", "exec git push".into()),
+        ("eval git push", "eval git push".into()),
+        ("\\git push", "\\git push".into()),
+        ("'git' push", "'git' push".into()),
+        ("g\"\"it push", "g\"\"it push".into()),
+        ("bash -c \"git push\"", "bash -c \"git push\"".into()),
+        ("sh <<EOF\ngit push\nEOF", "sh <<EOF\ngit push\nEOF".into()),
+        ("$(echo git) push", "$(echo git) push".into()),
+        ("x=git; $x push", "x=git; $x push".into()),
+        // The fake's own path stands for /usr/bin/git when the shell runs it.
+        ("/usr/bin/git push", by_path),
+    ];
+    for shell in shells() {
+        for (_, run) in &spellings {
+            let calls = git.calls(&shell, run);
+            assert_eq!(calls, ["git push"], "{}: {run:?}", shell.display());
+        }
+    }
+    let commands: Vec<&str> = spellings.iter().map(|(c, _)| *c).collect();
+    let answers = answers("Bash(git push*)", &commands);
+    for (command, answer) in commands.iter().zip(&answers) {
+        assert!(guarded(answer), "{command:?}: {answer}");
+    }
+    // Where the filter cannot see what runs, it says so.
+    for (command, why) in [
+        ("eval git push", "eval runs its words"),
+        ("bash -c \"git push\"", "bash -c runs its text"),
+        ("sh <<EOF\ngit push\nEOF", "a here-document fed to it"),
+        ("$(echo git) push", "what a substitution prints"),
+        ("x=git; $x push", "a variable's value"),
+    ] {
+        let at = commands.iter().position(|c| *c == command).unwrap();
+        let answer = &answers[at];
+        let warnings = answer["warnings"].to_string();
+        assert!(
+            warnings.contains("cannot see what the command runs") && warnings.contains(why),
+            "{command:?}: {warnings}"
+        );
+        let message = answer["handlers"][0]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(message.contains(why), "{command:?}: {answer}");
+    }
+}
+
+/// `git -C . push` and `git --no-pager push` push too, but are other commands to a pattern, as
+/// they are to Claude Code: `git push*` does not match them (docs/hooks.md says so). A guard
+/// that must catch them says so in its rule: `Bash(git *push*)`, or a second `if`.
+#[test]
+fn git_options_before_the_subcommand_make_another_command_as_documented() {
+    let git = FakeGit::new();
+    let forms = ["git -C . push", "git --no-pager push"];
+    for shell in shells() {
+        for form in forms {
+            let calls = git.calls(&shell, form);
+            assert_eq!(calls, [form], "{}: {form:?}", shell.display());
+        }
+    }
+    for answer in answers("Bash(git push*)", &forms) {
+        assert!(!guarded(&answer), "{answer}");
+        assert_eq!(answer["handlers"], json!([]), "{answer}");
+    }
+    for answer in answers("Bash(git *push*)", &forms) {
+        assert!(guarded(&answer), "{answer}");
+    }
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/hooks.md"))
+        .unwrap();
+    assert!(
+        docs.contains("`git -C . push`") && docs.contains("`Bash(git *push*)`"),
+        "docs/hooks.md documents the forms that stay other commands"
+    );
+}
+
+mod property;

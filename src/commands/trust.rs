@@ -355,6 +355,15 @@ pub fn review(assessment: &Assessment, bytes: &[u8], store_path: Option<&Path>) 
                 let _ = writeln!(out, "  {}  {}", shown(&script.path), script.hash);
             }
         }
+        if !digest.readings.is_empty() {
+            let _ = writeln!(
+                out,
+                "Words that /bin/sh and bash read differently (every reading is covered):"
+            );
+            for reading in &digest.readings {
+                let _ = writeln!(out, "  {}", shown(reading));
+            }
+        }
         for place in &digest.fallback {
             let _ = writeln!(
                 out,

@@ -289,9 +289,9 @@ struct Chain<'a> {
 impl<'a> Chain<'a> {
     /// One enabled handler of a group that applies: held back, or each of its runs.
     fn handler(&mut self, group: &Group, handler: &'a Handler, report: &mut Report, trace: &Trace) {
-        if self.filtered_out(group, handler, None, report, trace) {
+        let Some(note) = self.filter(group, handler, None, report, trace) else {
             return;
-        }
+        };
         let label = handler.label();
         let entry = || {
             let mut entry = HandlerReport::new(group, &label);
@@ -330,11 +330,21 @@ impl<'a> Chain<'a> {
             let Some(run) = run else { break };
             // A run about one part of the call (a `Read` of one path) is filtered on its own.
             let part = run.call.as_ref().and_then(|call| call.part);
-            if part.is_some() && self.filtered_out(group, handler, part, report, trace) {
-                continue;
+            let mut note = note.clone();
+            if part.is_some() {
+                match self.filter(group, handler, part, report, trace) {
+                    None => continue,
+                    Some(own) => note = own.or(note),
+                }
             }
             let mut entry = entry();
             self.run(group, handler, &sandbox, &label, run, &mut entry, report);
+            if let Some(note) = note {
+                entry.message = Some(match entry.message.take() {
+                    Some(message) => format!("{note}; {message}"),
+                    None => note,
+                });
+            }
             trace.handler(&entry);
             report.handlers.push(entry);
             if self.end.is_some() {
@@ -343,20 +353,21 @@ impl<'a> Chain<'a> {
         }
     }
 
-    /// Returns true if and only if an `"if"` of `group` or of `handler` rules out this call, or
-    /// its part `part`: such a handler is not run and not reported (contract §16). An `"if"`
-    /// that cannot be evaluated lets it run, with a warning.
-    fn filtered_out(
+    /// `None` when an `"if"` of `group` or of `handler` rules out this call, or its part
+    /// `part`: such a handler is not run and not reported (contract §16). An `"if"` that cannot
+    /// be evaluated lets it run, with a warning, and the note for its entry that says why.
+    fn filter(
         &mut self,
         group: &Group,
         handler: &Handler,
         part: Option<usize>,
         report: &mut Report,
         trace: &Trace,
-    ) -> bool {
+    ) -> Option<Option<String>> {
         if group.filter.is_none() && handler.filter.is_none() {
-            return false;
+            return Some(None);
         }
+        let mut note = None;
         let call = tool_call(self.payload, self.inputs.current_input(), self.root, part);
         for (filter, own) in [(&group.filter, false), (&handler.filter, true)] {
             let Some(filter) = filter else { continue };
@@ -376,6 +387,10 @@ impl<'a> Chain<'a> {
                     if !report.warnings.contains(&warning) {
                         report.warnings.push(warning);
                     }
+                    note.get_or_insert(format!(
+                        "run: \"if\": {:?} cannot be evaluated ({why})",
+                        filter.text()
+                    ));
                 }
                 Verdict::Filtered { why, by_input } => {
                     report.depends_on_input |= by_input;
@@ -388,11 +403,11 @@ impl<'a> Chain<'a> {
                             handler.label()
                         ));
                     }
-                    return true;
+                    return None;
                 }
             }
         }
-        false
+        Some(note)
     }
 
     /// Why `handler` does not run, when it does not: the outcome, the message and whether the

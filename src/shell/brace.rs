@@ -38,6 +38,8 @@ pub(super) fn expand(parts: &[Part]) -> Result<Vec<Vec<Part>>, Error> {
             .checked_sub(atoms.len() + 1)
             .ok_or(Error::TooManyFields)?;
         match first_expansion(&atoms) {
+            // An alternative that is nothing unquoted makes no word (`{git,}` is `git`).
+            None if atoms.is_empty() => {}
             None => {
                 done.push(to_parts(atoms));
                 if done.len() > MAX_FIELDS {

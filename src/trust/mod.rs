@@ -440,6 +440,7 @@ pub fn assess_read(
             scripts: Vec::new(),
             watched: recalled.seal.paths().skip(1).collect(),
             fallback: Vec::new(),
+            readings: Vec::new(),
         },
         None => match digest::compute(root, layer, bytes, &groups) {
             Ok(digest) => digest,

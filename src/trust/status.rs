@@ -172,6 +172,7 @@ fn layer_json(
         "hooks": hooks,
         "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash, "in_hooks_folder": s.in_folder, "via": s.via})).collect()),
         "fallback": digest.map_or_else(Vec::new, |d| d.fallback.clone()),
+        "readings": digest.map_or_else(Vec::new, |d| d.readings.clone()),
         "trusted_at": assessment.trusted_at,
         "untrustable": assessment.untrustable,
         "warnings": warnings,

@@ -28,6 +28,7 @@ const BOTH: &[&str] = &[
     // Brace expansion, bash's alone.
     "rec {a,b} {1..3} a{,}b {x} {} {a..e..2} {\"a b\",c}",
     "rec pre{x,y{1,2}}post {01..03} {-1..1}",
+    "rec {git,} push {,} z \"\" {a,\"\"}",
     // Backslash-newline: removed, between words, inside words, inside double quotes; kept in
     // single quotes.
     "rec git pu\\\nsh",

@@ -1,4 +1,5 @@
-//! The subcommands of a shell command, as an `if` on the shell tool tests them (contract §16):
+//! The subcommands of a shell command as written, one of the forms an `if` on the shell tool
+//! tests (contract §16; the others are [`super::command`]'s):
 //! a command is cut at `&&`, `||`, `;`, `|`, `&` and line breaks, and each part is one
 //! subcommand, as is each command inside `( … )`, `$( … )`, `` ` … ` `` and `<( … )`.
 //!
@@ -46,7 +47,7 @@ const SHELL_WORDS: &[&str] = &[
 
 /// The words of a command that say what runs: without the shell's own words, the leading
 /// assignments and the process wrappers in front of it.
-fn what_runs<'w>(mut words: &'w [&'w str]) -> &'w [&'w str] {
+pub(super) fn what_runs<'w>(mut words: &'w [&'w str]) -> &'w [&'w str] {
     while let Some((first, rest)) = words.split_first() {
         if SHELL_WORDS.contains(first) || is_assignment(first) {
             words = rest;
