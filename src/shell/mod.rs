@@ -21,8 +21,10 @@
 //! (bash's arithmetic command; two subshells to dash) and `[[ … ]]`.
 //!
 //! The reading is linear in the text, its nesting bounded by [`MAX_DEPTH`], and it never panics.
-//! What it cannot read (a quote or a substitution left open, nesting past the bound) is an
-//! [`Error`], with every command read before it.
+//! What it cannot read (a quote or a substitution left open, nesting past the bound, a `(` after
+//! a command's words, which both shells refuse and bash reads as a pattern only with an option
+//! on) is an [`Error`], with every command read before it. It may refuse more than a shell
+//! would (bash reads `$((a); b)` again as a substitution), never less.
 
 mod brace;
 mod scan;
@@ -216,8 +218,8 @@ impl Word {
     }
 
     /// The words `dialect` makes of this one before any expansion runs: bash's brace expansion
-    /// (`{a,b}.sh` is `a.sh` and `b.sh`, `{1..3}` is three words), one word as it is to
-    /// `/bin/sh`.
+    /// (`{a,b}.sh` is `a.sh` and `b.sh`, `{1..3}` is three words, `{git,}` is `git` alone),
+    /// one word as it is to `/bin/sh`.
     pub fn fields(&self, dialect: Dialect) -> Result<Vec<Vec<Part>>, Error> {
         match dialect {
             Dialect::Sh => Ok(vec![self.parts.clone()]),

@@ -306,6 +306,7 @@ impl<'a> Scanner<'a> {
                         }],
                     });
                 }
+                b'(' if !cmd.command.words.is_empty() => self.after_words(cmd, depth)?,
                 b'(' => {
                     self.finish(cmd);
                     self.bump(1);
@@ -321,6 +322,55 @@ impl<'a> Scanner<'a> {
                 b'<' | b'>' if self.ahead(1) == Some(b'(') => self.word(cmd, cases, depth)?,
                 b'<' | b'>' => self.redirect(cmd, None, depth)?,
                 _ => self.word(cmd, cases, depth)?,
+            }
+        }
+    }
+
+    /// A `(` after the words of a command: the `()` of a function's definition, bash's array
+    /// (`a=(x y)`), or what both shells refuse (`echo (x)`, and bash's `@(x)` patterns, which
+    /// it reads only with an option on).
+    fn after_words(&mut self, cmd: &mut Building, depth: usize) -> Result<(), Error> {
+        let words = &cmd.command.words;
+        let mut at = self.at + 1;
+        while matches!(self.src.get(at), Some(b' ' | b'\t')) {
+            at += 1;
+        }
+        let named = words.len() == 1 || (words.len() == 2 && words[0].is("function"));
+        if named && self.src.get(at) == Some(&b')') {
+            self.finish(cmd);
+            self.at = at + 1;
+            return Ok(());
+        }
+        let array = words.last().is_some_and(|w| {
+            w.is_assignment()
+                && w.text().ends_with('=')
+                && w.start + w.written.len() <= self.at
+                && !matches!(self.src.get(self.at.wrapping_sub(1)), Some(b' ' | b'\t'))
+        });
+        if !(self.bash() && array) {
+            return Err(Error::Syntax("a ( follows the words of a command"));
+        }
+        self.bump(1);
+        loop {
+            match self.here() {
+                None => return Err(Error::Unclosed("( … )")),
+                Some(b')') => {
+                    self.bump(1);
+                    return Ok(());
+                }
+                Some(b' ' | b'\t' | b'\n') => self.bump(1),
+                Some(b'#') => {
+                    while self.src.get(self.at).is_some_and(|&b| b != b'\n') {
+                        self.at += 1;
+                    }
+                }
+                Some(b';' | b'&' | b'|' | b'(' | b'<' | b'>') => {
+                    return Err(Error::Syntax("an array holds an operator"))
+                }
+                // Its elements are words: their substitutions run.
+                Some(_) => {
+                    self.read_word(depth, false)?;
+                }
             }
         }
     }

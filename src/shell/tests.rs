@@ -234,3 +234,34 @@ fn on_cpu_ns() -> Option<u64> {
     let done = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
     (done == 0).then(|| now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Whatever the text, the reading ends, and every word's fields can be asked for.
+    #[test]
+    fn any_text_is_read_without_a_panic(
+        pieces in proptest::collection::vec(proptest::sample::select(&[
+            "a", " ", "\t", "\n", "\r", "\\", "\\\n", "'", "\"", "`", "$", "$(", "$((", "${", "$'",
+            "(", ")", "((", "))", "{", "}", ",", "..", ";", ";;", "&", "&&", "|", "||", "<", ">",
+            "<<", "<<-", "<<<", "&>", "2>&1", "#", "*", "?", "[", "]", "~", "=", "case", "in",
+            "esac", "[[", "]]", "EOF", "é", "\u{0}", "{1..3}", "-",
+        ][..]), 0..40)
+    ) {
+        let text: String = pieces.concat();
+        for dialect in Dialect::ALL {
+            let parse = parse(&text, dialect);
+            for command in &parse.commands {
+                for word in &command.words {
+                    let _ = word.fields(dialect);
+                    let _ = word.literal();
+                    let _ = word.is_assignment();
+                }
+            }
+        }
+    }
+}

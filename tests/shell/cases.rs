@@ -96,6 +96,7 @@ const BASH: &[&str] = &[
     "rec a {fd}>/dev/null b",
     "rec \"$(cat <(rec inner))\"",
     "case x in x) rec a;& y) rec b;; esac",
+    "a=(x \"$(rec in-array)\" y) && rec after \"${a[1]}\"",
 ];
 
 #[test]
@@ -140,6 +141,9 @@ fn what_a_shell_refuses_the_lexer_refuses() {
         "rec a\nrec 'b",
         "rec $'a\\'b'",
         "rec $((rec a); rec b)",
+        "rec @(x) y",
+        "rec (x)",
+        "a=(x y)",
     ];
     for shell in shells() {
         assert!(

@@ -563,8 +563,6 @@ fn shell_given_text(name: &str, args: &[Vec<Part>], cmd: &shell::Command) -> Opt
 /// `$((…))` or `((…))`, a subscript or an offset of `${…}`, `[[ … -eq … ]]`, a subscript being
 /// assigned.
 fn bash_arithmetic(word: &Word) -> Option<String> {
-    let names =
-        |text: &str| text.contains(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$');
     const WHY: &str =
         "bash evaluates a variable's value as arithmetic there, which may run a command";
     for part in &word.parts {
@@ -612,6 +610,25 @@ fn bash_arithmetic(word: &Word) -> Option<String> {
         }
     }
     None
+}
+
+/// Returns true if and only if arithmetic `text` names a variable (`x`, `$x`), not counting the
+/// letters of numbers (`0x1F`, `2#101`).
+fn names(text: &str) -> bool {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            while chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '#' || *n == '_')
+            {
+                chars.next();
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' || c == '$' {
+            return true;
+        }
+    }
+    false
 }
 
 /// Why a bash builtin of `name` may evaluate a variable as arithmetic: `let`, `[[ … -eq … ]]`,

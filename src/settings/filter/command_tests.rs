@@ -130,6 +130,10 @@ fn what_the_filter_cannot_see_through_says_why() {
         let said = unseen(command);
         assert!(said.contains(why), "{command:?}: {said:?}");
     }
+    // What neither shell reads as written (bash's `@(…)` only with an option on) is no command.
+    for command in ["@(git) push", "echo (git push)", "git push '"] {
+        assert!(read(command).is_err(), "{command:?}");
+    }
     for command in [
         "sh ./script.sh",
         "bash -e deploy.sh",
@@ -140,6 +144,7 @@ fn what_the_filter_cannot_see_through_says_why() {
         "git push origin $BRANCH",
         "x=$(date) git commit",
         "echo ${X:-default}",
+        "echo $((0x1F + 2#101))",
     ] {
         assert_eq!(unseen(command), "", "{command:?}");
     }
@@ -166,4 +171,31 @@ fn a_pattern_and_a_form_meet_as_two_wildcard_texts() {
     let started = std::time::Instant::now();
     assert!(!p("git push*").matches_form(&els(&long)));
     assert!(started.elapsed().as_secs() < 10);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Whatever the command, the filter answers, and never panics.
+    #[test]
+    fn any_command_is_read_without_a_panic(
+        pieces in proptest::collection::vec(proptest::sample::select(&[
+            "git", "push", " ", "\n", "'", "\"", "\\", "$", "$x", "$(", ")", "$((", "))", "${a[",
+            "${s:", "}", "[", "]", "=", "a=", "BASH_ENV=", "env", "-S", "-u", "sudo", "-s", "xargs",
+            "-I", "timeout", "bash", "-c", "sh", "<<", "<<<", "|", ";", "&&", "*", "{a,}", "~",
+            "eval", "let", "[[", "-eq", "declare", "-i", "é",
+        ][..]), 0..30)
+    ) {
+        let text: String = pieces.concat();
+        if let Ok(reading) = read(&text) {
+            let pattern = CommandPattern::parse("git push*");
+            for form in &reading.forms {
+                let _ = pattern.matches_form(form);
+            }
+        }
+    }
 }
