@@ -37,7 +37,8 @@ pub const ANSWER_VARS: [&str; 11] = [
 /// (a command, or a `trust` request of `serve`; handlers get `LEVELCODE_AGENT` whatever the
 /// dispatcher's own), the OpenTelemetry export's (contract §18), which say where the spans of
 /// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing;
-/// `PYTHONSAFEPATH`, which only a handler that runs reads; and `PAGER`, `trust`'s alone.
+/// `PYTHONSAFEPATH`, which only a handler that runs reads; `TMPDIR`, which only a sandboxed
+/// handler's policy reads; and `PAGER`, `trust`'s alone.
 ///
 /// `SSL_CERT_FILE` and `SSL_CERT_DIR` say which certificates an `https://` request trusts (an
 /// http handler's or the export's, `crate::http`): they change whether such a request is made,
@@ -65,8 +66,8 @@ pub const NO_ANSWER_VARS: [&str; 25] = [
     "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
     "TRACEPARENT",
     "LEVELCODE_HOOKS_OTEL_CONTENT",
-    "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
     "PYTHONSAFEPATH",
+    "TMPDIR",
     "PAGER",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",

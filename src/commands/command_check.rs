@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::settings::Program;
+use crate::settings::{Program, Written};
 use crate::shell::scripts::{
     interpreter_script, is_assignment, program_word, redirection, simple_commands,
     strip_project_dir,
@@ -295,6 +295,57 @@ fn is_executable(path: &Path) -> bool {
 #[cfg(windows)]
 fn is_executable(path: &Path) -> bool {
     path.exists()
+}
+
+/// The field of a program started without a shell (`argv`, or `command` with `args`) with an
+/// element that starts with `~`, and what to say of it: only a shell turns `~` into the home
+/// directory, so the program gets the `~` itself and finds no such file.
+pub fn tilde(written: &Written<'_>) -> Option<(&'static str, String)> {
+    let direct = written.argv.is_some() || written.args.is_some();
+    let program = written.command.filter(|_| written.args.is_some());
+    let items = [("command", program.into_iter().collect::<Vec<_>>())]
+        .into_iter()
+        .chain(
+            [("args", written.args), ("argv", written.argv)].map(|(key, items)| {
+                (
+                    key,
+                    items.into_iter().flatten().map(String::as_str).collect(),
+                )
+            }),
+        );
+    for (key, items) in items.filter(|_| direct) {
+        if let Some((i, item)) = items.iter().enumerate().find(|(_, w)| w.starts_with('~')) {
+            let at = if key == "command" {
+                key.to_string()
+            } else {
+                format!("element {i}")
+            };
+            return Some((key, format!(
+                "{at} {item:?} starts with ~, which only a shell expands: without one the program gets the ~ as written and finds no such file; write the path in full, or the whole line as a \"command\" (run by /bin/sh, which expands ~ and $HOME)"
+            )));
+        }
+    }
+    None
+}
+
+/// The field of a handler's program that holds a NUL byte, and what to say of it: no
+/// program's argument can hold one, so the handler fails to start every time.
+pub fn nul_byte(written: &Written<'_>) -> Option<(&'static str, String)> {
+    let at = |text: &str| text.find('\0');
+    let said = |what: String, byte: usize| {
+        format!("{what} contains a NUL byte (\\u0000) at byte {byte}, which no program's argument can hold, so the handler can never start; remove it")
+    };
+    if let Some(byte) = written.command.and_then(at) {
+        return Some(("command", said("the command".into(), byte)));
+    }
+    for (key, items) in [("args", written.args), ("argv", written.argv)] {
+        for (i, item) in items.into_iter().flatten().enumerate() {
+            if let Some(byte) = at(item) {
+                return Some((key, said(format!("element {i}"), byte)));
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -1,5 +1,4 @@
-//! `levelcode-hooks list`: the merged hooks of every layer, and what would run for an event
-//! (contract §10).
+//! `levelcode-hooks list`: the merged hooks of every layer, and what would run for an event (§10).
 //!
 //! Without `--event` each handler is `enabled`, `disabled` or `invalid`. With `--event` (and
 //! `--tool` for tool events) each is marked the way a dispatch would treat it: `would_run` with
@@ -21,7 +20,7 @@ use crate::environment;
 use crate::settings::events::{self, EventKind, Subject};
 use crate::settings::filter;
 use crate::settings::layers::LayerKind;
-use crate::settings::{Action, Written};
+use crate::settings::{sandbox::Sandbox, Action, Written};
 use crate::style::{Painter, Style};
 
 #[derive(Debug, Clone, Args)]
@@ -447,7 +446,7 @@ pub struct HandlerJson {
     pub filter: Option<String>,
     /// Its group's `"if"`.
     pub group_if: Option<String>,
-    /// Its sandbox (contract §20), with where it was said; `null` for none.
+    /// Its sandbox (contract §20) and where it was said; `null` for none.
     pub sandbox: Option<Value>,
     pub state: &'static str,
     pub order: Option<usize>,
@@ -530,9 +529,8 @@ fn to_json<'a>(
     }
 }
 
-/// A handler's sandbox as `list --json` prints it: its policy and where it was said; `None`
-/// for none.
-pub fn sandbox_json(sandbox: &crate::settings::sandbox::Sandbox) -> Option<Value> {
+/// A handler's sandbox as `list --json` prints it, with where it was said; `None` for none.
+pub fn sandbox_json(sandbox: &Sandbox) -> Option<Value> {
     let mut json = sandbox.policy.as_ref()?.json();
     json["from"] = Value::from(sandbox.origin.name());
     Some(json)

@@ -9,20 +9,20 @@ use crate::compliance;
 use crate::environment;
 use crate::settings::events::EventKind;
 use crate::settings::filter::{Call, Verdict};
-use crate::settings::layers::{LayerKind, LayerPath};
+use crate::settings::layers::LayerPath;
 use crate::settings::managed::HttpPolicy;
 use crate::settings::matcher::Matcher;
-use crate::settings::protocol::Protocol;
 use crate::settings::sandbox::Sandbox;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
 use crate::trust::Gate;
 use action::{Answer, Done, Ending, Stop};
+use handler_env::{handler_dir, handler_env};
 use handler_input::Inputs;
 use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::Payload;
-use protocol::{Context, Rewrite, Run, RunFile};
+use protocol::{Context, Rewrite, Run};
 
 // Data flows payload → (the settings model, `crate::settings`: layers, hooks, matchers) →
 // ground → load (through the trust gate) → (this file: the chain, each handler's action,
@@ -32,6 +32,7 @@ mod confine;
 pub mod exec_log;
 pub mod exit;
 mod ground;
+mod handler_env;
 mod handler_input;
 mod load;
 mod options;
@@ -731,73 +732,6 @@ fn part_of_name<'g>(group: &'g Group, subject: &str) -> Option<&'g str> {
         .iter()
         .map(String::as_str)
         .find(|name| !name.is_empty() && lower.contains(&name.to_ascii_lowercase()))
-}
-
-/// The handlers' current directory: the project root, or when it does not exist, ours.
-fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
-    if root.is_dir() {
-        return root.to_path_buf();
-    }
-    let here = environment::start_dir();
-    warnings.push(format!(
-        "project directory {} does not exist; handlers run in {} instead",
-        root.display(),
-        here.display()
-    ));
-    here
-}
-
-/// The variables a handler of `layer` gets, and those it must not inherit: the project root,
-/// also by each protocol's own name for it; the file a protocol gives this run, and none a
-/// protocol gave an earlier run; the tool's name only on tool events; Python's safe path
-/// outside the project. They reach that one run only (its own environment list,
-/// `runner::Invocation`), so no value of one run or request reaches another.
-fn handler_env(
-    payload: &Payload,
-    root: &Path,
-    run_file: Option<&RunFile>,
-    layer: LayerKind,
-) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
-    let root_text = root.to_string_lossy();
-    let mut env = Vec::with_capacity(8);
-    env.push(("LEVELCODE_PROJECT_DIR", root_text.to_string()));
-    env.push(("LEVELCODE_HOOK_EVENT", payload.event.clone()));
-    for protocol in Protocol::all() {
-        if let Some(variable) = protocol.rules().root_variable() {
-            env.push((variable, root_text.to_string()));
-        }
-    }
-    env.push((
-        "LEVELCODE_HOOKS_DEPTH",
-        (environment::depth() + 1).to_string(),
-    ));
-    // A handler is code the agent's work runs, never a person at a terminal: a `trust` it
-    // starts records nothing (docs/trust.md), even under a client that left the variable out of
-    // this dispatcher's own environment.
-    env.push((crate::trust::AGENT_ENV[0], "1".to_string()));
-    // A person's or an organisation's handler runs in the project root, where `python3 -c` and
-    // `python3 -m` would import the repository's `json.py` before the standard library's: the
-    // repository needs neither hooks nor trust for that. The project's own handlers are its
-    // code, trusted as such, and keep Python's default (docs/trust.md).
-    if layer.project_file().is_none() && !environment::python_safe_path_set() {
-        env.push((environment::PYTHON_SAFE_PATH, "1".to_string()));
-    }
-    let mut remove = Vec::new();
-    match &payload.tool_name {
-        Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),
-        None => remove.push("LEVELCODE_TOOL_NAME"),
-    }
-    if let Some(file) = run_file {
-        env.push((file.variable, file.path.display().to_string()));
-    }
-    for protocol in Protocol::all() {
-        for variable in protocol.rules().given_before() {
-            if run_file.is_none_or(|file| file.variable != *variable) {
-                remove.push(*variable);
-            }
-        }
-    }
-    (env, remove)
 }
 
 /// Appends the compliance record of a team run's `PostToolUse` (contract §9).
