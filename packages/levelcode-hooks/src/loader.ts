@@ -7,7 +7,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 import { findBinary } from "./binary.js";
-import type { HookHandler, HookMatcher, HooksConfig, ProjectTrust } from "./types.js";
+import type { HookHandler, HookMatcher, HookSandbox, HookSandboxPolicy, HooksConfig, ProjectTrust } from "./types.js";
 
 export type LoadedHooks = {
   /** The enabled hooks of every layer, in layer order, grouped as they were written. */
@@ -106,6 +106,8 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     // Only the protocol that is not the default: what a person would have had to write.
     if (h.protocol === "claude") handler.protocol = h.protocol;
     if (typeof h.if === "string") handler.if = h.if;
+    const sandbox = sandboxOf(h.sandbox);
+    if (sandbox !== undefined) handler.sandbox = sandbox;
     const groups = (hooks[event] ??= []);
     if (groupKey !== lastGroup || groups.length === 0) {
       const group: HookMatcher = { hooks: [] };
@@ -131,6 +133,24 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (typeof t.layer === "string") loaded.projectTrust.layer = t.layer;
   }
   return loaded;
+}
+
+/**
+ * A handler's sandbox as `list --json` gives it (its policy, wherever it was written) in the
+ * form settings write it: `true` for the default policy, `"best-effort"`, or an object.
+ */
+function sandboxOf(listed: unknown): HookSandbox | undefined {
+  if (listed === null || typeof listed !== "object") return undefined;
+  const policy = listed as Json;
+  const write = Array.isArray(policy.write) ? policy.write.map(String) : [];
+  const network = policy.network === true;
+  const bestEffort = policy.best_effort === true;
+  if (write.length === 0 && !network) return bestEffort ? "best-effort" : true;
+  const widened: HookSandboxPolicy = {};
+  if (write.length > 0) widened.write = write;
+  if (network) widened.network = true;
+  if (bestEffort) widened.bestEffort = true;
+  return widened;
 }
 
 function configEnvSuffix(env: NodeJS.ProcessEnv): string {
