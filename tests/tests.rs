@@ -47,7 +47,7 @@ mod payload;
 mod properties;
 #[cfg(unix)]
 mod rewriting;
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(unix)]
 mod serve;

@@ -23,6 +23,8 @@ export type {
   HookPayload,
   HookProtocol,
   HookRunResult,
+  HookSandbox,
+  HookSandboxPolicy,
   HookRunDetail,
   HookDispatchResult,
   HookDispatchOutcome,

@@ -7,7 +7,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 import { findBinary } from "./binary.js";
-import { HOOK_PROTOCOLS, type HookHandler, type HookMatcher, type HookProtocol, type HooksConfig, type ProjectTrust } from "./types.js";
+import { HOOK_PROTOCOLS, type HookHandler, type HookMatcher, type HookProtocol, type HookSandbox, type HookSandboxPolicy, type HooksConfig, type ProjectTrust } from "./types.js";
 
 export type LoadedHooks = {
   /** The enabled hooks of every layer, in layer order, grouped as they were written. */
@@ -125,6 +125,8 @@ export function loadHooks(projectRoot: string): LoadedHooks {
       unknown.push(`${String(h.file)}: ${path}: protocol "${h.protocol}" is not one this version of @levelcode/hooks knows (${HOOK_PROTOCOLS.join(", ")}); update the package to see it`);
     }
     if (typeof h.if === "string") handler.if = h.if;
+    const sandbox = sandboxOf(h.sandbox);
+    if (sandbox !== undefined) handler.sandbox = sandbox;
     const groups = (hooks[event] ??= []);
     if (groupKey !== lastGroup || groups.length === 0) {
       const group: HookMatcher = { hooks: [] };
@@ -150,6 +152,24 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (typeof t.layer === "string") loaded.projectTrust.layer = t.layer;
   }
   return loaded;
+}
+
+/**
+ * A handler's sandbox as `list --json` gives it (its policy, wherever it was written) in the
+ * form settings write it: `true` for the default policy, `"best-effort"`, or an object.
+ */
+function sandboxOf(listed: unknown): HookSandbox | undefined {
+  if (listed === null || typeof listed !== "object") return undefined;
+  const policy = listed as Json;
+  const write = Array.isArray(policy.write) ? policy.write.map(String) : [];
+  const network = policy.network === true;
+  const bestEffort = policy.best_effort === true;
+  if (write.length === 0 && !network) return bestEffort ? "best-effort" : true;
+  const widened: HookSandboxPolicy = {};
+  if (write.length > 0) widened.write = write;
+  if (network) widened.network = true;
+  if (bestEffort) widened.bestEffort = true;
+  return widened;
 }
 
 function configEnvSuffix(env: NodeJS.ProcessEnv): string {

@@ -54,6 +54,27 @@ export const HOOK_PROTOCOLS = [
   "claude",
 ] as const;
 
+/**
+ * What a sandboxed handler may do beyond the default policy, which writes only in the project,
+ * the temporary folder and `/dev/null`, with no network and no signal outside (docs/hooks.md,
+ * "Sandboxed handlers").
+ */
+export type HookSandboxPolicy = {
+  /** More paths it may write beneath: absolute, relative to the project root, or `~/…`. */
+  write?: string[] | undefined;
+  /** `true` allows IP and Unix sockets alike. */
+  network?: boolean | undefined;
+  /** `true` runs it with what the kernel can enforce, naming the rest in its message. */
+  bestEffort?: boolean | undefined;
+};
+
+/**
+ * A handler's sandbox: `true` the default policy, `false` none, `"best-effort"` the default
+ * policy with what the kernel can enforce, an object the default policy widened.
+ */
+export type HookSandbox = boolean | "best-effort" | HookSandboxPolicy;
+
+
 /** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
 export type HookProtocol = (typeof HOOK_PROTOCOLS)[number];
 
@@ -103,6 +124,8 @@ export type HookHandler = {
    * matches (docs/hooks.md, "Filtering by arguments: if").
    */
   if?: string | undefined;
+  /** What it and everything it starts may do; default: its group's, else its file's. */
+  sandbox?: HookSandbox | undefined;
 };
 
 /** One group: a matcher and the handlers it runs. */
@@ -113,6 +136,8 @@ export type HookMatcher = {
   protocol?: HookProtocol | undefined;
   /** A permission rule each handler of the group must match too (see `HookHandler.if`). */
   if?: string | undefined;
+  /** The sandbox of each handler that gives none of its own. */
+  sandbox?: HookSandbox | undefined;
   hooks: HookHandler[];
 };
 
