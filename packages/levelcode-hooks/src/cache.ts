@@ -17,7 +17,7 @@
 import { lstatSync, readlinkSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, sep } from "node:path";
 
-import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, Inotify, WATCH_ALL, WATCH_ENTRIES } from "./inotify.js";
+import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, WATCH_ALL, WATCH_ENTRIES, Watches, type WatchEvent, type WatchOwner } from "./inotify.js";
 import type { HookDispatchOutcome } from "./types.js";
 
 export type CacheStats = { hits: number; misses: number; stored: number; invalidations: number };
@@ -48,7 +48,10 @@ export function nowNs(): bigint {
 }
 /** Symlinks followed on one path at most, as the kernel does (ELOOP). */
 const MAX_LINKS = 40;
-/** How long after a store the folders further up are watched whole (see `upgrade`). */
+/**
+ * How long after a folder further up is watched for its entries the next answer from memory
+ * watches it whole first (see `upgrade`).
+ */
 const UPGRADE_DELAY_MS = 20;
 
 /** A folder's owner and permissions, as `lstat` gives them; null when it cannot be read. */
@@ -83,7 +86,12 @@ export function stampOf(path: string, nowNs: bigint): { text: string; recent: bo
 
 export class NoMatchCache {
   private readonly answers = new Map<string, HookDispatchOutcome>();
-  private inotify: Inotify | null = null;
+  /** The process's watches (inotify.ts), once this cache watches anything. */
+  private watches: Watches | null = null;
+  /** What the watches tell of this cache's own (see `notice`). */
+  private readonly owner: WatchOwner = (event) => this.notice(event);
+  /** A watch saw something that matters since the last `check`. */
+  private stale = false;
   /** For each watch, the names in its folder that matter (null: every name). */
   private readonly interests = new Map<number, Set<string> | null>();
   private readonly watched = new Map<string, number>();
@@ -102,15 +110,18 @@ export class NoMatchCache {
    * attributes seen then, until `upgrade` watches them whole.
    */
   private readonly partial = new Map<string, { wd: number; attributes: string | null }>();
-  private upgradeTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * When (`Date.now()`) the first answer from memory is to watch `partial` whole; 0 for none. Not
+   * a timer: one due as the host ends would run in the event loop's last turn, and watching a
+   * busy folder whole takes the kernel tens of milliseconds, which the host's exit would wait for.
+   */
+  private upgradeDue = 0;
   private generation = 0;
   readonly stats: CacheStats = { hits: 0, misses: 0, stored: 0, invalidations: 0 };
 
   /** Whether this platform and runtime can watch synchronously (Linux, Bun). */
   static available(): boolean {
-    const probe = Inotify.open();
-    probe?.close();
-    return probe !== null;
+    return Watches.get() !== null;
   }
 
   /**
@@ -124,6 +135,7 @@ export class NoMatchCache {
       return null;
     }
     this.check();
+    if (this.upgradeDue !== 0 && Date.now() >= this.upgradeDue) this.upgrade();
     const hit = this.answers.get(key) ?? this.summarized(scope, subject);
     if (hit === undefined) {
       this.stats.misses++;
@@ -235,10 +247,11 @@ export class NoMatchCache {
     this.summaries.clear();
     this.unsummarized.clear();
     this.partial.clear();
-    clearTimeout(this.upgradeTimer);
-    this.upgradeTimer = undefined;
-    this.inotify?.close();
-    this.inotify = null;
+    this.upgradeDue = 0;
+    // The kernel's watches stay (other caches may share them, and closing is what costs): this
+    // cache is only no longer told of them.
+    this.watches?.release(this.owner);
+    this.stale = false;
     this.generation++;
     this.stats.invalidations++;
   }
@@ -251,7 +264,7 @@ export class NoMatchCache {
    * watch was set, and from here on by the watch itself.
    */
   private upgrade(): void {
-    this.upgradeTimer = undefined;
+    this.upgradeDue = 0;
     for (const dir of [...this.partial.keys()]) {
       if (!this.watchWhole(dir)) {
         this.invalidate();
@@ -265,25 +278,22 @@ export class NoMatchCache {
     const entry = this.partial.get(dir);
     if (entry === undefined) return true;
     this.partial.delete(dir);
-    const wd = this.inotify?.watch(dir, WATCH_ALL) ?? -1;
+    const wd = this.watches?.watch(dir, WATCH_ALL, this.owner) ?? -1;
     return wd === entry.wd && attributesOf(dir) === entry.attributes;
   }
 
   /** Reads the watches; drops everything when one of them saw something that matters. */
   private check(): void {
-    if (this.inotify === null) return;
-    const events = this.inotify.drain();
-    if (events === null) {
-      this.invalidate();
-      return;
-    }
-    for (const event of events) {
-      const names = this.interests.get(event.wd);
-      if (event.mask & ALARMS || names === undefined || names === null || event.name === null || names.has(event.name)) {
-        this.invalidate();
-        return;
-      }
-    }
+    if (this.watches === null) return;
+    this.watches.poll();
+    if (this.stale) this.invalidate();
+  }
+
+  /** An event of one of this cache's watches: whether it may change what the cache remembers. */
+  private notice(event: WatchEvent): void {
+    if (this.stale) return;
+    const names = this.interests.get(event.wd);
+    if (event.mask & ALARMS || names === undefined || names === null || event.name === null || names.has(event.name)) this.stale = true;
   }
 
   /**
@@ -295,8 +305,8 @@ export class NoMatchCache {
    */
   private watchWay(file: string): boolean {
     if (this.covered.has(file)) return true;
-    this.inotify ??= Inotify.open();
-    if (this.inotify === null) return false;
+    this.watches ??= Watches.get();
+    if (this.watches === null) return false;
     let pending = file.split(sep).filter((part) => part !== "");
     let at: string = sep;
     let links = 0;
@@ -350,11 +360,10 @@ export class NoMatchCache {
     }
     if (wd === undefined) {
       const attributes = whole ? null : attributesOf(dir);
-      wd = this.inotify!.watch(dir, whole ? WATCH_ALL : WATCH_ENTRIES);
+      wd = this.watches!.watch(dir, whole ? WATCH_ALL : WATCH_ENTRIES, this.owner);
       if (wd >= 0 && !whole) {
         this.partial.set(dir, { wd, attributes });
-        this.upgradeTimer ??= setTimeout(() => this.upgrade(), UPGRADE_DELAY_MS);
-        (this.upgradeTimer as { unref?: () => void }).unref?.();
+        if (this.upgradeDue === 0) this.upgradeDue = Date.now() + UPGRADE_DELAY_MS;
       }
       if (wd < 0) {
         // A folder that is not there is fine (the one above sees it appear); one that is there

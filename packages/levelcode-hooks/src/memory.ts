@@ -20,6 +20,8 @@ import type { HookDispatchOutcome, HookEventName, HookPayload } from "./types.js
 
 /** How long a tool call waits for another tool's answer that may say no group applies to it. */
 const HOLD_MS = 10;
+/** How long after an answer went to its callers it is remembered, at the earliest (`storeLater`). */
+const STORE_AFTER_MS = 5;
 const TOOL_EVENTS: ReadonlySet<string> = new Set(TOOL_EVENT_NAMES);
 
 /**
@@ -326,7 +328,10 @@ export class AnswerMemory {
     const entry = { verdict, uses: 0, storeNow };
     if (keepNow) beforeExit(keepNow);
     if (summary) this.fresh.set(summary.scope, entry);
-    const timer = setTimeout(storeNow, 0);
+    // A few milliseconds on, not at the next turn: a callback due as the host ends would run in
+    // the event loop's last turn (and Bun would collect the heap before exiting), while the
+    // answer is kept at exit anyway.
+    const timer = setTimeout(storeNow, STORE_AFTER_MS);
     (timer as Unrefable).unref?.();
   }
 

@@ -32,12 +32,16 @@ const UNKNOWN_CALLER_RECORDS = "unknown field `caller_records_compliance`";
 type Unrefable = { ref?: () => void; unref?: () => void };
 
 /**
- * Turns of the event loop seen since this module loaded (counted only while someone asks). An
- * answer can only be read on a later turn than its request was written, so a server that has not
- * answered within the turn its request was sent in is not slow: the host has not read yet.
+ * Turns of the event loop seen since this module loaded, counted only while a request is out
+ * (`currentTurn`). An answer can only be read on a later turn than its request was written, so a
+ * server that has not answered within the turn its request was sent in is not slow: the host has
+ * not read yet. Nothing is scheduled once every answer is in: a callback due as the host ends
+ * would run in the event loop's last turn, and Bun then collects the heap before it exits.
  */
 let turn = 0;
 let turnScheduled = false;
+
+/** The turn now, counting on from here (for a request that is out). */
 export function currentTurn(): number {
   if (!turnScheduled) {
     turnScheduled = true;
@@ -46,6 +50,11 @@ export function currentTurn(): number {
       turnScheduled = false;
     });
   }
+  return turn;
+}
+
+/** The turn now, counting nothing more (no request is out). */
+export function turnSeen(): number {
   return turn;
 }
 
@@ -76,7 +85,7 @@ export class Server {
   /** When the server last answered, or last went from idle to busy (ms, `Date.now()`). */
   lastProgress = Date.now();
   /** The turn of the event loop of `lastProgress`. */
-  progressTurn = currentTurn();
+  progressTurn = turnSeen();
   private startTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly spawnedAt = Date.now();
 
@@ -263,7 +272,7 @@ export class Server {
     this.answeredAny = true;
     clearTimeout(this.startTimer);
     this.lastProgress = Date.now();
-    this.progressTurn = currentTurn();
+    this.progressTurn = this.outstanding > 0 ? currentTurn() : turnSeen();
     if (this.outstanding === 0) {
       this.unrefAll();
       this.armIdle();

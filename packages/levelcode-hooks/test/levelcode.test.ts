@@ -235,6 +235,75 @@ process.exit(0);`,
     expect(survivors(got.lines[0]?.pids)).toEqual([]);
   });
 
+  test("a host that returns from its main without close() exits as fast as with the engine", async () => {
+    const project = guardedProject({ SessionStart: [{ hooks: [{ command: "true" }] }] });
+    // Settings older than two seconds: answers are remembered, their folders watched, and kept.
+    await Bun.sleep(2100);
+    const script = join(dir, "host-returns.ts");
+    // The tool executor's runner, and a runner for each of three prompts, as levelcode's run()
+    // makes them (never closed); every event awaited.
+    writeFileSync(
+      script,
+      `import * as hooks from ${SRC};\n${EXECUTOR}
+async function main() {
+  for (let i = 0; i < 3; i++) {
+    const prompt = hooks.createHookRunner();
+    await prompt.runEvent("SessionStart", { event: "SessionStart", cwd: process.cwd() });
+    for (const tool of ["write_file", "read_files", "str_replace", "read_files"]) await executeToolCall(tool, { path: "a.ts" });
+    await prompt.runEvent("Stop", { event: "Stop", cwd: process.cwd() });
+  }
+  // Done: the host has nothing left to do but exit.
+  console.log(performance.timeOrigin + performance.now());
+}
+await main();
+`,
+    );
+    const exits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const child = Bun.spawn([BUN, script], { cwd: project, stdout: "pipe", stderr: "pipe", env: { ...process.env } });
+      const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      const ended = performance.timeOrigin + performance.now();
+      expect(stderr).toBe("");
+      exits.push(ended - Number(stdout.trim()));
+    }
+    exits.sort((a, b) => a - b);
+    if (exits[0]! >= 10 || exits[2]! >= 50) console.error(`exits after the last await, in ms: ${exits.map((ms) => ms.toFixed(1)).join(" ")}`);
+    // The goal, on the run the machine's load disturbed least (load only adds), and a generous
+    // bound for the median on a loaded 2-core machine; the engine's is 2 to 3 ms (docs/BENCHMARKS.md).
+    expect(exits[0]!).toBeLessThan(10);
+    expect(exits[2]!).toBeLessThan(50);
+  });
+
+  test("the watches' last reference is a process of their own, which holds nothing else and ends with the host", async () => {
+    const project = guardedProject();
+    await Bun.sleep(2100);
+    const got = host(
+      `import { readdirSync, readlinkSync } from "node:fs";
+import { Watches } from ${JSON.stringify(resolve(import.meta.dir, "../src/inotify.ts"))};
+${EXECUTOR}
+for (let i = 0; i < 3; i++) {
+  await executeToolCall("read_files", { paths: ["a"] });
+  await new Promise((r) => setTimeout(r, 20));
+}
+const pid = Watches.get()?.holderPid ?? null;
+const fds = pid === null ? [] : readdirSync("/proc/" + pid + "/fd").map((fd) => [fd, readlinkSync("/proc/" + pid + "/fd/" + fd)]);
+say({ pid, fds, hits: hookRunner.cacheStats().hits });`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [seen] = got.lines as Array<{ pid: number | null; fds: Array<[string, string]>; hits: number }>;
+    expect(seen!.hits).toBeGreaterThan(0);
+    expect(seen!.pid).toBeGreaterThan(1);
+    const fds = Object.fromEntries(seen!.fds);
+    expect(fds["3"]).toBe("anon_inode:inotify");
+    // Its output goes nowhere, and nothing of the host's but its input and the instance is open.
+    expect(fds["1"]).toBe("/dev/null");
+    expect(fds["2"]).toBe("/dev/null");
+    expect(Object.keys(fds).sort()).toEqual(["0", "1", "2", "3"]);
+    expect(survivors([seen!.pid])).toEqual([]);
+  });
+
   test("an untrusted project: SessionStart tells the person once, with the command that trusts it; the model is told nothing", () => {
     const project = guardedProject();
     const home = join(dir, "home");
