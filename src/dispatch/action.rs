@@ -96,15 +96,8 @@ impl Done {
     /// A run that got no answer, or was not sent, for `why`, after `duration`.
     pub fn failed(why: String, duration: Duration) -> Done {
         Done {
-            ending: Ending::Failed(why),
-            stopped: None,
-            killed: false,
-            stdout: String::new(),
-            stdout_truncated: false,
-            stderr: String::new(),
-            stderr_truncated: false,
             duration,
-            leftover_output: false,
+            ..Done::not_run(Ending::Failed(why))
         }
     }
 }
@@ -143,17 +136,7 @@ pub fn perform(
         Action::Process(program) => {
             if let Some(why) = missing_script(program, dir) {
                 spawned();
-                return Done {
-                    ending: Ending::Missing(why),
-                    stopped: None,
-                    killed: false,
-                    stdout: String::new(),
-                    stdout_truncated: false,
-                    stderr: String::new(),
-                    stderr_truncated: false,
-                    duration: Duration::ZERO,
-                    leftover_output: false,
-                };
+                return Done::not_run(Ending::Missing(why));
             }
             let finished = runner::run(&Invocation {
                 program,
