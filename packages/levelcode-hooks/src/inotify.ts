@@ -180,6 +180,8 @@ export class Watches {
   private readonly owners = new Map<number, Set<WatchOwner>>();
   private holder: Holder | null = null;
   private held = false;
+  /** A watch was set: the kernel has watches to free when the instance is last closed. */
+  private watched = false;
 
   private constructor(private readonly inotify: Inotify) {}
 
@@ -188,7 +190,13 @@ export class Watches {
     if (Watches.shared === null) {
       // Opened once it can be (the C library loaded, an instance to be had), then kept.
       const inotify = Inotify.open();
-      if (inotify !== null) Watches.shared = new Watches(inotify);
+      if (inotify !== null) {
+        const shared = new Watches(inotify);
+        Watches.shared = shared;
+        process.once("exit", () => {
+          if (shared.watched) shared.holdPastExit();
+        });
+      }
     }
     return Watches.shared;
   }
@@ -203,10 +211,10 @@ export class Watches {
     this.poll();
     const wd = this.inotify.watch(dir, mask | IN_MASK_ADD);
     if (wd < 0) return wd;
+    this.watched = true;
     let set = this.owners.get(wd);
     if (set === undefined) this.owners.set(wd, (set = new Set()));
     set.add(owner);
-    this.holdPastExit();
     return wd;
   }
 
@@ -251,11 +259,11 @@ export class Watches {
   }
 
   /**
-   * Once there are watches: a process holds the instance too, so that this process's exit is not
-   * the instance's last close, and it does not wait for the kernel to free the watches. The
-   * holder is a shell waiting for the end of its input, which is this process's end; it reads
-   * nothing else, writes nothing, and neither it nor its input holds this process. Where it cannot
-   * be started, the exit waits as before.
+   * As the process exits with watches set: a process holds the instance too, so that the exit is
+   * not the instance's last close and does not wait for the kernel to free the watches (a spawn
+   * costs a fraction of a millisecond; nothing runs beside the host while it lives). The holder is
+   * a shell waiting for the end of its input, which is this process's end; it reads nothing else
+   * and writes nothing. Where it cannot be started, the exit waits as before.
    */
   private holdPastExit(): void {
     if (this.held) return;

@@ -13,14 +13,14 @@ import { isAbsolute } from "node:path";
 import { outcomeFromAnswer } from "./answer.js";
 import { isNoMatch, NoMatchCache, nowNs, type CacheStats } from "./cache.js";
 import { keptFolder, keptKey, readKept, realDirectory, writeKept } from "./kept.js";
-import { callerRecordsCompliance } from "./process.js";
+import { callerRecordsCompliance, mayBeLastTurn } from "./process.js";
 import type { Reply } from "./server.js";
 import { MATCHER_MEMBERS, TOOL_EVENT_NAMES } from "./types.js";
 import type { HookDispatchOutcome, HookEventName, HookPayload } from "./types.js";
 
 /** How long a tool call waits for another tool's answer that may say no group applies to it. */
 const HOLD_MS = 10;
-/** How long after an answer went to its callers it is remembered, at the earliest (`storeLater`). */
+/** How long remembering an answer is put off when it would run in what may be the last turn. */
 const STORE_AFTER_MS = 5;
 const TOOL_EVENTS: ReadonlySet<string> = new Set(TOOL_EVENT_NAMES);
 
@@ -328,11 +328,14 @@ export class AnswerMemory {
     const entry = { verdict, uses: 0, storeNow };
     if (keepNow) beforeExit(keepNow);
     if (summary) this.fresh.set(summary.scope, entry);
-    // A few milliseconds on, not at the next turn: a callback due as the host ends would run in
-    // the event loop's last turn (and Bun would collect the heap before exiting), while the
-    // answer is kept at exit anyway.
-    const timer = setTimeout(storeNow, STORE_AFTER_MS);
-    (timer as Unrefable).unref?.();
+    // On a later turn, and not on one that may be the event loop's last (process.ts): the answer
+    // is kept at exit anyway, and a host that is done would wait for the watches.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const later = (ms: number): void => {
+      timer = setTimeout(() => (done ? undefined : mayBeLastTurn() ? later(STORE_AFTER_MS) : storeNow()), ms);
+      (timer as Unrefable).unref?.();
+    };
+    later(0);
   }
 
   /** What an answer to a request going out now would be kept as (kept.ts). */
