@@ -97,6 +97,11 @@ export class NoMatchCache {
   private readonly watched = new Map<string, number>();
   /** Paths whose whole way is watched already. */
   private readonly covered = new Set<string>();
+  /**
+   * Folders on a way, found to be folders (not links) once their parent was watched for their
+   * name: until a watch fires, another way through them need not look at them again.
+   */
+  private readonly folders = new Set<string>();
   /** Keys whose last answer could not be remembered: their twins are not held back. */
   private readonly unremembered = new Set<string>();
   /** Stamps found to be the files' own since their ways were watched. */
@@ -240,6 +245,7 @@ export class NoMatchCache {
     this.interests.clear();
     this.watched.clear();
     this.covered.clear();
+    this.folders.clear();
     this.verified.clear();
     this.unremembered.clear();
     this.summaries.clear();
@@ -339,6 +345,11 @@ export class NoMatchCache {
       // entries only, until `upgrade`.
       if (!this.interest(at, name, pending.length === 0)) return false;
       const next = join(at, name);
+      // A folder already found on another way: its watched parent would have seen it change.
+      if (pending.length > 0 && this.folders.has(next)) {
+        at = next;
+        continue;
+      }
       let stat;
       try {
         stat = lstatSync(next);
@@ -361,6 +372,7 @@ export class NoMatchCache {
       // A folder stands for what is in it (a seal's nearest folder of a path not there yet).
       if (pending.length === 0 && stat.isDirectory() && !this.interest(next, null, true)) return false;
       if (pending.length > 0 && !stat.isDirectory()) return true; // the way ends in a file: nothing further to watch
+      if (pending.length > 0) this.folders.add(next);
       at = next;
     }
     this.covered.add(file);

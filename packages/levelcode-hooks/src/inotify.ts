@@ -178,6 +178,8 @@ export class Watches {
   private static shared: Watches | null = null;
   /** For each watch, the owners told of its events. */
   private readonly owners = new Map<number, Set<WatchOwner>>();
+  /** Every watch set so far (the kernel keeps them; only one it drops is forgotten). */
+  private readonly known = new Set<number>();
   private holder: Holder | null = null;
   private held = false;
   /** A watch was set: the kernel has watches to free when the instance is last closed. */
@@ -207,12 +209,18 @@ export class Watches {
    * descriptor, or -1 when it cannot. Watching a folder again gives the same descriptor.
    */
   watch(dir: string, mask: number, owner: WatchOwner): number {
-    // What is queued already happened before `owner` watched: it goes to the owners there were.
-    this.poll();
     const wd = this.inotify.watch(dir, mask | IN_MASK_ADD);
     if (wd < 0) return wd;
     this.watched = true;
     let set = this.owners.get(wd);
+    if (set?.has(owner)) return wd;
+    // A watch set before: what is queued for it happened before `owner` watched, and goes to
+    // the owners there were (a new watch has nothing queued).
+    if (this.known.has(wd)) {
+      this.poll();
+      set = this.owners.get(wd);
+    }
+    this.known.add(wd);
     if (set === undefined) this.owners.set(wd, (set = new Set()));
     set.add(owner);
     return wd;
@@ -248,7 +256,10 @@ export class Watches {
       const set = this.owners.get(event.wd);
       if (set !== undefined) for (const owner of [...set]) owner(event);
       // The kernel dropped the watch (its folder is gone): the descriptor means nothing now.
-      if (event.mask & IN_IGNORED) this.owners.delete(event.wd);
+      if (event.mask & IN_IGNORED) {
+        this.owners.delete(event.wd);
+        this.known.delete(event.wd);
+      }
     }
   }
 

@@ -234,7 +234,7 @@ export class AnswerMemory {
       if (call === null) continue;
       const { scope } = call;
       if (this.scopeAhead.has(scope) || !this.cache.mayBeSummarized(scope)) continue;
-      this.takeKept(bin, call);
+      this.takeKept(bin, call, true);
       const ticket = this.cache.ticket();
       const sentNs = nowNs();
       const keepAs = this.keepingAs(bin, cwd, event);
@@ -359,7 +359,7 @@ export class AnswerMemory {
    * its summary covers, given, like any answer not remembered yet, only while its files hold what
    * the server read (`answerFrom`), and remembered as soon as its files are watched.
    */
-  private takeKept(bin: string, call: Call): void {
+  private takeKept(bin: string, call: Call, now = false): void {
     const { scope, cwd, event } = call;
     this.keptTried.add(scope);
     // An inline configuration is not what any kept answer was read from.
@@ -371,7 +371,12 @@ export class AnswerMemory {
     this.keptTexts.set(scope, found.text);
     const outcome = outcomeFromAnswer({ decision: "proceed" });
     const verdict: Verdict = { outcome, key: null, except: new Set(found.kept.except), watch: found.kept.watch };
-    this.storeLater(verdict, this.cache.ticket(), { scope, except: found.kept.except });
+    const summary = { scope, except: found.kept.except };
+    const ticket = this.cache.ticket();
+    // As the runner is made (`now`), no call waits: its folders are watched at once, and the
+    // first calls are answered from memory. On the way of a call, after its answer.
+    if (now && this.cache.store(null, ticket, outcome, verdict.watch, summary)) return;
+    this.storeLater(verdict, ticket, summary);
   }
 }
 

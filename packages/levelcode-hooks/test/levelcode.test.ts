@@ -195,6 +195,35 @@ say({ first: first.blocked, afterFirst, guarded: guarded.blocked, reason: guarde
     expect(survivors((seen?.counts as { pids: number[] }).pids)).toEqual([]);
   });
 
+  test("a runner made where an earlier process kept its answers remembers them as it is made, and still sees an edit at once", async () => {
+    const project = guardedProject();
+    await Bun.sleep(2100);
+    const first = host(`${EXECUTOR}\nsay(await executeToolCall("read_files", { paths: ["a"] }));\nawait new Promise((r) => setTimeout(r, 300));`, project);
+    expect(first.status).toBe(0);
+    const settings = join(project, ".levelcode", "settings.json");
+    const guarded = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "read_files", hooks: [{ command: "echo 'now guarded' >&2; exit 2" }] }] } });
+    const got = host(
+      `import { renameSync, writeFileSync } from "node:fs";
+${EXECUTOR}
+const made = hookRunner.cacheStats();
+const before = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "read_files", tool_input: {} });
+const answered = hookRunner.cacheStats();
+writeFileSync(${JSON.stringify(`${settings}.tmp`)}, ${JSON.stringify(guarded)});
+renameSync(${JSON.stringify(`${settings}.tmp`)}, ${JSON.stringify(settings)});
+const after = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "read_files", tool_input: {} });
+say({ made, answered, before: before.blocked, after: after.blocked, reason: after.reason });`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [seen] = got.lines as Array<{ made: { stored: number }; answered: { hits: number }; before: boolean; after: boolean; reason: string }>;
+    // Remembered (watched, then checked) before any call; the first call is answered from it.
+    expect(seen!.made.stored).toBeGreaterThan(0);
+    expect(seen!.answered.hits).toBe(1);
+    expect(seen!.before).toBe(false);
+    expect(seen).toMatchObject({ after: true, reason: "now guarded" });
+  });
+
   test("Stop fired without await, then process.exit (levelcode -p): its handler still runs", () => {
     const project = join(dir, "project");
     mkdirSync(project);
