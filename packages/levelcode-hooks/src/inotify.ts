@@ -7,8 +7,8 @@
  * The process has one instance (`Watches`), shared by every no-match cache: closing an instance
  * that holds watches makes the kernel wait until they are freed (a grace period of its own, 10 to
  * 50 ms on a loaded machine), once per instance, and a process's exit closes them all before its
- * parent learns that it ended. So there is one, and its last reference is held by a small process
- * that ends when this one does (`holdPastExit`): this process then exits as fast as without it.
+ * parent learns that it ended. So there is one, and as the process exits a small process started
+ * then takes its last reference (`holdPastExit`): the exit is as fast as without watches.
  */
 
 /** What a watch reports: the name of the entry in the watched folder, or null for the folder. */
@@ -100,6 +100,8 @@ export function inotifyLoaded(): boolean {
   return settled || libc !== undefined && libc !== null;
 }
 
+const ENCODER = new TextEncoder();
+
 /** One instance of inotify: its descriptor, its watches and its queue. */
 class Inotify {
   private readonly buffer = new Uint8Array(64 * 1024);
@@ -122,7 +124,7 @@ class Inotify {
    * when it cannot. Watching a folder again replaces its mask and keeps its descriptor.
    */
   watch(dir: string, mask: number = WATCH_ALL): number {
-    return this.c.inotify_add_watch(this.fd, new TextEncoder().encode(`${dir}\0`), mask);
+    return this.c.inotify_add_watch(this.fd, ENCODER.encode(`${dir}\0`), mask);
   }
 
   /** The descriptor, to hand to a process that holds it past this one's exit. */

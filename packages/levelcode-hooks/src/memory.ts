@@ -357,7 +357,8 @@ export class AnswerMemory {
   /**
    * Takes in what the last process in this directory kept of a scope: an answer for every tool
    * its summary covers, given, like any answer not remembered yet, only while its files hold what
-   * the server read (`answerFrom`), and remembered as soon as its files are watched.
+   * the server read (`answerFrom`), and remembered as soon as its files are watched: at once when
+   * the runner is being made (`now`), after the call's answer otherwise.
    */
   private takeKept(bin: string, call: Call, now = false): void {
     const { scope, cwd, event } = call;
