@@ -18,6 +18,7 @@ import { lstatSync, readlinkSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, sep } from "node:path";
 
 import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, WATCH_ALL, WATCH_ENTRIES, Watches, type WatchEvent, type WatchOwner } from "./inotify.js";
+import { mayBeLastTurn } from "./process.js";
 import type { HookDispatchOutcome } from "./types.js";
 
 export type CacheStats = { hits: number; misses: number; stored: number; invalidations: number };
@@ -48,11 +49,10 @@ export function nowNs(): bigint {
 }
 /** Symlinks followed on one path at most, as the kernel does (ELOOP). */
 const MAX_LINKS = 40;
-/**
- * How long after a folder further up is watched for its entries the next answer from memory
- * watches it whole first (see `upgrade`).
- */
+/** How long after a store the folders further up are watched whole (see `upgrade`). */
 const UPGRADE_DELAY_MS = 20;
+/** How late that may be before the next answer from memory does it first, whatever it costs. */
+const UPGRADE_OVERDUE_MS = 1000;
 
 /** A folder's owner and permissions, as `lstat` gives them; null when it cannot be read. */
 function attributesOf(dir: string): string | null {
@@ -97,6 +97,11 @@ export class NoMatchCache {
   private readonly watched = new Map<string, number>();
   /** Paths whose whole way is watched already. */
   private readonly covered = new Set<string>();
+  /**
+   * Folders on a way, found to be folders (not links) once their parent was watched for their
+   * name: until a watch fires, another way through them need not look at them again.
+   */
+  private readonly folders = new Set<string>();
   /** Keys whose last answer could not be remembered: their twins are not held back. */
   private readonly unremembered = new Set<string>();
   /** Stamps found to be the files' own since their ways were watched. */
@@ -110,11 +115,8 @@ export class NoMatchCache {
    * attributes seen then, until `upgrade` watches them whole.
    */
   private readonly partial = new Map<string, { wd: number; attributes: string | null }>();
-  /**
-   * When (`Date.now()`) the first answer from memory is to watch `partial` whole; 0 for none. Not
-   * a timer: one due as the host ends would run in the event loop's last turn, and watching a
-   * busy folder whole takes the kernel tens of milliseconds, which the host's exit would wait for.
-   */
+  private upgradeTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When (`Date.now()`) `partial` was due to be watched whole; 0 for never. */
   private upgradeDue = 0;
   private generation = 0;
   readonly stats: CacheStats = { hits: 0, misses: 0, stored: 0, invalidations: 0 };
@@ -135,7 +137,8 @@ export class NoMatchCache {
       return null;
     }
     this.check();
-    if (this.upgradeDue !== 0 && Date.now() >= this.upgradeDue) this.upgrade();
+    // A host whose event loop turns only for its answers may put the upgrade off for good.
+    if (this.upgradeDue !== 0 && Date.now() >= this.upgradeDue + UPGRADE_OVERDUE_MS) this.upgrade();
     const hit = this.answers.get(key) ?? this.summarized(scope, subject);
     if (hit === undefined) {
       this.stats.misses++;
@@ -242,11 +245,14 @@ export class NoMatchCache {
     this.interests.clear();
     this.watched.clear();
     this.covered.clear();
+    this.folders.clear();
     this.verified.clear();
     this.unremembered.clear();
     this.summaries.clear();
     this.unsummarized.clear();
     this.partial.clear();
+    clearTimeout(this.upgradeTimer);
+    this.upgradeTimer = undefined;
     this.upgradeDue = 0;
     // The kernel's watches stay (other caches may share them, and closing is what costs): this
     // cache is only no longer told of them.
@@ -264,6 +270,8 @@ export class NoMatchCache {
    * watch was set, and from here on by the watch itself.
    */
   private upgrade(): void {
+    clearTimeout(this.upgradeTimer);
+    this.upgradeTimer = undefined;
     this.upgradeDue = 0;
     for (const dir of [...this.partial.keys()]) {
       if (!this.watchWhole(dir)) {
@@ -271,6 +279,22 @@ export class NoMatchCache {
         return;
       }
     }
+  }
+
+  /**
+   * Upgrades in `ms`, on a turn of the event loop, unless that may be its last turn (process.ts):
+   * watching a busy folder whole takes the kernel tens of milliseconds (7 to 34 for a `/tmp`),
+   * which a host that is done would wait for before it exits. Then it is put off again.
+   */
+  private upgradeLater(ms: number): void {
+    clearTimeout(this.upgradeTimer);
+    this.upgradeTimer = setTimeout(() => {
+      this.upgradeTimer = undefined;
+      if (this.upgradeDue === 0) return;
+      if (mayBeLastTurn()) this.upgradeLater(UPGRADE_DELAY_MS);
+      else this.upgrade();
+    }, ms);
+    (this.upgradeTimer as { unref?: () => void }).unref?.();
   }
 
   /** Watches a folder of `partial` whole; false when it changed since its entry watch was set. */
@@ -321,6 +345,11 @@ export class NoMatchCache {
       // entries only, until `upgrade`.
       if (!this.interest(at, name, pending.length === 0)) return false;
       const next = join(at, name);
+      // A folder already found on another way: its watched parent would have seen it change.
+      if (pending.length > 0 && this.folders.has(next)) {
+        at = next;
+        continue;
+      }
       let stat;
       try {
         stat = lstatSync(next);
@@ -343,6 +372,7 @@ export class NoMatchCache {
       // A folder stands for what is in it (a seal's nearest folder of a path not there yet).
       if (pending.length === 0 && stat.isDirectory() && !this.interest(next, null, true)) return false;
       if (pending.length > 0 && !stat.isDirectory()) return true; // the way ends in a file: nothing further to watch
+      if (pending.length > 0) this.folders.add(next);
       at = next;
     }
     this.covered.add(file);
@@ -363,7 +393,10 @@ export class NoMatchCache {
       wd = this.watches!.watch(dir, whole ? WATCH_ALL : WATCH_ENTRIES, this.owner);
       if (wd >= 0 && !whole) {
         this.partial.set(dir, { wd, attributes });
-        if (this.upgradeDue === 0) this.upgradeDue = Date.now() + UPGRADE_DELAY_MS;
+        if (this.upgradeDue === 0) {
+          this.upgradeDue = Date.now() + UPGRADE_DELAY_MS;
+          this.upgradeLater(UPGRADE_DELAY_MS);
+        }
       }
       if (wd < 0) {
         // A folder that is not there is fine (the one above sees it appear); one that is there

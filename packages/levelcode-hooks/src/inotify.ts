@@ -7,8 +7,8 @@
  * The process has one instance (`Watches`), shared by every no-match cache: closing an instance
  * that holds watches makes the kernel wait until they are freed (a grace period of its own, 10 to
  * 50 ms on a loaded machine), once per instance, and a process's exit closes them all before its
- * parent learns that it ended. So there is one, and its last reference is held by a small process
- * that ends when this one does (`holdPastExit`): this process then exits as fast as without it.
+ * parent learns that it ended. So there is one, and as the process exits a small process started
+ * then takes its last reference (`holdPastExit`): the exit is as fast as without watches.
  */
 
 /** What a watch reports: the name of the entry in the watched folder, or null for the folder. */
@@ -100,6 +100,8 @@ export function inotifyLoaded(): boolean {
   return settled || libc !== undefined && libc !== null;
 }
 
+const ENCODER = new TextEncoder();
+
 /** One instance of inotify: its descriptor, its watches and its queue. */
 class Inotify {
   private readonly buffer = new Uint8Array(64 * 1024);
@@ -122,7 +124,7 @@ class Inotify {
    * when it cannot. Watching a folder again replaces its mask and keeps its descriptor.
    */
   watch(dir: string, mask: number = WATCH_ALL): number {
-    return this.c.inotify_add_watch(this.fd, new TextEncoder().encode(`${dir}\0`), mask);
+    return this.c.inotify_add_watch(this.fd, ENCODER.encode(`${dir}\0`), mask);
   }
 
   /** The descriptor, to hand to a process that holds it past this one's exit. */
@@ -178,8 +180,12 @@ export class Watches {
   private static shared: Watches | null = null;
   /** For each watch, the owners told of its events. */
   private readonly owners = new Map<number, Set<WatchOwner>>();
+  /** Every watch set so far (the kernel keeps them; only one it drops is forgotten). */
+  private readonly known = new Set<number>();
   private holder: Holder | null = null;
   private held = false;
+  /** A watch was set: the kernel has watches to free when the instance is last closed. */
+  private watched = false;
 
   private constructor(private readonly inotify: Inotify) {}
 
@@ -188,7 +194,13 @@ export class Watches {
     if (Watches.shared === null) {
       // Opened once it can be (the C library loaded, an instance to be had), then kept.
       const inotify = Inotify.open();
-      if (inotify !== null) Watches.shared = new Watches(inotify);
+      if (inotify !== null) {
+        const shared = new Watches(inotify);
+        Watches.shared = shared;
+        process.once("exit", () => {
+          if (shared.watched) shared.holdPastExit();
+        });
+      }
     }
     return Watches.shared;
   }
@@ -199,14 +211,20 @@ export class Watches {
    * descriptor, or -1 when it cannot. Watching a folder again gives the same descriptor.
    */
   watch(dir: string, mask: number, owner: WatchOwner): number {
-    // What is queued already happened before `owner` watched: it goes to the owners there were.
-    this.poll();
     const wd = this.inotify.watch(dir, mask | IN_MASK_ADD);
     if (wd < 0) return wd;
+    this.watched = true;
     let set = this.owners.get(wd);
+    if (set?.has(owner)) return wd;
+    // A watch set before: what is queued for it happened before `owner` watched, and goes to
+    // the owners there were (a new watch has nothing queued).
+    if (this.known.has(wd)) {
+      this.poll();
+      set = this.owners.get(wd);
+    }
+    this.known.add(wd);
     if (set === undefined) this.owners.set(wd, (set = new Set()));
     set.add(owner);
-    this.holdPastExit();
     return wd;
   }
 
@@ -240,7 +258,10 @@ export class Watches {
       const set = this.owners.get(event.wd);
       if (set !== undefined) for (const owner of [...set]) owner(event);
       // The kernel dropped the watch (its folder is gone): the descriptor means nothing now.
-      if (event.mask & IN_IGNORED) this.owners.delete(event.wd);
+      if (event.mask & IN_IGNORED) {
+        this.owners.delete(event.wd);
+        this.known.delete(event.wd);
+      }
     }
   }
 
@@ -251,11 +272,11 @@ export class Watches {
   }
 
   /**
-   * Once there are watches: a process holds the instance too, so that this process's exit is not
-   * the instance's last close, and it does not wait for the kernel to free the watches. The
-   * holder is a shell waiting for the end of its input, which is this process's end; it reads
-   * nothing else, writes nothing, and neither it nor its input holds this process. Where it cannot
-   * be started, the exit waits as before.
+   * As the process exits with watches set: a process holds the instance too, so that the exit is
+   * not the instance's last close and does not wait for the kernel to free the watches (a spawn
+   * costs a fraction of a millisecond; nothing runs beside the host while it lives). The holder is
+   * a shell waiting for the end of its input, which is this process's end; it reads nothing else
+   * and writes nothing. Where it cannot be started, the exit waits as before.
    */
   private holdPastExit(): void {
     if (this.held) return;

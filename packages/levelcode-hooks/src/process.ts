@@ -120,6 +120,32 @@ export function keyId(key: string): number {
   return id;
 }
 
+/** When (`performance.now()`) a server last went busy, and when the last one went idle. */
+let busyAt = 0;
+let idleAt = -1;
+/** Within this of the servers going idle, a callback is taken to run in the same turn. */
+const SAME_TURN_MS = 2;
+
+/** A server has a request out that someone waits for (server.ts). */
+export function noteServerBusy(): void {
+  busyAt = performance.now();
+}
+
+/** A server has no request out any more (server.ts). */
+export function noteServerIdle(): void {
+  idleAt = performance.now();
+}
+
+/**
+ * Whether this may be the event loop's last turn: an answer just left the servers with nothing
+ * out, in this very turn as far as a clock can tell, and the host may have nothing else to do.
+ * Callbacks still due then run in that turn before the process exits, so work that can wait
+ * (watching folders, remembering an answer) is put off from it to a later turn, if there is one.
+ */
+export function mayBeLastTurn(): boolean {
+  return idleAt >= busyAt && performance.now() - idleAt < SAME_TURN_MS;
+}
+
 let callerRecords = false;
 
 /**

@@ -11,6 +11,7 @@
  * exits: its stdin then closes, and it finishes what it was given and exits by itself.
  */
 import { startChild, type Child } from "./child.js";
+import { noteServerBusy, noteServerIdle } from "./process.js";
 
 type Json = Record<string, unknown>;
 
@@ -184,6 +185,7 @@ export class Server {
 
   /** From idle to busy: the host waits for the server, and its answers are read. */
   private busy(): void {
+    noteServerBusy();
     this.lastProgress = Date.now();
     this.progressTurn = currentTurn();
     this.refAll();
@@ -232,6 +234,7 @@ export class Server {
       // already gone
     }
     this.unrefAll();
+    noteServerIdle();
     const held = [...this.pending.values()];
     this.pending.clear();
     this.quiet.clear();
@@ -274,6 +277,7 @@ export class Server {
     this.lastProgress = Date.now();
     this.progressTurn = this.outstanding > 0 ? currentTurn() : turnSeen();
     if (this.outstanding === 0) {
+      noteServerIdle();
       this.unrefAll();
       this.armIdle();
     }

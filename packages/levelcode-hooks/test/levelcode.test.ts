@@ -195,6 +195,35 @@ say({ first: first.blocked, afterFirst, guarded: guarded.blocked, reason: guarde
     expect(survivors((seen?.counts as { pids: number[] }).pids)).toEqual([]);
   });
 
+  test("a runner made where an earlier process kept its answers remembers them as it is made, and still sees an edit at once", async () => {
+    const project = guardedProject();
+    await Bun.sleep(2100);
+    const first = host(`${EXECUTOR}\nsay(await executeToolCall("read_files", { paths: ["a"] }));\nawait new Promise((r) => setTimeout(r, 300));`, project);
+    expect(first.status).toBe(0);
+    const settings = join(project, ".levelcode", "settings.json");
+    const guarded = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "read_files", hooks: [{ command: "echo 'now guarded' >&2; exit 2" }] }] } });
+    const got = host(
+      `import { renameSync, writeFileSync } from "node:fs";
+${EXECUTOR}
+const made = hookRunner.cacheStats();
+const before = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "read_files", tool_input: {} });
+const answered = hookRunner.cacheStats();
+writeFileSync(${JSON.stringify(`${settings}.tmp`)}, ${JSON.stringify(guarded)});
+renameSync(${JSON.stringify(`${settings}.tmp`)}, ${JSON.stringify(settings)});
+const after = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "read_files", tool_input: {} });
+say({ made, answered, before: before.blocked, after: after.blocked, reason: after.reason });`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [seen] = got.lines as Array<{ made: { stored: number }; answered: { hits: number }; before: boolean; after: boolean; reason: string }>;
+    // Remembered (watched, then checked) before any call; the first call is answered from it.
+    expect(seen!.made.stored).toBeGreaterThan(0);
+    expect(seen!.answered.hits).toBe(1);
+    expect(seen!.before).toBe(false);
+    expect(seen).toMatchObject({ after: true, reason: "now guarded" });
+  });
+
   test("Stop fired without await, then process.exit (levelcode -p): its handler still runs", () => {
     const project = join(dir, "project");
     mkdirSync(project);
@@ -274,34 +303,40 @@ await main();
     expect(exits[2]!).toBeLessThan(50);
   });
 
-  test("the watches' last reference is a process of their own, which holds nothing else and ends with the host", async () => {
+  test("as the host exits, a process of their own takes the watches' last reference, holds nothing else, and ends", async () => {
     const project = guardedProject();
     await Bun.sleep(2100);
     const got = host(
-      `import { readdirSync, readlinkSync } from "node:fs";
+      `import { readdirSync, readlinkSync, writeSync } from "node:fs";
 import { Watches } from ${JSON.stringify(resolve(import.meta.dir, "../src/inotify.ts"))};
 ${EXECUTOR}
 for (let i = 0; i < 3; i++) {
   await executeToolCall("read_files", { paths: ["a"] });
   await new Promise((r) => setTimeout(r, 20));
 }
-const pid = Watches.get()?.holderPid ?? null;
-const fds = pid === null ? [] : readdirSync("/proc/" + pid + "/fd").map((fd) => [fd, readlinkSync("/proc/" + pid + "/fd/" + fd)]);
-say({ pid, fds, hits: hookRunner.cacheStats().hits });`,
+say({ hits: hookRunner.cacheStats().hits, holder: Watches.get()?.holderPid ?? null });
+// After the client's own exit handler, which started the holder.
+process.on("exit", () => {
+  const pid = Watches.get()?.holderPid ?? null;
+  const fds = pid === null ? [] : readdirSync("/proc/" + pid + "/fd").map((fd) => [fd, readlinkSync("/proc/" + pid + "/fd/" + fd)]);
+  writeSync(1, JSON.stringify({ pid, fds }) + "\\n");
+});`,
       project,
     );
     expect(got.stderr).toBe("");
     expect(got.status).toBe(0);
-    const [seen] = got.lines as Array<{ pid: number | null; fds: Array<[string, string]>; hits: number }>;
-    expect(seen!.hits).toBeGreaterThan(0);
-    expect(seen!.pid).toBeGreaterThan(1);
-    const fds = Object.fromEntries(seen!.fds);
+    const [during, atExit] = got.lines as [{ hits: number; holder: number | null }, { pid: number | null; fds: Array<[string, string]> }];
+    expect(during.hits).toBeGreaterThan(0);
+    // Nothing runs beside the host while it lives.
+    expect(during.holder).toBeNull();
+    expect(atExit.pid).toBeGreaterThan(1);
+    const fds = Object.fromEntries(atExit.fds);
     expect(fds["3"]).toBe("anon_inode:inotify");
     // Its output goes nowhere, and nothing of the host's but its input and the instance is open.
     expect(fds["1"]).toBe("/dev/null");
     expect(fds["2"]).toBe("/dev/null");
     expect(Object.keys(fds).sort()).toEqual(["0", "1", "2", "3"]);
-    expect(survivors([seen!.pid])).toEqual([]);
+    expect(survivors([atExit.pid])).toEqual([]);
   });
 
   test("an untrusted project: SessionStart tells the person once, with the command that trusts it; the model is told nothing", () => {
