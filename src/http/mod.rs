@@ -20,6 +20,9 @@ use ureq::Agent;
 
 pub use roots::Roots;
 
+/// The size of a connection's input and output buffers, and the most an answer's head may be.
+const BUFFER: usize = 16 * 1024;
+
 /// The `User-Agent` of every request: the dispatcher and its version.
 pub const USER_AGENT: &str = concat!("levelcode-hooks/", env!("CARGO_PKG_VERSION"));
 
@@ -137,6 +140,12 @@ fn agent(roots: &Roots) -> Result<Agent, String> {
         .user_agent(USER_AGENT)
         .accept("")
         .accept_encoding("")
+        // The defaults (128 KiB each, zeroed) cost a one-shot export more than the rest of
+        // its request (docs/BENCHMARKS.md); a request's head and an answer's head are small,
+        // and a body passes through in pieces.
+        .input_buffer_size(BUFFER)
+        .output_buffer_size(BUFFER)
+        .max_response_header_size(BUFFER)
         .build()
         .into();
     agents.push((roots.clone(), agent.clone()));
