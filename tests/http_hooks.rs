@@ -396,3 +396,55 @@ fn serve_runs_http_handlers_as_run_does() {
     assert_eq!(answer["handlers"][0]["http_status"], 200);
     assert_eq!(service.request()["body"]["tool_name"], "write_file");
 }
+
+#[test]
+fn an_if_keeps_an_http_handler_to_the_calls_it_matches() {
+    let Some(service) = Service::start() else {
+        return;
+    };
+    let handlers = json!([http(
+        &service.url("/reply/200"),
+        None,
+        json!({ "if": "Write(docs/**)" })
+    )]);
+    // `write_file` of src/a.rs: filtered out, nothing sent, not reported.
+    let out = write_file(handlers.clone()).run();
+    assert!(out.handlers().is_empty(), "{}", out.stdout());
+    assert!(!service.got_any_within(Duration::from_millis(300)));
+    let out = Test::new()
+        .user_settings(group("PreToolUse", None, handlers))
+        .payload(&json!({
+            "event": "PreToolUse",
+            "tool_name": "write_file",
+            "tool_input": { "path": "docs/a.md", "content": "x" }
+        }))
+        .run();
+    assert_eq!(out.outcomes(), ["proceed"]);
+    assert_eq!(service.request()["body"]["tool_input"]["path"], "docs/a.md");
+}
+
+#[test]
+fn a_signal_ends_the_wait_for_a_service_at_once_and_the_result_says_so() {
+    let Some(service) = Service::start() else {
+        return;
+    };
+    let running = write_file(json!([
+        http(&service.url("/hang"), None, json!({ "timeout": 60 })),
+        http(&service.url("/reply/200"), None, json!({})),
+    ]))
+    .spawn();
+    // The request is in; the service holds it.
+    assert_eq!(service.request()["path"], "/hang");
+    let signalled = Instant::now();
+    running.signal(libc::SIGTERM);
+    let out = running.wait();
+    assert!(
+        signalled.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        signalled.elapsed()
+    );
+    assert_eq!(out.status(), 128 + libc::SIGTERM);
+    assert_eq!(out.json()["interrupted"], true);
+    assert_eq!(out.outcomes(), ["interrupted", "skipped"]);
+    assert!(!service.got_any_within(Duration::from_millis(300)));
+}

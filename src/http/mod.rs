@@ -20,6 +20,9 @@ use ureq::Agent;
 
 pub use roots::Roots;
 
+/// The size of a connection's input and output buffers, and the most an answer's head may be.
+const BUFFER: usize = 16 * 1024;
+
 /// The `User-Agent` of every request: the dispatcher and its version.
 pub const USER_AGENT: &str = concat!("levelcode-hooks/", env!("CARGO_PKG_VERSION"));
 
@@ -129,7 +132,7 @@ fn agent(roots: &Roots) -> Result<Agent, String> {
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(ureq::tls::RootCerts::Specific(Arc::new(certificates)))
         .build();
-    let agent: Agent = Agent::config_builder()
+    let config = Agent::config_builder()
         .tls_config(tls)
         .proxy(None)
         .max_redirects(0)
@@ -137,10 +140,62 @@ fn agent(roots: &Roots) -> Result<Agent, String> {
         .user_agent(USER_AGENT)
         .accept("")
         .accept_encoding("")
-        .build()
-        .into();
+        // The defaults (128 KiB each, zeroed) cost a one-shot export more than the rest of
+        // its request (docs/BENCHMARKS.md); a request's head and an answer's head are small,
+        // and a body passes through in pieces.
+        .input_buffer_size(BUFFER)
+        .output_buffer_size(BUFFER)
+        .max_response_header_size(BUFFER)
+        .build();
+    let agent = Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        Literal::default(),
+    );
     agents.push((roots.clone(), agent.clone()));
     Ok(agent)
+}
+
+/// Resolves an address written as one (`127.0.0.1`, `[::1]`) at once, and `localhost` on the
+/// spot from the system's hosts file: `ureq`'s own resolver starts a thread for every name when
+/// a request has a deadline, and on a loaded machine that thread's start cost a one-shot export
+/// about a millisecond (docs/BENCHMARKS.md). Any other name goes to it, and its deadline.
+#[derive(Debug, Default)]
+struct Literal(ureq::unversioned::resolver::DefaultResolver);
+
+impl ureq::unversioned::resolver::Resolver for Literal {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let host = uri.host().unwrap_or_default();
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
+            Some(s) if s.eq_ignore_ascii_case("https") => 443,
+            _ => 80,
+        });
+        let found: Vec<std::net::SocketAddr> = if let Ok(ip) = bare.parse::<IpAddr>() {
+            vec![std::net::SocketAddr::new(ip, port)]
+        } else if bare.eq_ignore_ascii_case("localhost") {
+            use std::net::ToSocketAddrs as _;
+            ("localhost", port)
+                .to_socket_addrs()
+                .map_err(ureq::Error::Io)?
+                .collect()
+        } else {
+            return self.0.resolve(uri, config, timeout);
+        };
+        let mut addrs = self.empty();
+        for addr in found.into_iter().take(16) {
+            addrs.push(addr);
+        }
+        if addrs.is_empty() {
+            return Err(ureq::Error::HostNotFound);
+        }
+        Ok(addrs)
+    }
 }
 
 /// Posts `post`; the answer, whatever its status, or why there was none.
