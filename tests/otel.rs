@@ -2,9 +2,11 @@
 //! decodes each request with the OpenTelemetry project's own protobuf definitions
 //! (`tests/otlp/receiver.py`, with the `opentelemetry-proto` package that `make otlp-python`
 //! installs under `target/`), listening on 127.0.0.1 only. The body sent after the answer:
-//! [`after_answer`]; a collector that reads slowly: [`slow`].
+//! [`after_answer`]; a collector that reads slowly: [`slow`]; a background handler's span:
+//! [`background`].
 
 mod after_answer;
+mod background;
 mod slow;
 
 use std::io::{BufRead as _, BufReader, Write as _};

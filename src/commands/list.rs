@@ -357,6 +357,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
         no_project: args.no_project,
         team: None,
         traceparent: None,
+        ..Options::default()
     };
     let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     let tool = tool_for(args.event.as_deref(), args.tool.as_deref());
@@ -439,6 +440,9 @@ pub struct HandlerJson {
     pub filter: Option<String>,
     /// Its group's `"if"`.
     pub group_if: Option<String>,
+    /// `"async": true`: started in the background, not waited for (contract §21).
+    #[serde(rename = "async")]
+    pub background: bool,
     pub state: &'static str,
     pub order: Option<usize>,
     pub why: Option<String>,
@@ -475,6 +479,7 @@ impl HandlerJson {
                 .group
                 .and_then(|g| g.filter.as_ref())
                 .map(|f| f.text().to_string()),
+            background: handler.is_some_and(|h| h.background),
             state: planned.verdict.name(),
             order: match planned.verdict {
                 Verdict::WouldRun(n) => Some(n),
@@ -701,6 +706,12 @@ fn table(
             for filter in [group_if, own_if].into_iter().flatten() {
                 let rule = crate::commands::visible::escape(filter.text());
                 let _ = writeln!(out, "    if: {rule}");
+            }
+            if p.entry.handler.is_some_and(|h| h.background) {
+                let _ = writeln!(
+                    out,
+                    "    async: started once the chain has decided; the dispatch does not wait for it"
+                );
             }
             if let Some(why) = &p.why {
                 let style = if p.verdict == Verdict::Invalid {

@@ -23,10 +23,22 @@ pub const KEPT_OUTPUT: usize = 1024;
 /// Appends the dispatch to the file named by `LEVELCODE_HOOKS_LOG`, if any; a failure is a
 /// warning in the report.
 pub fn append(report: &mut Report) {
+    append_entry(report, false);
+}
+
+/// Appends the line of a background handler that has ended (contract §21): its one handler with
+/// its outcome, marked `"background": true`.
+pub fn append_background(report: &mut Report) {
+    append_entry(report, true);
+}
+
+fn append_entry(report: &mut Report, background: bool) {
     let Some(path) = log_path(None) else {
         return;
     };
-    let mut line = match serde_json::to_vec(&Entry::of(report)) {
+    let mut entry = Entry::of(report);
+    entry.background = background;
+    let mut line = match serde_json::to_vec(&entry) {
         Ok(line) => line,
         Err(e) => {
             report.warnings.push(format!(
@@ -90,6 +102,10 @@ pub struct Entry {
     pub warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// The line of a background handler that ended after its dispatch (contract §21); its
+    /// dispatch's line says it `started`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 /// One handler in a log line.
@@ -158,6 +174,7 @@ impl Entry {
                 .map(|w| cut(w, KEPT_OUTPUT).0)
                 .collect(),
             interrupted: report.interrupted.is_some(),
+            background: false,
         }
     }
 }

@@ -26,6 +26,7 @@ use protocol::{Context, Rewrite, Run, RunFile};
 // ground → load (through the trust gate) → (this file: the chain, each handler's action,
 // through its protocol) → outcome → exec_log → output → exit.
 pub mod action;
+pub mod background;
 pub mod exec_log;
 pub mod exit;
 mod ground;
@@ -145,6 +146,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             }
         }
     }
+    background::hand_on(payload, &root, options.hold_background, &mut report);
     record_compliance(payload, options, &mut report.warnings);
     spans::export(payload, &mut report);
     exec_log::append(&mut report);
@@ -204,6 +206,7 @@ pub fn run_chain<'g>(
         already_run: Vec::new(),
         dir: None,
         end: None,
+        deferred: Vec::new(),
     };
     let tool = payload.subject();
     for group in groups {
@@ -214,6 +217,8 @@ pub fn run_chain<'g>(
             chain.handler(group, handler, report, trace);
         }
     }
+    let dir = chain.dir.as_deref().unwrap_or(root);
+    background::start(chain.deferred, payload, root, dir, report, trace);
 }
 
 /// Why a chain ended before its last handler.
@@ -251,6 +256,8 @@ struct Chain<'a> {
     /// The handlers' directory, found when the first one runs.
     dir: Option<PathBuf>,
     end: Option<End>,
+    /// The background handlers' runs, started once the chain has decided (contract §21).
+    deferred: Vec<background::Deferred<'a>>,
 }
 
 impl<'a> Chain<'a> {
@@ -294,6 +301,17 @@ impl<'a> Chain<'a> {
                 continue;
             }
             let mut entry = entry();
+            if handler.background {
+                entry.message = run.note;
+                self.deferred.push(background::Deferred {
+                    entry: report.handlers.len(),
+                    action: &handler.action,
+                    timeout: handler.timeout,
+                    input: run.input.unwrap_or_else(|| self.inputs.native().to_vec()),
+                });
+                report.handlers.push(entry);
+                continue;
+            }
             self.run(handler, &label, run, &mut entry, report);
             trace.handler(&entry);
             report.handlers.push(entry);
@@ -489,7 +507,8 @@ fn fail_closed(mut judgement: Judgement, label: &str, event: &str) -> Judgement 
         | Outcome::Skipped
         | Outcome::Interrupted
         | Outcome::Ask
-        | Outcome::Stop => return judgement,
+        | Outcome::Stop
+        | Outcome::Started => return judgement,
     };
     let detail = judgement
         .message
@@ -589,7 +608,8 @@ fn apply(
         | Outcome::SpawnError
         | Outcome::Duplicate
         | Outcome::Skipped
-        | Outcome::Interrupted => None,
+        | Outcome::Interrupted
+        | Outcome::Started => None,
     }
 }
 

@@ -14,6 +14,9 @@ pub struct Options {
     pub team: Option<String>,
     /// A `serve` request's W3C `traceparent`; `run` reads `TRACEPARENT` (contract §18).
     pub traceparent: Option<String>,
+    /// The answer is shown to no one (a client's probe): background results of the session
+    /// stay for the next dispatch (contract §21).
+    pub hold_background: bool,
 }
 
 /// The options of every subcommand that dispatches (`run`, `test`, `serve`).
@@ -53,6 +56,7 @@ impl DispatchArgs {
             no_project: self.no_project,
             team: self.team.clone(),
             traceparent: None,
+            hold_background: false,
         }
     }
 }

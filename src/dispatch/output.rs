@@ -43,6 +43,9 @@ pub struct Report {
     /// An `"if"` kept a handler from running that another input of the same tool could have
     /// run: the answer holds for this tool input only, never for the tool (contract §16).
     pub depends_on_input: bool,
+    /// Background handlers of the session that ended since its last dispatch, handed on with
+    /// this answer (contract §21).
+    pub background: Vec<crate::dispatch::background::record::Ended>,
 }
 
 /// One matched handler in the output.
@@ -119,6 +122,7 @@ impl Report {
             interrupted: None,
             project_trust: None,
             depends_on_input: false,
+            background: Vec::new(),
         }
     }
 
@@ -192,6 +196,7 @@ impl Report {
                 stop,
                 system_message,
                 session_env: self.session_env.as_deref(),
+                background: &self.background,
                 handlers: &self.handlers,
                 warnings: &self.warnings,
                 duration_ms: millis(self.started.elapsed()),
@@ -232,6 +237,8 @@ struct Full<'a> {
     system_message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_env: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    background: &'a [crate::dispatch::background::record::Ended],
     handlers: &'a [HandlerReport],
     warnings: &'a [String],
     duration_ms: f64,
@@ -554,6 +561,7 @@ fn outcome_word(outcome: Outcome) -> (Style, &'static str) {
         Outcome::Interrupted => (Style::Warn, "interrupted"),
         Outcome::Ask => (Style::Warn, "ask"),
         Outcome::Stop => (Style::Bad, "STOP"),
+        Outcome::Started => (Style::Dim, "started"),
     }
 }
 

@@ -307,7 +307,9 @@ pub(super) fn parse_handler(
             return None;
         }
     };
+    let background = parse_background(&fields, path, at);
     let (secs, problem) = match (fields.get("timeout"), defaults.timeout) {
+        (None | Some(Value::Null), _) if background => (BACKGROUND_TIMEOUT_SECS, None),
         (None | Some(Value::Null), Some(secs)) => (secs, None),
         (value, _) => clamp_timeout(value),
     };
@@ -358,7 +360,33 @@ pub(super) fn parse_handler(
         protocol,
         on_failure,
         filter,
+        background,
     })
+}
+
+/// Whether the handler runs in the background: `"async": true`, or Claude Code's
+/// `"asyncRewake": true`, which implies it (contract §21). Any other value than a boolean is a
+/// warning, and the handler runs in the foreground.
+fn parse_background(
+    fields: &serde_json::Map<String, Value>,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> bool {
+    let mut background = false;
+    for key in ["async", "asyncRewake"] {
+        match fields.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(on)) => background |= on,
+            Some(other) => at.warn(
+                path.key(key),
+                format!(
+                    "must be true or false, not {}; the handler runs in the foreground",
+                    short_json(other)
+                ),
+            ),
+        }
+    }
+    background
 }
 
 /// What a handler runs: `command` (by `/bin/sh`, or by PowerShell with `"shell":

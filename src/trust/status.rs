@@ -147,6 +147,9 @@ fn layer_json(
             if let Some(shell) = written.shell {
                 entry["shell"] = json!(shell);
             }
+            if handler.background {
+                entry["async"] = json!(true);
+            }
             hooks.push(entry);
         }
     }

@@ -82,9 +82,11 @@ fn schema_describes_the_hooks_key() {
             "name",
             "onFailure",
             "protocol",
-            "if"
+            "if",
+            "async"
         ]
     );
+    assert_eq!(handler["properties"]["async"]["default"], false);
     assert_eq!(defs["group"]["properties"]["if"]["$ref"], "#/$defs/if");
     assert_eq!(handler["properties"]["if"]["$ref"], "#/$defs/if");
     assert_eq!(

@@ -1,0 +1,211 @@
+//! The processes of background handlers as other processes see them (contract §21): the
+//! supervisor a dispatch starts (this executable again, its hidden `background` command), set
+//! apart from its dispatcher (a session of its own, none of the caller's descriptors), the
+//! start time that tells a process from a later one given the same pid, and signals sent only
+//! to the process a record names.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The hidden command a supervisor runs as.
+pub const COMMAND: &str = "background";
+
+/// Starts a supervisor, its spec to be written to its stdin. `answers`: its stdout is a pipe
+/// for its result (`serve`); otherwise it writes nothing where anyone waits, so a caller that
+/// reads the dispatcher's output to its end is not held by it.
+pub fn spawn_supervisor(answers: bool) -> io::Result<Child> {
+    // The very executable running, even if the file was replaced by an upgrade since.
+    let exe = if cfg!(target_os = "linux") {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe()?
+    };
+    Command::new(exe)
+        .arg(COMMAND)
+        .stdin(Stdio::piped())
+        .stdout(if answers {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::null())
+        .spawn()
+}
+
+/// The start time of process `pid`, in clock ticks since boot (field 22 of `/proc/<pid>/stat`);
+/// `None` when it is gone, a zombie, or this system has no `/proc`.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name is in parentheses and may hold anything; the fields follow the last `)`.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
+    if matches!(fields.next()?, "Z" | "X") {
+        return None;
+    }
+    // State is field 3; the start time is field 22.
+    fields.nth(18)?.parse().ok()
+}
+
+/// Returns true if and only if process `pid` is still the one that started at `start`: a pid
+/// given to another process since is not.
+pub fn same(pid: u32, start: Option<u64>) -> bool {
+    match (start, start_time(pid)) {
+        (Some(recorded), Some(now)) => recorded == now,
+        // No `/proc` to tell by: the process is there, as far as anyone can know.
+        (None, None) if !std::path::Path::new("/proc/self/stat").exists() => exists(pid),
+        _ => false,
+    }
+}
+
+/// The children of this process (a supervisor's: the handler the runner started).
+pub fn children() -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))
+        .unwrap_or_default()
+        .split_ascii_whitespace()
+        .filter_map(|pid| pid.parse().ok())
+        .collect()
+}
+
+#[cfg(unix)]
+mod os {
+    use std::os::fd::RawFd;
+
+    pub const TERM: i32 = libc::SIGTERM;
+    pub const KILL: i32 = libc::SIGKILL;
+
+    fn pid_t(pid: u32) -> Option<libc::pid_t> {
+        libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)
+    }
+
+    pub fn exists(pid: u32) -> bool {
+        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+        pid_t(pid).is_some_and(|pid| unsafe { libc::kill(pid, 0) } == 0)
+    }
+
+    /// Sends `sig` to process `pid` once it is known to be the one that started at `start`.
+    pub fn signal_same(pid: u32, start: Option<u64>, sig: i32) -> bool {
+        let Some(target) = pid_t(pid) else {
+            return false;
+        };
+        #[cfg(target_os = "linux")]
+        {
+            // A pidfd names the process that has the pid now; checked after it is open, the
+            // start time tells that it is the recorded one, and the signal goes to it alone.
+            // SAFETY: pidfd_open takes plain integers and returns a new descriptor or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, target, 0) };
+            if let Ok(fd) = RawFd::try_from(fd) {
+                if fd >= 0 {
+                    let sent = super::same(pid, start)
+                        // SAFETY: the descriptor is ours and open; no siginfo is passed.
+                        && unsafe {
+                            libc::syscall(
+                                libc::SYS_pidfd_send_signal,
+                                fd,
+                                sig,
+                                std::ptr::null::<libc::siginfo_t>(),
+                                0,
+                            )
+                        } == 0;
+                    // SAFETY: closing the descriptor opened above, once.
+                    unsafe { libc::close(fd) };
+                    return sent;
+                }
+            }
+        }
+        // SAFETY: kill(2) takes plain integers.
+        super::same(pid, start) && unsafe { libc::kill(target, sig) } == 0
+    }
+
+    /// Sends `sig` to the process group `pgid` once its leader is known to be the process that
+    /// started at `start`.
+    pub fn signal_group_same(pgid: u32, start: Option<u64>, sig: i32) -> bool {
+        let Some(group) = pid_t(pgid) else {
+            return false;
+        };
+        // SAFETY: kill(2) takes plain integers; a negative pid names the group.
+        super::same(pgid, start) && unsafe { libc::kill(-group, sig) } == 0
+    }
+
+    /// A session of its own, out of the reach of the terminal and of the caller's process
+    /// group (a Ctrl-C to the agent, its terminal closing).
+    pub fn detach() {
+        // SAFETY: setsid(2) takes nothing; it fails only for a group leader, which a process
+        // started by a dispatcher is not.
+        unsafe { libc::setsid() };
+    }
+
+    /// Closes every descriptor above stderr: what the dispatcher's caller let it inherit (a
+    /// pipe it waits on, say) must not be held open for the length of a background handler.
+    pub fn close_inherited() {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: close_range(2) takes plain integers and closes only descriptors.
+            if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
+                return;
+            }
+        }
+        let open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
+            .or_else(|_| std::fs::read_dir("/dev/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter(|fd| *fd > 2)
+            .collect();
+        for fd in open {
+            // SAFETY: closing a descriptor number; the directory's own is closed by now, and
+            // one already closed gives EBADF, nothing else.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod os {
+    pub const TERM: i32 = 15;
+    pub const KILL: i32 = 9;
+    pub fn exists(_pid: u32) -> bool {
+        false
+    }
+    pub fn signal_same(_pid: u32, _start: Option<u64>, _sig: i32) -> bool {
+        false
+    }
+    pub fn signal_group_same(_pgid: u32, _start: Option<u64>, _sig: i32) -> bool {
+        false
+    }
+    pub fn detach() {}
+    pub fn close_inherited() {}
+}
+
+pub use os::{close_inherited, detach, exists, signal_group_same, signal_same, KILL, TERM};
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_is_told_from_a_later_one_by_its_start_time() {
+        let me = std::process::id();
+        let start = start_time(me);
+        assert!(start.is_some());
+        assert!(same(me, start));
+        assert!(!same(me, start.map(|s| s + 1)));
+        assert!(!same(me, None));
+        // A pid no process has.
+        assert_eq!(start_time(u32::MAX - 1), None);
+    }
+
+    #[test]
+    fn a_signal_goes_only_to_the_process_recorded() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let start = start_time(pid);
+        assert!(!signal_same(pid, start.map(|s| s + 1), libc::SIGTERM));
+        assert!(exists(pid));
+        assert!(signal_same(pid, start, libc::SIGTERM));
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+    }
+}
