@@ -116,6 +116,7 @@ export function loadHooks(projectRoot: string): LoadedHooks {
       unknown.push(`${String(h.file)}: ${path}: protocol "${h.protocol}" is not one this version of @levelcode/hooks knows (${HOOK_PROTOCOLS.join(", ")}); update the package to see it`);
     }
     if (typeof h.if === "string") handler.if = h.if;
+    if (h.async === true) handler.async = true;
     const groups = (hooks[event] ??= []);
     if (groupKey !== lastGroup || groups.length === 0) {
       const group: HookMatcher = { hooks: [] };
