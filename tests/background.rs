@@ -667,3 +667,67 @@ fn a_claude_code_async_hook_runs_in_the_background_and_its_message_is_handed_on(
         .unwrap()
         .ends_with(": formatted"));
 }
+
+#[test]
+fn list_validate_and_the_trust_review_say_what_async_does() {
+    let world = World::new();
+    write(
+        &world.project().join(".levelcode/settings.json"),
+        json!({"hooks": {"PostToolUse": [{"hooks": [
+            {"command": "true suite", "async": true},
+            {"command": "true guard", "async": true, "onFailure": "block"},
+            {"command": "true rewake", "asyncRewake": true},
+        ]}]}})
+        .to_string(),
+    );
+    let output = |args: &[&str]| {
+        let out = world.command(args).stdin(Stdio::null()).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed: Value = serde_json::from_str(&output(&["list", "--json"])).unwrap();
+    let handlers = listed["handlers"].as_array().unwrap();
+    assert_eq!(handlers[0]["async"], true, "{listed}");
+    assert_eq!(
+        handlers[2]["async"], true,
+        "asyncRewake implies async: {listed}"
+    );
+    assert_eq!(handlers[0]["timeout"], 600.0, "the background default");
+    assert!(output(&["list"]).contains("async: started once the chain has decided"));
+    let validated: Value = serde_json::from_str(&output(&["validate", "--json"])).unwrap();
+    let problems: Vec<(String, String)> = validated["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["path"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let at = "hooks.PostToolUse[0].hooks";
+    assert_eq!(
+        problems,
+        [
+            (
+                "async_cannot_block".to_string(),
+                format!("{at}[1].onFailure")
+            ),
+            ("not_honoured".to_string(), format!("{at}[2].asyncRewake")),
+        ],
+        "async itself is honoured: {validated}"
+    );
+    let review = output(&[
+        "trust",
+        "--yes",
+        "--project-dir",
+        world.project().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        review
+            .matches("(async: in the background, not waited for)")
+            .count(),
+        3,
+        "{review}"
+    );
+}

@@ -205,6 +205,10 @@ pub fn start(
                 set(report, d.entry, outcome, why);
             }
         }
+        // The trace's summary shows those skipped.
+        if report.handlers[d.entry].outcome != Outcome::Skipped {
+            trace.handler(&report.handlers[d.entry]);
+        }
     }
 }
 
@@ -257,12 +261,7 @@ fn wait(spec: Spec, entry: usize, report: &mut Report, trace: &Trace) {
         ended.outcome
     );
     set(report, entry, Outcome::Started, note);
-    if trace.enabled() {
-        trace.line(format_args!(
-            "  background hook {} ended: {}",
-            ended.label, ended.outcome
-        ));
-    }
+    trace.handler(&report.handlers[entry]);
     hand(report, ended);
 }
 
@@ -301,6 +300,10 @@ pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report)
             let Some(spool) = Spool::of(&session) else {
                 return;
             };
+            // Most dispatches find nothing waiting: no lock is taken for that.
+            if !ends && !spool.holds_results() {
+                return;
+            }
             match spool.lock(false) {
                 Ok(Some(locked)) if ends => locked.end(),
                 Ok(Some(locked)) => {

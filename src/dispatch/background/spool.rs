@@ -137,6 +137,11 @@ impl Spool {
         }
     }
 
+    /// Returns true if and only if a result may be waiting: the results' folder has an entry.
+    pub fn holds_results(&self) -> bool {
+        std::fs::read_dir(self.results()).is_ok_and(|mut entries| entries.next().is_some())
+    }
+
     /// Notes in the record `id` that its handler runs as `pid`, if the record is still there.
     pub fn note_handler(&self, id: &str, pid: u32) {
         let Ok(Some(locked)) = self.lock(false) else {
@@ -247,6 +252,11 @@ impl Locked<'_> {
         let dropped = self.dropped();
         if dropped > 0 {
             let _ = std::fs::remove_file(self.spool.dir.join("dropped"));
+        }
+        // A spool with nothing running and nothing waiting goes: one that comes back is made
+        // afresh, and whoever waited for this one's lock sees it gone (`lock`).
+        if names(&self.spool.running()).is_empty() && names(&results).is_empty() {
+            let _ = std::fs::remove_dir_all(&self.spool.dir);
         }
         (taken, dropped)
     }
