@@ -46,6 +46,9 @@ pub struct Report {
     /// Background handlers of the session that ended since its last dispatch, handed on with
     /// this answer (contract §21).
     pub background: Vec<crate::dispatch::background::record::Ended>,
+    /// The session's background results were taken for this answer already, as its own
+    /// background handlers were started: none is taken twice, nor one of those.
+    pub handed_on: bool,
 }
 
 /// One matched handler in the output.
@@ -123,6 +126,7 @@ impl Report {
             project_trust: None,
             depends_on_input: false,
             background: Vec::new(),
+            handed_on: false,
         }
     }
 

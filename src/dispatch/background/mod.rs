@@ -40,6 +40,9 @@ pub fn wait_in_place() {
     WAITED.store(true, Ordering::Relaxed);
 }
 
+/// Whether each handler started: its entry's place, and why not, with the outcome it gets.
+type Started = Vec<(usize, Result<(), (Outcome, String)>)>;
+
 /// A background handler's run that the chain reached: started once the chain has decided.
 pub struct Deferred<'a> {
     /// Its entry's place in the report.
@@ -127,8 +130,21 @@ pub fn start(
         Some(Ok(locked)) => locked,
         None => None,
     };
-    let mut live = locked.as_ref().map_or(0, |l| l.live().len());
+    // What waits for the session goes with this answer, taken before its own handlers start,
+    // so that none of theirs is handed on with the answer that started it.
+    if !waited {
+        let taken = match (&locked, &session) {
+            (Some(locked), _) => Some(locked.take()),
+            (None, Some(session)) if memory::kept() => Some(memory::take(&session.key)),
+            _ => None,
+        };
+        if let Some((taken, dropped)) = taken {
+            give(report, taken, dropped, 0);
+            report.handed_on = true;
+        }
+    }
     let event = payload.event.clone();
+    let mut specs = Vec::new();
     for d in deferred {
         let Action::Process(program) = d.action;
         let entry = &report.handlers[d.entry];
@@ -148,7 +164,7 @@ pub fn start(
             env.push((name.to_string(), value));
             crate::telemetry::detached(d.entry)
         });
-        let mut spec = Spec {
+        let spec = Spec {
             program: Form::from(program),
             dir: dir.to_path_buf(),
             env,
@@ -162,32 +178,33 @@ pub fn start(
         };
         if waited {
             wait(spec, d.entry, report, trace);
-            continue;
-        }
-        let full = format!(
-            "not started: {MAX_RUNNING} background handlers of this session are running, the most there may be at once"
-        );
-        let started = if memory::kept() {
-            if session.is_some() {
-                spec.delivery = Delivery::Answer;
-            }
-            match memory::start(session.as_ref().map(|s| s.key.as_str()), &spec) {
-                Ok(()) => Ok(()),
-                Err(memory::Refused::Full) => Err((Outcome::Skipped, full)),
-                Err(memory::Refused::Spawn(why)) => Err((Outcome::SpawnError, why)),
-            }
-        } else if live >= MAX_RUNNING && locked.is_some() {
-            Err((Outcome::Skipped, full))
         } else {
-            let id = spool::new_id();
-            if let (Some(_), Some(spool)) = (&locked, &spool) {
-                spec.delivery = Delivery::Spool {
-                    dir: spool.dir().to_path_buf(),
-                    id: id.clone(),
+            specs.push((d.entry, spec));
+        }
+    }
+    let full = format!(
+        "not started: {MAX_RUNNING} background handlers of this session are running, the most there may be at once"
+    );
+    let started: Started = if memory::kept() {
+        let key = session.as_ref().map(|s| s.key.as_str());
+        specs
+            .into_iter()
+            .map(|(entry, mut spec)| {
+                if key.is_some() {
+                    spec.delivery = Delivery::Answer;
+                }
+                let started = match memory::start(key, &spec) {
+                    Ok(()) => Ok(()),
+                    Err(memory::Refused::Full) => Err((Outcome::Skipped, full.clone())),
+                    Err(memory::Refused::Spawn(why)) => Err((Outcome::SpawnError, why)),
                 };
-            }
-            detach(&spec, locked.as_ref(), &id).map(|()| live += 1)
-        };
+                (entry, started)
+            })
+            .collect()
+    } else {
+        detach_all(specs, spool.as_ref(), locked, &full)
+    };
+    for (entry, started) in started {
         match started {
             Ok(()) => {
                 let note = if session.is_some() {
@@ -195,29 +212,80 @@ pub fn start(
                 } else {
                     "started in the background (\"async\"): the session has ended, so its result goes to the execution log and the export only"
                 };
-                set(report, d.entry, Outcome::Started, note.into());
+                set(report, entry, Outcome::Started, note.into());
             }
             Err((outcome, why)) => {
-                let label = &report.handlers[d.entry].label;
+                let label = &report.handlers[entry].label;
                 report
                     .warnings
                     .push(format!("background {event} hook {label}: {why}"));
-                set(report, d.entry, outcome, why);
+                set(report, entry, outcome, why);
             }
         }
         // The trace's summary shows those skipped.
-        if report.handlers[d.entry].outcome != Outcome::Skipped {
-            trace.handler(&report.handlers[d.entry]);
+        if report.handlers[entry].outcome != Outcome::Skipped {
+            trace.handler(&report.handlers[entry]);
         }
     }
 }
 
-/// Starts `spec`'s supervisor apart from this process, recorded in the spool `locked` holds.
-fn detach(
-    spec: &Spec,
-    locked: Option<&spool::Locked<'_>>,
-    id: &str,
-) -> Result<(), (Outcome, String)> {
+/// `run`: each spec's supervisor started apart from this process, and what became of each.
+/// With a spool (`locked` holds its lock), each is first counted and given a record; then the
+/// lock is let go before any supervisor starts, since a lock held across a `fork` stays held
+/// until the child has replaced itself, which on a loaded machine can take milliseconds, and
+/// every other dispatch of the session would wait for it. The records get their supervisors'
+/// pids under the lock again.
+fn detach_all(
+    specs: Vec<(usize, Spec)>,
+    spool: Option<&Spool>,
+    locked: Option<spool::Locked<'_>>,
+    full: &str,
+) -> Started {
+    let mut live = locked.as_ref().map_or(0, spool::Locked::running_count);
+    let mut planned = Vec::new();
+    for (entry, mut spec) in specs {
+        let id = spool::new_id();
+        if let (Some(locked), Some(spool)) = (&locked, spool) {
+            if live >= MAX_RUNNING {
+                planned.push((entry, spec, Err((Outcome::Skipped, full.to_string()))));
+                continue;
+            }
+            let reserved = spool::Running::reserved(&spec.handler.label);
+            if let Err(e) = locked.write_running(&id, &reserved) {
+                let why = format!(
+                    "not started: cannot record it in {}: {e}",
+                    spool.dir().display()
+                );
+                planned.push((entry, spec, Err((Outcome::Skipped, why))));
+                continue;
+            }
+            live += 1;
+            spec.delivery = Delivery::Spool {
+                dir: spool.dir().to_path_buf(),
+                id: id.clone(),
+            };
+        }
+        planned.push((entry, spec, Ok(id)));
+    }
+    drop(locked);
+    let mut started = Vec::new();
+    for (entry, spec, id) in planned {
+        let result = id.and_then(|id| {
+            let noted = |pid: Option<u32>| {
+                if let Some(spool) = spool {
+                    spool.note_supervisor(&id, &spec.handler.label, pid);
+                }
+            };
+            detach(&spec, noted)
+        });
+        started.push((entry, result));
+    }
+    started
+}
+
+/// Starts `spec`'s supervisor apart from this process, has `noted` record its pid (`None`: it
+/// could not be started), then writes it its spec.
+fn detach(spec: &Spec, noted: impl FnOnce(Option<u32>)) -> Result<(), (Outcome, String)> {
     let failed = |e: std::io::Error| {
         (
             Outcome::SpawnError,
@@ -225,29 +293,36 @@ fn detach(
         )
     };
     let bytes = serde_json::to_vec(spec).map_err(|e| failed(std::io::Error::other(e)))?;
-    let mut child = process::spawn_supervisor(false).map_err(failed)?;
-    if let Some(locked) = locked {
-        let running = spool::Running {
-            label: spec.handler.label.clone(),
-            supervisor: child.id(),
-            supervisor_start: process::start_time(child.id()),
-            handler: None,
-            handler_start: None,
-        };
-        let _ = locked.write_running(id, &running);
-    }
-    let written = match child.stdin.take() {
-        Some(mut stdin) => stdin.write_all(&bytes),
-        None => Ok(()),
-    };
     // Never waited for: it outlives this process, whose exit hands it to init.
-    drop(child);
-    written.map_err(|e| {
-        if let Some(locked) = locked {
-            locked.remove_running(id);
+    let (pid, mut stdin) = match detached_supervisor() {
+        Ok(started) => started,
+        Err(e) => {
+            noted(None);
+            return Err(failed(e));
         }
-        failed(e)
-    })
+    };
+    // Before its spec: until it has read the spec to its end, the supervisor writes nothing
+    // to its record (`Spool::note_handler`), so the two writes never cross.
+    noted(Some(pid));
+    let written = stdin.write_all(&bytes);
+    drop(stdin);
+    written.map_err(failed)
+}
+
+/// A supervisor started apart from this process: its pid and the pipe for its spec.
+#[cfg(unix)]
+fn detached_supervisor() -> std::io::Result<(u32, std::fs::File)> {
+    process::spawn_detached()
+}
+
+#[cfg(not(unix))]
+fn detached_supervisor() -> std::io::Result<(u32, std::process::ChildStdin)> {
+    let mut child = process::spawn_supervisor(false)?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdin"))?;
+    Ok((child.id(), stdin))
 }
 
 /// `test`: runs `spec` here and now, records it, and hands it on in this answer.
@@ -278,7 +353,7 @@ fn set(report: &mut Report, entry: usize, outcome: Outcome, message: String) {
 /// dispatch; a `SessionEnd` also stops those still running and ends the session's spool.
 /// `holds`: the dispatch's answer is shown to no one (a client's probe), so nothing is taken.
 pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report) {
-    if holds || WAITED.load(Ordering::Relaxed) {
+    if holds || report.handed_on || WAITED.load(Ordering::Relaxed) {
         return;
     }
     let kept = memory::kept();
@@ -318,6 +393,11 @@ pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report)
             }
         }
     };
+    give(report, taken, dropped, stopped);
+}
+
+/// What was taken for the session: each result, and what did not fit or was stopped, said.
+fn give(report: &mut Report, taken: Vec<Ended>, dropped: usize, stopped: usize) {
     for ended in taken {
         hand(report, ended);
     }

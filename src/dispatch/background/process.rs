@@ -11,9 +11,10 @@ use std::process::{Child, Command, Stdio};
 /// The hidden command a supervisor runs as.
 pub const COMMAND: &str = "background";
 
-/// Starts a supervisor, its spec to be written to its stdin. `answers`: its stdout is a pipe
-/// for its result (`serve`); otherwise it writes nothing where anyone waits, so a caller that
-/// reads the dispatcher's output to its end is not held by it.
+/// Starts a supervisor by std's `Command`, its spec to be written to its stdin. `answers`: its
+/// stdout is a pipe for its result (`serve`, where it stays in the server's session, which
+/// keeps it); otherwise it writes nothing where anyone waits, so a caller that reads the
+/// dispatcher's output to its end is not held by it.
 pub fn spawn_supervisor(answers: bool) -> io::Result<Child> {
     // The very executable running, even if the file was replaced by an upgrade since.
     let exe = if cfg!(target_os = "linux") {
@@ -33,10 +34,75 @@ pub fn spawn_supervisor(answers: bool) -> io::Result<Child> {
         .spawn()
 }
 
+/// Starts a supervisor apart from this process (`run`): in a session of its own, stdin a pipe
+/// whose other end is returned for its spec, stdout and stderr `/dev/null`. This process does
+/// not wait for it to start the executable (a `vfork` would, and on a loaded machine that is
+/// a wait for the scheduler): `fork`, and the child does nothing but `setsid`, its descriptors
+/// and `execv`. Returns the supervisor's pid and the pipe for its spec.
+#[cfg(unix)]
+pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
+    use std::ffi::CString;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let exe = if cfg!(target_os = "linux") {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe()?
+    };
+    // Everything the child needs, made before the fork: it may not allocate.
+    let path = CString::new(exe.as_os_str().as_bytes())?;
+    let name = CString::new("levelcode-hooks")?;
+    let command = CString::new(COMMAND)?;
+    let argv = [name.as_ptr(), command.as_ptr(), std::ptr::null()];
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    use std::os::fd::AsRawFd;
+    let (spec, devnull) = (read.as_raw_fd(), null.as_raw_fd());
+    // SAFETY: the child calls only async-signal-safe functions (setsid, dup2, execv, _exit)
+    // on what was made above, so a lock another thread held at the fork cannot hang it; the
+    // parent goes on as before.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: see above. A copy made by dup2 is not closed on exec; one that was already
+        // in place (a caller that closed 0 to 2) is made so by fcntl.
+        unsafe {
+            libc::setsid();
+            for (from, to) in [(spec, 0), (devnull, 1), (devnull, 2)] {
+                if libc::dup2(from, to) < 0 || libc::fcntl(to, libc::F_SETFD, 0) < 0 {
+                    libc::_exit(127);
+                }
+            }
+            libc::execv(path.as_ptr(), argv.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    drop(read);
+    Ok((u32::try_from(pid).unwrap_or(0), std::fs::File::from(write)))
+}
+
 /// The start time of process `pid`, in clock ticks since boot (field 22 of `/proc/<pid>/stat`);
 /// `None` when it is gone, a zombie, or this system has no `/proc`.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    use std::io::Read as _;
+    // One read: the line is a few hundred bytes, and this is on a dispatch's way.
+    let mut buf = [0u8; 1024];
+    let read = std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read(&mut buf)
+        .ok()?;
+    let stat = std::str::from_utf8(&buf[..read]).ok()?;
     // The name is in parentheses and may hold anything; the fields follow the last `)`.
     let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
     if matches!(fields.next()?, "Z" | "X") {
@@ -127,14 +193,6 @@ mod os {
         super::same(pgid, start) && unsafe { libc::kill(-group, sig) } == 0
     }
 
-    /// A session of its own, out of the reach of the terminal and of the caller's process
-    /// group (a Ctrl-C to the agent, its terminal closing).
-    pub fn detach() {
-        // SAFETY: setsid(2) takes nothing; it fails only for a group leader, which a process
-        // started by a dispatcher is not.
-        unsafe { libc::setsid() };
-    }
-
     /// Closes every descriptor above stderr: what the dispatcher's caller let it inherit (a
     /// pipe it waits on, say) must not be held open for the length of a background handler.
     pub fn close_inherited() {
@@ -174,11 +232,10 @@ mod os {
     pub fn signal_group_same(_pgid: u32, _start: Option<u64>, _sig: i32) -> bool {
         false
     }
-    pub fn detach() {}
     pub fn close_inherited() {}
 }
 
-pub use os::{close_inherited, detach, exists, signal_group_same, signal_same, KILL, TERM};
+pub use os::{close_inherited, exists, signal_group_same, signal_same, KILL, TERM};
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

@@ -29,8 +29,13 @@ pub const MAX_RESULTS: usize = 64;
 /// Bytes of results waiting in one spool, at most.
 pub const MAX_BYTES: u64 = 1 << 20;
 
-/// How long the lock is waited for: its holders keep it for a few file operations.
+/// The file in `results/` that counts the results that did not fit.
+const DROPPED: &str = "dropped";
+
+/// How long the lock is waited for: its holders keep it for a few file operations, so the
+/// first pause is short (a dispatch often meets the supervisor of the one before it).
 const LOCK_WAIT: Duration = Duration::from_secs(5);
+const LOCK_PAUSE: Duration = Duration::from_micros(20);
 
 /// The folder under the data directory that holds every session's spool.
 const FOLDER: &str = "background";
@@ -39,14 +44,46 @@ const FOLDER: &str = "background";
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Running {
     pub label: String,
-    /// The supervisor that keeps it, and its start time (`process::start_time`).
-    pub supervisor: u32,
+    /// When it was counted, before its supervisor started (ms since the Unix epoch).
+    #[serde(default)]
+    pub reserved_ms: u64,
+    /// The supervisor that keeps it, and its start time (`process::start_time`), once started.
+    #[serde(default)]
+    pub supervisor: Option<u32>,
+    #[serde(default)]
     pub supervisor_start: Option<u64>,
     /// The handler itself, the leader of its process group, once it runs.
     #[serde(default)]
     pub handler: Option<u32>,
     #[serde(default)]
     pub handler_start: Option<u64>,
+}
+
+/// How long a record counts without its supervisor's pid: the moment between its dispatch
+/// counting it and starting the supervisor, generously.
+const RESERVED_FOR: u64 = 10_000;
+
+impl Running {
+    /// The record of a handler counted and not yet started.
+    pub fn reserved(label: &str) -> Running {
+        Running {
+            label: label.to_string(),
+            reserved_ms: crate::fs::now_ms(),
+            supervisor: None,
+            supervisor_start: None,
+            handler: None,
+            handler_start: None,
+        }
+    }
+
+    /// Returns true if and only if the handler may still run: its supervisor is the process
+    /// recorded, or it was counted a moment ago and its supervisor is on its way.
+    fn live(&self) -> bool {
+        match self.supervisor {
+            Some(pid) => process::same(pid, self.supervisor_start),
+            None => crate::fs::now_ms().saturating_sub(self.reserved_ms) < RESERVED_FOR,
+        }
+    }
 }
 
 /// One session's spool.
@@ -106,23 +143,30 @@ impl Spool {
                 self.dir.display()
             )
         };
-        loop {
-            if create {
-                for dir in [self.running(), self.results()] {
-                    crate::fs::create_private_dir(&dir).map_err(failed)?;
-                }
-            }
+        let open = |create: bool| {
             let mut options = OpenOptions::new();
             options.read(true).write(true).create(create);
-            let file =
-                match crate::fs::open_regular(&path, crate::fs::with_mode(&mut options, 0o600)) {
-                    Ok(file) => file,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {
-                        return Ok(None)
+            crate::fs::open_regular(&path, crate::fs::with_mode(&mut options, 0o600))
+        };
+        loop {
+            let file = match open(false) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
+                // A spool is made whole, its folders first; a session's first one is also when
+                // the spools of sessions long gone are cleared away.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let new = !self.dir.exists();
+                    for dir in [self.running(), self.results()] {
+                        crate::fs::create_private_dir(&dir).map_err(failed)?;
                     }
-                    Err(e) => return Err(failed(e)),
-                };
-            crate::lock::exclusive(&file, &path, LOCK_WAIT)?;
+                    if new {
+                        sweep(&self.dir);
+                    }
+                    open(true).map_err(failed)?
+                }
+                Err(e) => return Err(failed(e)),
+            };
+            crate::lock::exclusive_from(&file, &path, LOCK_WAIT, LOCK_PAUSE)?;
             // A spool removed while its lock was waited for guards nothing: the lock must be
             // the file that is there now.
             if same_file(&file, &path) {
@@ -140,6 +184,28 @@ impl Spool {
     /// Returns true if and only if a result may be waiting: the results' folder has an entry.
     pub fn holds_results(&self) -> bool {
         std::fs::read_dir(self.results()).is_ok_and(|mut entries| entries.next().is_some())
+    }
+
+    /// Notes in the record `id`, counted under the lock a moment ago, that its supervisor runs
+    /// as `pid`, or, with `None`, that it could not be started (the record goes). Without the
+    /// lock, which must not be held while a supervisor starts (see `background::detach_all`):
+    /// the record is replaced whole, and until this is done its supervisor has not read its
+    /// spec, so nothing else writes it; a spool that ended meanwhile is gone with its folder,
+    /// and the write fails.
+    pub fn note_supervisor(&self, id: &str, label: &str, pid: Option<u32>) {
+        let path = self.running().join(id);
+        let Some(pid) = pid else {
+            let _ = std::fs::remove_file(path);
+            return;
+        };
+        let running = Running {
+            supervisor: Some(pid),
+            supervisor_start: process::start_time(pid),
+            ..Running::reserved(label)
+        };
+        if let Ok(bytes) = serde_json::to_vec(&running) {
+            let _ = replace_as(&path, &bytes, &format!(".{}.tmp", std::process::id()));
+        }
     }
 
     /// Notes in the record `id` that its handler runs as `pid`, if the record is still there.
@@ -175,14 +241,22 @@ impl Spool {
 }
 
 impl Locked<'_> {
+    /// How many handlers may be running, for the bound: the records, when fewer than the
+    /// bound (most are live, and a stale one costs nothing then), else the live ones.
+    pub fn running_count(&self) -> usize {
+        let count = names(&self.spool.running()).len();
+        if count < MAX_RUNNING {
+            return count;
+        }
+        self.live().len()
+    }
+
     /// The live running records, by id; the records of supervisors that are gone are removed.
     pub fn live(&self) -> Vec<(String, Running)> {
         let mut live = Vec::new();
         for id in names(&self.spool.running()) {
             match self.running_record(&id) {
-                Some(running) if process::same(running.supervisor, running.supervisor_start) => {
-                    live.push((id, running));
-                }
+                Some(running) if running.live() => live.push((id, running)),
                 _ => {
                     let _ = std::fs::remove_file(self.spool.running().join(&id));
                 }
@@ -213,7 +287,10 @@ impl Locked<'_> {
             return;
         };
         let results = self.spool.results();
-        let names = names(&results);
+        let names: Vec<String> = names(&results)
+            .into_iter()
+            .filter(|n| n != DROPPED)
+            .collect();
         let held: u64 = names
             .iter()
             .filter_map(|name| std::fs::symlink_metadata(results.join(name)).ok())
@@ -224,15 +301,12 @@ impl Locked<'_> {
             && held + bytes.len() as u64 <= MAX_BYTES;
         if !fits || replace(&results.join(format!("{id}.json")), &bytes).is_err() {
             let dropped = self.dropped() + 1;
-            let _ = replace(
-                &self.spool.dir.join("dropped"),
-                dropped.to_string().as_bytes(),
-            );
+            let _ = replace(&results.join(DROPPED), dropped.to_string().as_bytes());
         }
     }
 
     fn dropped(&self) -> usize {
-        crate::fs::read_regular(&self.spool.dir.join("dropped"))
+        crate::fs::read_regular(&self.spool.results().join(DROPPED))
             .ok()
             .and_then(|text| text.trim().parse().ok())
             .unwrap_or(0)
@@ -242,21 +316,15 @@ impl Locked<'_> {
     pub fn take(&self) -> (Vec<Ended>, usize) {
         let results = self.spool.results();
         let mut taken = Vec::new();
+        let mut dropped = 0;
         for name in names(&results) {
             let path = results.join(&name);
-            if let Ok(text) = crate::fs::read_regular(&path) {
+            if name == DROPPED {
+                dropped = self.dropped();
+            } else if let Ok(text) = crate::fs::read_regular(&path) {
                 taken.extend(serde_json::from_str::<Ended>(&text).ok());
             }
             let _ = std::fs::remove_file(&path);
-        }
-        let dropped = self.dropped();
-        if dropped > 0 {
-            let _ = std::fs::remove_file(self.spool.dir.join("dropped"));
-        }
-        // A spool with nothing running and nothing waiting goes: one that comes back is made
-        // afresh, and whoever waited for this one's lock sees it gone (`lock`).
-        if names(&self.spool.running()).is_empty() && names(&results).is_empty() {
-            let _ = std::fs::remove_dir_all(&self.spool.dir);
         }
         (taken, dropped)
     }
@@ -272,7 +340,10 @@ impl Locked<'_> {
             let Some(running) = record else { continue };
             // Its supervisor stops the handler's group as a timeout would, and records it; a
             // handler whose supervisor is gone is killed here.
-            if process::signal_same(running.supervisor, running.supervisor_start, process::TERM)
+            let supervisor = running.supervisor.is_some_and(|pid| {
+                process::signal_same(pid, running.supervisor_start, process::TERM)
+            });
+            if supervisor
                 || running.handler.is_some_and(|pid| {
                     process::signal_group_same(pid, running.handler_start, process::KILL)
                 })
@@ -283,6 +354,43 @@ impl Locked<'_> {
         let (taken, dropped) = self.take();
         let _ = std::fs::remove_dir_all(&self.spool.dir);
         (taken, dropped, stopped)
+    }
+}
+
+/// How long a spool whose session never ended is kept once nothing in it has changed.
+const ABANDONED: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Removes the spools beside `kept` of sessions that never ended: nothing running in them, and
+/// nothing changed for [`ABANDONED`]. Each is removed under its lock, taken without waiting.
+fn sweep(kept: &Path) {
+    let Some(root) = kept.parent() else {
+        return;
+    };
+    for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let spool = Spool::at(entry.path());
+        if spool.dir == kept {
+            continue;
+        }
+        let changed = [spool.running(), spool.results()]
+            .iter()
+            .filter_map(|dir| std::fs::metadata(dir).and_then(|m| m.modified()).ok())
+            .max();
+        let old = changed.is_none_or(|at| at.elapsed().is_ok_and(|age| age > ABANDONED));
+        if !old {
+            continue;
+        }
+        let Ok(lock) = File::open(spool.dir.join("lock")) else {
+            continue;
+        };
+        if lock.try_lock().is_ok() && same_file(&lock, &spool.dir.join("lock")) {
+            let locked = Locked {
+                spool: &spool,
+                _file: lock,
+            };
+            if locked.live().is_empty() {
+                let _ = std::fs::remove_dir_all(&spool.dir);
+            }
+        }
     }
 }
 
@@ -304,7 +412,12 @@ fn names(dir: &Path) -> Vec<String> {
 /// the old file or the new one. Not synced: a record is worth nothing after a crash, which ends
 /// the processes it names.
 fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = crate::fs::with_suffix(path, ".tmp");
+    replace_as(path, bytes, ".tmp")
+}
+
+/// [`replace`] through the temporary file named with `suffix`.
+fn replace_as(path: &Path, bytes: &[u8], suffix: &str) -> std::io::Result<()> {
+    let tmp = crate::fs::with_suffix(path, suffix);
     let _ = std::fs::remove_file(&tmp);
     let written = (|| {
         let mut options = OpenOptions::new();
@@ -373,16 +486,7 @@ mod tests {
         let locked = spool.lock(true).unwrap().unwrap();
         for n in 0..3 {
             locked
-                .write_running(
-                    &format!("{n}"),
-                    &Running {
-                        label: "h".into(),
-                        supervisor: std::process::id(),
-                        supervisor_start: process::start_time(std::process::id()),
-                        handler: None,
-                        handler_start: None,
-                    },
-                )
+                .write_running(&format!("{n}"), &Running::reserved("h"))
                 .unwrap();
         }
         drop(locked);
@@ -422,37 +526,69 @@ mod tests {
     }
 
     #[test]
+    fn a_new_session_s_spool_clears_away_those_of_sessions_long_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| Spool::at(dir.path().join(name));
+        let age = |spool: &Spool, secs: u64| {
+            for folder in [spool.running(), spool.results()] {
+                let then = std::time::SystemTime::now() - Duration::from_secs(secs);
+                File::open(folder).unwrap().set_modified(then).unwrap();
+            }
+        };
+        let (gone, recent, busy) = (at("gone"), at("recent"), at("busy"));
+        for spool in [&gone, &recent, &busy] {
+            drop(spool.lock(true).unwrap());
+        }
+        let me = std::process::id();
+        let running = Running {
+            supervisor: Some(me),
+            supervisor_start: process::start_time(me),
+            ..Running::reserved("h")
+        };
+        busy.lock(false)
+            .unwrap()
+            .unwrap()
+            .write_running("r", &running)
+            .unwrap();
+        age(&gone, ABANDONED.as_secs() + 60);
+        age(&busy, ABANDONED.as_secs() + 60);
+        age(&recent, 60);
+        drop(at("new").lock(true).unwrap());
+        assert!(!gone.dir().exists(), "abandoned, so cleared away");
+        assert!(recent.dir().exists());
+        assert_eq!(
+            busy.dir().exists(),
+            cfg!(target_os = "linux"),
+            "its handler still runs"
+        );
+        assert!(at("new").dir().exists());
+    }
+
+    #[test]
     fn stale_records_are_pruned_and_an_ended_spool_is_gone() {
         let (_dir, spool) = spool();
         let locked = spool.lock(true).unwrap().unwrap();
         let me = std::process::id();
+        let record = |start: Option<u64>| Running {
+            supervisor: Some(me),
+            supervisor_start: start,
+            ..Running::reserved("h")
+        };
         locked
-            .write_running(
-                "live",
-                &Running {
-                    label: "h".into(),
-                    supervisor: me,
-                    supervisor_start: process::start_time(me),
-                    handler: None,
-                    handler_start: None,
-                },
-            )
+            .write_running("live", &record(process::start_time(me)))
             .unwrap();
         locked
-            .write_running(
-                "stale",
-                &Running {
-                    label: "h".into(),
-                    supervisor: me,
-                    supervisor_start: process::start_time(me).map(|s| s + 1),
-                    handler: None,
-                    handler_start: None,
-                },
-            )
+            .write_running("stale", &record(process::start_time(me).map(|s| s + 1)))
+            .unwrap();
+        let mut old = Running::reserved("h");
+        old.reserved_ms -= RESERVED_FOR;
+        locked.write_running("reserved-long-ago", &old).unwrap();
+        locked
+            .write_running("reserved", &Running::reserved("h"))
             .unwrap();
         let live: Vec<String> = locked.live().into_iter().map(|(id, _)| id).collect();
         if cfg!(target_os = "linux") {
-            assert_eq!(live, ["live"]);
+            assert_eq!(live, ["live", "reserved"]);
         }
         // Ending it removes the spool; this process's own record is not signalled, since the
         // test removed it first.

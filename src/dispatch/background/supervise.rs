@@ -106,9 +106,8 @@ pub fn supervise() -> anyhow::Result<ExitCode> {
         .read_to_string(&mut text)?;
     let spec: Spec = serde_json::from_str(&text)?;
     drop(text);
-    if matches!(spec.delivery, Delivery::Spool { .. }) {
-        process::detach();
-    }
+    // Started apart (`process::spawn_detached`) in `run`; in `serve` it stays in the server's
+    // session, which keeps it.
     process::close_inherited();
     signals::install();
     let spool = match &spec.delivery {
