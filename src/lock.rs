@@ -8,19 +8,8 @@ use std::time::{Duration, Instant};
 /// Takes `file`'s exclusive lock, retrying with growing pauses (1 ms, doubling up to 8 ms) for
 /// at most `wait`; the error names `path` and what to do.
 pub(crate) fn exclusive(file: &File, path: &Path, wait: Duration) -> Result<(), String> {
-    exclusive_from(file, path, wait, Duration::from_millis(1))
-}
-
-/// [`exclusive`], its first pause `first` (doubling up to 8 ms): for a lock whose holders keep
-/// it for a few file operations, where a millisecond's sleep would be most of the wait.
-pub(crate) fn exclusive_from(
-    file: &File,
-    path: &Path,
-    wait: Duration,
-    first: Duration,
-) -> Result<(), String> {
     let deadline = Instant::now() + wait;
-    let mut pause = first;
+    let mut pause = Duration::from_millis(1);
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(()),

@@ -436,9 +436,8 @@ fn session_end_stops_a_handler_whose_supervisor_is_gone_and_nothing_else() {
         .unwrap()
         .parse()
         .unwrap();
-    // A process the record does not name, given that record's pid, must be left alone: the
-    // record of another session names this test's own unrelated sleeper with a start time
-    // that is not its own.
+    // A process a record names by a pid it was not started with is left alone: a forged
+    // record names this test's own unrelated sleeper, with the start times of the real one.
     let mut bystander = std::process::Command::new("sleep")
         .arg("60")
         .spawn()
@@ -449,20 +448,19 @@ fn session_end_stops_a_handler_whose_supervisor_is_gone_and_nothing_else() {
         .unwrap()
         .unwrap()
         .path();
-    let record = std::fs::read_dir(spool.join("running"))
+    let running = std::fs::read_to_string(spool.join("running")).unwrap();
+    let first = running.lines().find(|l| l.contains("\"started\"")).unwrap();
+    let mut forged: Value = serde_json::from_str(first).unwrap();
+    forged["id"] = json!("0000000000000-forged");
+    forged["started"]["supervisor"] = json!(bystander.id());
+    forged["started"]["handler"] = json!(bystander.id());
+    forged["started"]["handler_start"] = forged["started"]["supervisor_start"].clone();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(spool.join("running"))
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let mut forged: Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    forged["supervisor"] = json!(bystander.id());
-    forged["handler"] = json!(bystander.id());
-    write(
-        &spool.join("running/0000000000000-forged"),
-        forged.to_string(),
-    );
+        .write_all(format!("\n{forged}\n").as_bytes())
+        .unwrap();
     signal(supervisor, libc::SIGKILL);
     assert!(wait_gone(&[supervisor], Duration::from_secs(10)).is_empty());
     world.dispatch(&json!({

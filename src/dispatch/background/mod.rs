@@ -230,11 +230,9 @@ pub fn start(
 }
 
 /// `run`: each spec's supervisor started apart from this process, and what became of each.
-/// With a spool (`locked` holds its lock), each is first counted and given a record; then the
-/// lock is let go before any supervisor starts, since a lock held across a `fork` stays held
-/// until the child has replaced itself, which on a loaded machine can take milliseconds, and
-/// every other dispatch of the session would wait for it. The records get their supervisors'
-/// pids under the lock again.
+/// With a spool (`locked` holds its lock), each is counted, started and recorded under the
+/// lock, a record lock of this process's that a supervisor started meanwhile does not hold too
+/// (`process::lock_now`).
 fn detach_all(
     specs: Vec<(usize, Spec)>,
     spool: Option<&Spool>,
@@ -242,50 +240,34 @@ fn detach_all(
     full: &str,
 ) -> Started {
     let mut live = locked.as_ref().map_or(0, spool::Locked::running_count);
-    let mut planned = Vec::new();
+    let mut started = Vec::new();
     for (entry, mut spec) in specs {
+        if locked.is_some() && live >= MAX_RUNNING {
+            started.push((entry, Err((Outcome::Skipped, full.to_string()))));
+            continue;
+        }
         let id = spool::new_id();
-        if let (Some(locked), Some(spool)) = (&locked, spool) {
-            if live >= MAX_RUNNING {
-                planned.push((entry, spec, Err((Outcome::Skipped, full.to_string()))));
-                continue;
-            }
-            let reserved = spool::Running::reserved(&spec.handler.label);
-            if let Err(e) = locked.write_running(&id, &reserved) {
-                let why = format!(
-                    "not started: cannot record it in {}: {e}",
-                    spool.dir().display()
-                );
-                planned.push((entry, spec, Err((Outcome::Skipped, why))));
-                continue;
-            }
-            live += 1;
+        if let Some(spool) = spool.filter(|_| locked.is_some()) {
             spec.delivery = Delivery::Spool {
                 dir: spool.dir().to_path_buf(),
                 id: id.clone(),
             };
         }
-        planned.push((entry, spec, Ok(id)));
-    }
-    drop(locked);
-    let mut started = Vec::new();
-    for (entry, spec, id) in planned {
-        let result = id.and_then(|id| {
-            let noted = |pid: Option<u32>| {
-                if let Some(spool) = spool {
-                    spool.note_supervisor(&id, &spec.handler.label, pid);
-                }
-            };
-            detach(&spec, noted)
-        });
+        let noted = |pid: u32| {
+            if let Some(locked) = &locked {
+                let _ = locked.add_running(&id, &spool::Running::of(&spec.handler.label, pid));
+            }
+        };
+        let result = detach(&spec, noted);
+        live += usize::from(result.is_ok());
         started.push((entry, result));
     }
     started
 }
 
-/// Starts `spec`'s supervisor apart from this process, has `noted` record its pid (`None`: it
-/// could not be started), then writes it its spec.
-fn detach(spec: &Spec, noted: impl FnOnce(Option<u32>)) -> Result<(), (Outcome, String)> {
+/// Starts `spec`'s supervisor apart from this process, has `noted` record its pid, then writes
+/// it its spec.
+fn detach(spec: &Spec, noted: impl FnOnce(u32)) -> Result<(), (Outcome, String)> {
     let failed = |e: std::io::Error| {
         (
             Outcome::SpawnError,
@@ -294,16 +276,8 @@ fn detach(spec: &Spec, noted: impl FnOnce(Option<u32>)) -> Result<(), (Outcome, 
     };
     let bytes = serde_json::to_vec(spec).map_err(|e| failed(std::io::Error::other(e)))?;
     // Never waited for: it outlives this process, whose exit hands it to init.
-    let (pid, mut stdin) = match detached_supervisor() {
-        Ok(started) => started,
-        Err(e) => {
-            noted(None);
-            return Err(failed(e));
-        }
-    };
-    // Before its spec: until it has read the spec to its end, the supervisor writes nothing
-    // to its record (`Spool::note_handler`), so the two writes never cross.
-    noted(Some(pid));
+    let (pid, mut stdin) = detached_supervisor().map_err(failed)?;
+    noted(pid);
     let written = stdin.write_all(&bytes);
     drop(stdin);
     written.map_err(failed)

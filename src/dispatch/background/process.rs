@@ -54,10 +54,7 @@ pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
     let name = CString::new("levelcode-hooks")?;
     let command = CString::new(COMMAND)?;
     let argv = [name.as_ptr(), command.as_ptr(), std::ptr::null()];
-    let null = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")?;
+    let null = CString::new("/dev/null")?;
     let mut fds = [-1; 2];
     // SAFETY: pipe2 writes two descriptors into the array we own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -66,16 +63,20 @@ pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
     // SAFETY: both descriptors were just created and are owned by nothing else.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     use std::os::fd::AsRawFd;
-    let (spec, devnull) = (read.as_raw_fd(), null.as_raw_fd());
-    // SAFETY: the child calls only async-signal-safe functions (setsid, dup2, execv, _exit)
-    // on what was made above, so a lock another thread held at the fork cannot hang it; the
-    // parent goes on as before.
+    let spec = read.as_raw_fd();
+    // SAFETY: the child calls only async-signal-safe functions (setsid, open, dup2, fcntl,
+    // execv, _exit) on what was made above, so a lock another thread held at the fork cannot
+    // hang it; the parent goes on as before.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: see above. A copy made by dup2 is not closed on exec; one that was already
         // in place (a caller that closed 0 to 2) is made so by fcntl.
         unsafe {
             libc::setsid();
+            let devnull = libc::open(null.as_ptr(), libc::O_RDWR);
+            if devnull < 0 {
+                libc::_exit(127);
+            }
             for (from, to) in [(spec, 0), (devnull, 1), (devnull, 2)] {
                 if libc::dup2(from, to) < 0 || libc::fcntl(to, libc::F_SETFD, 0) < 0 {
                     libc::_exit(127);
@@ -139,6 +140,26 @@ mod os {
 
     pub const TERM: i32 = libc::SIGTERM;
     pub const KILL: i32 = libc::SIGKILL;
+
+    /// Takes a POSIX record lock on all of `file` (open for writing) without waiting: whether
+    /// it was taken. Such a lock belongs to this process, not to the descriptor, so a child
+    /// started while it is held does not hold it too (a `flock` would stay held by the child
+    /// until it replaced itself); it goes when this process closes the file, or exits.
+    pub fn lock_now(file: &std::fs::File) -> std::io::Result<bool> {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: an all-zero flock is a valid value; the fields set are plain integers.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        // SAFETY: fcntl reads the flock we own; the descriptor is open.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } == 0 {
+            return Ok(true);
+        }
+        match std::io::Error::last_os_error() {
+            e if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => Ok(false),
+            e => Err(e),
+        }
+    }
 
     fn pid_t(pid: u32) -> Option<libc::pid_t> {
         libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)
@@ -223,6 +244,14 @@ mod os {
 mod os {
     pub const TERM: i32 = 15;
     pub const KILL: i32 = 9;
+
+    pub fn lock_now(file: &std::fs::File) -> std::io::Result<bool> {
+        match file.try_lock() {
+            Ok(()) => Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
     pub fn exists(_pid: u32) -> bool {
         false
     }
@@ -235,7 +264,7 @@ mod os {
     pub fn close_inherited() {}
 }
 
-pub use os::{close_inherited, exists, signal_group_same, signal_same, KILL, TERM};
+pub use os::{close_inherited, exists, lock_now, signal_group_same, signal_same, KILL, TERM};
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

@@ -1,18 +1,23 @@
 //! A session's spool, for `run` (contract §21): the folder under the data directory where its
 //! background handlers are recorded while they run and their results wait for the session's
-//! next dispatch. `<data dir>/background/<session key>/` holds `lock`, `running/<id>` (the
-//! supervisor's and the handler's pid and start time, so that a later dispatch can stop them)
-//! and `results/<id>.json`.
+//! next dispatch. `<data dir>/background/<session key>/` holds `lock`, `running` (what became
+//! of each handler started: its supervisor's and its own pid and start time, so that a later
+//! dispatch can stop them, then its end) and `results` (each result, then whether some did not
+//! fit), one JSON line each.
 //!
-//! Folders are the owner's alone (0700), files 0600; every change is made under the lock, each
-//! file written whole and renamed into place. A spool is bounded: at most [`MAX_RUNNING`]
-//! handlers run at once, and at most [`MAX_RESULTS`] results of at most [`MAX_BYTES`] in all
-//! wait, each bounded itself ([`super::record`]); what does not fit is counted, and the next
-//! dispatch says so. A result is removed once handed on, and the whole spool when the session
-//! ends.
+//! The folder is the owner's alone (0700), its files 0600. Every change is made under the lock
+//! and is one `write` of whole lines at the end of a file, or the file emptied once what it
+//! holds is done with: no reader ever sees part of a record, and no file is made or removed on
+//! a dispatch's way (on ext4, making and removing files was most of what a background start
+//! cost). A line torn by a crash is not JSON, and is passed over. A spool is bounded: at most
+//! [`MAX_RUNNING`] handlers run at once, and at most [`MAX_RESULTS`] results of at most
+//! [`MAX_BYTES`] in all wait, each bounded itself ([`super::record`]); what does not fit is
+//! counted, and the next dispatch says so. Results go once handed on, and the whole spool when
+//! the session ends.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,8 +34,8 @@ pub const MAX_RESULTS: usize = 64;
 /// Bytes of results waiting in one spool, at most.
 pub const MAX_BYTES: u64 = 1 << 20;
 
-/// The file in `results/` that counts the results that did not fit.
-const DROPPED: &str = "dropped";
+/// The `running` file is written afresh, with only what still runs, past this size.
+const MAX_RUNNING_FILE: u64 = 64 << 10;
 
 /// How long the lock is waited for: its holders keep it for a few file operations, so the
 /// first pause is short (a dispatch often meets the supervisor of the one before it).
@@ -40,14 +45,14 @@ const LOCK_PAUSE: Duration = Duration::from_micros(20);
 /// The folder under the data directory that holds every session's spool.
 const FOLDER: &str = "background";
 
+/// How long a spool whose session never ended is kept once nothing in it has changed.
+const ABANDONED: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// A handler running in the background, as its record says.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Running {
     pub label: String,
-    /// When it was counted, before its supervisor started (ms since the Unix epoch).
-    #[serde(default)]
-    pub reserved_ms: u64,
-    /// The supervisor that keeps it, and its start time (`process::start_time`), once started.
+    /// The supervisor that keeps it, and its start time (`process::start_time`).
     #[serde(default)]
     pub supervisor: Option<u32>,
     #[serde(default)]
@@ -59,31 +64,44 @@ pub struct Running {
     pub handler_start: Option<u64>,
 }
 
-/// How long a record counts without its supervisor's pid: the moment between its dispatch
-/// counting it and starting the supervisor, generously.
-const RESERVED_FOR: u64 = 10_000;
-
 impl Running {
-    /// The record of a handler counted and not yet started.
-    pub fn reserved(label: &str) -> Running {
+    /// The record of a handler whose supervisor was just started as `pid`.
+    pub fn of(label: &str, pid: u32) -> Running {
         Running {
             label: label.to_string(),
-            reserved_ms: crate::fs::now_ms(),
-            supervisor: None,
-            supervisor_start: None,
+            supervisor: Some(pid),
+            supervisor_start: process::start_time(pid),
             handler: None,
             handler_start: None,
         }
     }
 
     /// Returns true if and only if the handler may still run: its supervisor is the process
-    /// recorded, or it was counted a moment ago and its supervisor is on its way.
+    /// recorded.
     fn live(&self) -> bool {
-        match self.supervisor {
-            Some(pid) => process::same(pid, self.supervisor_start),
-            None => crate::fs::now_ms().saturating_sub(self.reserved_ms) < RESERVED_FOR,
-        }
+        self.supervisor
+            .is_some_and(|pid| process::same(pid, self.supervisor_start))
     }
+}
+
+/// One line of `running`: a handler started, its handler's pid noted, or its end.
+#[derive(Serialize, Deserialize)]
+struct Event {
+    id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    started: Option<Running>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    handler: Option<(u32, Option<u64>)>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    ended: bool,
+}
+
+/// One line of `results`: a result, or one that did not fit.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Dropped { dropped: usize },
+    Result(Box<Ended>),
 }
 
 /// One session's spool.
@@ -152,13 +170,11 @@ impl Spool {
             let file = match open(false) {
                 Ok(file) => file,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
-                // A spool is made whole, its folders first; a session's first one is also when
-                // the spools of sessions long gone are cleared away.
+                // A session's first spool is also when those of sessions long gone are
+                // cleared away.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let new = !self.dir.exists();
-                    for dir in [self.running(), self.results()] {
-                        crate::fs::create_private_dir(&dir).map_err(failed)?;
-                    }
+                    crate::fs::create_private_dir(&self.dir).map_err(failed)?;
                     if new {
                         sweep(&self.dir);
                     }
@@ -166,10 +182,11 @@ impl Spool {
                 }
                 Err(e) => return Err(failed(e)),
             };
-            crate::lock::exclusive_from(&file, &path, LOCK_WAIT, LOCK_PAUSE)?;
+            wait_for_lock(&file, &path)?;
             // A spool removed while its lock was waited for guards nothing: the lock must be
-            // the file that is there now.
-            if same_file(&file, &path) {
+            // the file that is there now (no file of a spool is ever replaced, only removed
+            // with it).
+            if still_there(&file) {
                 return Ok(Some(Locked {
                     spool: self,
                     _file: file,
@@ -181,42 +198,23 @@ impl Spool {
         }
     }
 
-    /// Returns true if and only if a result may be waiting: the results' folder has an entry.
+    /// Returns true if and only if something may be waiting: `results` is not empty.
     pub fn holds_results(&self) -> bool {
-        std::fs::read_dir(self.results()).is_ok_and(|mut entries| entries.next().is_some())
+        std::fs::metadata(self.results()).is_ok_and(|m| m.len() > 0)
     }
 
-    /// Notes in the record `id`, counted under the lock a moment ago, that its supervisor runs
-    /// as `pid`, or, with `None`, that it could not be started (the record goes). Without the
-    /// lock, which must not be held while a supervisor starts (see `background::detach_all`):
-    /// the record is replaced whole, and until this is done its supervisor has not read its
-    /// spec, so nothing else writes it; a spool that ended meanwhile is gone with its folder,
-    /// and the write fails.
-    pub fn note_supervisor(&self, id: &str, label: &str, pid: Option<u32>) {
-        let path = self.running().join(id);
-        let Some(pid) = pid else {
-            let _ = std::fs::remove_file(path);
-            return;
-        };
-        let running = Running {
-            supervisor: Some(pid),
-            supervisor_start: process::start_time(pid),
-            ..Running::reserved(label)
-        };
-        if let Ok(bytes) = serde_json::to_vec(&running) {
-            let _ = replace_as(&path, &bytes, &format!(".{}.tmp", std::process::id()));
-        }
-    }
-
-    /// Notes in the record `id` that its handler runs as `pid`, if the record is still there.
+    /// Notes that the handler of the record `id` runs as `pid`, if the record is still there.
     pub fn note_handler(&self, id: &str, pid: u32) {
         let Ok(Some(locked)) = self.lock(false) else {
             return;
         };
-        if let Some(mut running) = locked.running_record(id) {
-            running.handler = Some(pid);
-            running.handler_start = process::start_time(pid);
-            let _ = locked.write_running(id, &running);
+        if locked.records().contains_key(id) {
+            let _ = locked.append_event(&Event {
+                id: id.to_string(),
+                started: None,
+                handler: Some((pid, process::start_time(pid))),
+                ended: false,
+            });
         }
     }
 
@@ -236,95 +234,180 @@ impl Spool {
                 return;
             }
         };
-        locked.add_result(id, ended);
+        locked.add_result(ended);
     }
 }
 
 impl Locked<'_> {
-    /// How many handlers may be running, for the bound: the records, when fewer than the
+    /// The records of `running`, by id, in the order they started: each started and not ended.
+    fn records(&self) -> BTreeMap<String, Running> {
+        let mut records = BTreeMap::new();
+        for event in lines::<Event>(&self.spool.running()) {
+            match event {
+                Event {
+                    id,
+                    started: Some(running),
+                    ..
+                } => {
+                    records.insert(id, running);
+                }
+                Event {
+                    id,
+                    handler: Some((pid, start)),
+                    ..
+                } => {
+                    if let Some(running) = records.get_mut(&id) {
+                        running.handler = Some(pid);
+                        running.handler_start = start;
+                    }
+                }
+                Event {
+                    id, ended: true, ..
+                } => {
+                    records.remove(&id);
+                }
+                Event { .. } => {}
+            }
+        }
+        records
+    }
+
+    /// How many handlers may be running, for the bound: those recorded, when fewer than the
     /// bound (most are live, and a stale one costs nothing then), else the live ones.
     pub fn running_count(&self) -> usize {
-        let count = names(&self.spool.running()).len();
-        if count < MAX_RUNNING {
-            return count;
+        let records = self.records();
+        if records.len() < MAX_RUNNING {
+            return records.len();
         }
         self.live().len()
     }
 
-    /// The live running records, by id; the records of supervisors that are gone are removed.
+    /// The live running records, by id; those of supervisors that are gone are dropped, and
+    /// `running` written afresh with the rest.
     pub fn live(&self) -> Vec<(String, Running)> {
-        let mut live = Vec::new();
-        for id in names(&self.spool.running()) {
-            match self.running_record(&id) {
-                Some(running) if running.live() => live.push((id, running)),
-                _ => {
-                    let _ = std::fs::remove_file(self.spool.running().join(&id));
-                }
-            }
+        let records = self.records();
+        let all = records.len();
+        let live: Vec<(String, Running)> = records.into_iter().filter(|(_, r)| r.live()).collect();
+        if live.len() < all {
+            self.rewrite_running(&live);
         }
         live
     }
 
-    fn running_record(&self, id: &str) -> Option<Running> {
-        let text = crate::fs::read_regular(&self.spool.running().join(id)).ok()?;
-        serde_json::from_str(&text).ok()
+    /// `running` with only `live` in it, replaced whole.
+    fn rewrite_running(&self, live: &[(String, Running)]) {
+        let mut text = Vec::new();
+        for (id, running) in live {
+            let event = Event {
+                id: id.clone(),
+                started: Some(running.clone()),
+                handler: None,
+                ended: false,
+            };
+            if serde_json::to_writer(&mut text, &event).is_ok() {
+                text.push(b'\n');
+            }
+        }
+        let _ = crate::fs::write_atomically(
+            &self.spool.running(),
+            &text,
+            0o600,
+            crate::fs::Writers::LockHeld,
+        );
     }
 
-    /// Writes the record `id`.
-    pub fn write_running(&self, id: &str, running: &Running) -> std::io::Result<()> {
-        let bytes = serde_json::to_vec(running).map_err(std::io::Error::other)?;
-        replace(&self.spool.running().join(id), &bytes)
+    /// Records that the handler `id` was started, its supervisor recorded in `running`.
+    pub fn add_running(&self, id: &str, running: &Running) -> std::io::Result<()> {
+        self.append_event(&Event {
+            id: id.to_string(),
+            started: Some(running.clone()),
+            handler: None,
+            ended: false,
+        })
     }
 
-    /// Removes the record `id`; returns whether it was there.
+    fn append_event(&self, event: &Event) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        append(&self.spool.running(), &line)
+    }
+
+    /// Records that the handler `id` ended; returns whether it was recorded as running. When
+    /// nothing runs any more, or `running` grew large, it is written afresh.
     pub fn remove_running(&self, id: &str) -> bool {
-        std::fs::remove_file(self.spool.running().join(id)).is_ok()
+        let records = self.records();
+        if !records.contains_key(id) {
+            return false;
+        }
+        let size = std::fs::metadata(self.spool.running()).map_or(0, |m| m.len());
+        if records.len() == 1 || size > MAX_RUNNING_FILE {
+            let rest: Vec<(String, Running)> = records
+                .into_iter()
+                .filter(|(other, _)| other != id)
+                .collect();
+            if rest.is_empty() {
+                let _ = empty(&self.spool.running());
+            } else {
+                self.rewrite_running(&rest);
+            }
+            return true;
+        }
+        let _ = self.append_event(&Event {
+            id: id.to_string(),
+            started: None,
+            handler: None,
+            ended: true,
+        });
+        true
     }
 
     /// Adds a result, or counts it as one that did not fit.
-    fn add_result(&self, id: &str, ended: &Ended) {
-        let Ok(bytes) = serde_json::to_vec(ended) else {
+    fn add_result(&self, ended: &Ended) {
+        let Ok(mut line) = serde_json::to_vec(ended) else {
             return;
         };
-        let results = self.spool.results();
-        let names: Vec<String> = names(&results)
-            .into_iter()
-            .filter(|n| n != DROPPED)
-            .collect();
-        let held: u64 = names
-            .iter()
-            .filter_map(|name| std::fs::symlink_metadata(results.join(name)).ok())
-            .map(|m| m.len())
-            .sum();
-        let fits = names.len() < MAX_RESULTS
-            && bytes.len() <= MAX_RECORD
-            && held + bytes.len() as u64 <= MAX_BYTES;
-        if !fits || replace(&results.join(format!("{id}.json")), &bytes).is_err() {
-            let dropped = self.dropped() + 1;
-            let _ = replace(&results.join(DROPPED), dropped.to_string().as_bytes());
+        line.push(b'\n');
+        let path = self.spool.results();
+        let held = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let count = if held == 0 {
+            0
+        } else {
+            lines::<Line>(&path)
+                .iter()
+                .filter(|l| matches!(l, Line::Result(_)))
+                .count()
+        };
+        let fits = count < MAX_RESULTS
+            && line.len() <= MAX_RECORD
+            && held + line.len() as u64 <= MAX_BYTES;
+        // What did not fit is a short line, and none is added once even those overflow.
+        if fits && append(&path, &line).is_ok() {
+            return;
         }
-    }
-
-    fn dropped(&self) -> usize {
-        crate::fs::read_regular(&self.spool.results().join(DROPPED))
-            .ok()
-            .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(0)
+        if held < MAX_BYTES + (64 << 10) {
+            let _ = append(&path, b"{\"dropped\":1}\n");
+        }
     }
 
     /// Takes every result waiting, oldest first, and how many did not fit.
     pub fn take(&self) -> (Vec<Ended>, usize) {
-        let results = self.spool.results();
         let mut taken = Vec::new();
         let mut dropped = 0;
-        for name in names(&results) {
-            let path = results.join(&name);
-            if name == DROPPED {
-                dropped = self.dropped();
-            } else if let Ok(text) = crate::fs::read_regular(&path) {
-                taken.extend(serde_json::from_str::<Ended>(&text).ok());
+        let Ok(file) = crate::fs::open_regular(
+            &self.spool.results(),
+            OpenOptions::new().read(true).write(true),
+        ) else {
+            return (taken, dropped);
+        };
+        let read = read_lines::<Line>(&file);
+        for line in read {
+            match line {
+                Line::Result(ended) => taken.push(*ended),
+                Line::Dropped { dropped: n } => dropped += n,
             }
-            let _ = std::fs::remove_file(&path);
+        }
+        if !taken.is_empty() || dropped > 0 {
+            let _ = file.set_len(0);
         }
         (taken, dropped)
     }
@@ -333,11 +416,9 @@ impl Locked<'_> {
     /// spool removed. Returns the results, how many did not fit, and how many were stopped.
     pub fn end(self) -> (Vec<Ended>, usize, usize) {
         let mut stopped = 0;
-        for id in names(&self.spool.running()) {
-            let record = self.running_record(&id);
-            // Gone first, so that its supervisor hands nothing on when it ends.
-            self.remove_running(&id);
-            let Some(running) = record else { continue };
+        // The spool goes below, before any supervisor has stopped its handler: one that ends
+        // then finds no record, and hands nothing on.
+        for (_, running) in self.records() {
             // Its supervisor stops the handler's group as a timeout would, and records it; a
             // handler whose supervisor is gone is killed here.
             let supervisor = running.supervisor.is_some_and(|pid| {
@@ -357,8 +438,49 @@ impl Locked<'_> {
     }
 }
 
-/// How long a spool whose session never ended is kept once nothing in it has changed.
-const ABANDONED: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The JSON lines of the file at `path` that read as `T`; none when it cannot be read. A line
+/// torn by a crash is passed over.
+fn lines<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
+    match crate::fs::open_regular(path, OpenOptions::new().read(true)) {
+        Ok(file) => read_lines(&file),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`lines`] of an open file.
+fn read_lines<T: serde::de::DeserializeOwned>(mut file: &File) -> Vec<T> {
+    let mut text = Vec::new();
+    // A spool's files are bounded; a larger one is no spool's.
+    if (&mut file)
+        .take(MAX_BYTES + (128 << 10))
+        .read_to_end(&mut text)
+        .is_err()
+    {
+        return Vec::new();
+    }
+    text.split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
+/// Adds `bytes`, whole lines, at the end of the file at `path` in one write, the file made
+/// (0600) when missing. They start on a line of their own, so that a line torn by a crash
+/// before them costs nothing more.
+fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.append(true).create(true);
+    let mut file = crate::fs::open_regular(path, crate::fs::with_mode(&mut options, 0o600))?;
+    let mut whole = Vec::with_capacity(bytes.len() + 1);
+    whole.push(b'\n');
+    whole.extend_from_slice(bytes);
+    file.write_all(&whole)
+}
+
+/// Empties the file at `path`, which stays.
+fn empty(path: &Path) -> std::io::Result<()> {
+    crate::fs::open_regular(path, OpenOptions::new().write(true))?.set_len(0)
+}
 
 /// Removes the spools beside `kept` of sessions that never ended: nothing running in them, and
 /// nothing changed for [`ABANDONED`]. Each is removed under its lock, taken without waiting.
@@ -371,18 +493,23 @@ fn sweep(kept: &Path) {
         if spool.dir == kept {
             continue;
         }
-        let changed = [spool.running(), spool.results()]
+        let changed = [spool.running(), spool.results(), spool.dir.join("lock")]
             .iter()
-            .filter_map(|dir| std::fs::metadata(dir).and_then(|m| m.modified()).ok())
+            .filter_map(|file| std::fs::metadata(file).and_then(|m| m.modified()).ok())
             .max();
         let old = changed.is_none_or(|at| at.elapsed().is_ok_and(|age| age > ABANDONED));
         if !old {
             continue;
         }
-        let Ok(lock) = File::open(spool.dir.join("lock")) else {
+        let taken = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(spool.dir.join("lock"))
+            .and_then(|lock| Ok((process::lock_now(&lock)?, lock)));
+        let Ok((true, lock)) = taken else {
             continue;
         };
-        if lock.try_lock().is_ok() && same_file(&lock, &spool.dir.join("lock")) {
+        if still_there(&lock) {
             let locked = Locked {
                 spool: &spool,
                 _file: lock,
@@ -394,71 +521,49 @@ fn sweep(kept: &Path) {
     }
 }
 
-/// The names in `dir`, sorted (records are named so that they sort by time); none when it
-/// cannot be read. Temporary files are left out.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|name| !name.ends_with(".tmp"))
-        .collect();
-    names.sort();
-    names
-}
-
-/// Replaces `path` with `bytes`: a temporary file of mode 0600 renamed over it, so a reader sees
-/// the old file or the new one. Not synced: a record is worth nothing after a crash, which ends
-/// the processes it names.
-fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    replace_as(path, bytes, ".tmp")
-}
-
-/// [`replace`] through the temporary file named with `suffix`.
-fn replace_as(path: &Path, bytes: &[u8], suffix: &str) -> std::io::Result<()> {
-    let tmp = crate::fs::with_suffix(path, suffix);
-    let _ = std::fs::remove_file(&tmp);
-    let written = (|| {
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        let mut file = crate::fs::with_mode(&mut options, 0o600).open(&tmp)?;
-        file.write_all(bytes)?;
-        drop(file);
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+/// Takes the lock of `file` (at `path`), retrying with short pauses, doubling up to a
+/// millisecond, for at most [`LOCK_WAIT`]; the error names the file and what to do.
+fn wait_for_lock(file: &File, path: &Path) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let mut pause = LOCK_PAUSE;
+    loop {
+        match process::lock_now(file) {
+            Ok(true) => return Ok(()),
+            Ok(false) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(1));
+            }
+            Ok(false) => {
+                return Err(format!(
+                    "{} stayed locked by another process for {} s; if no levelcode-hooks process is still running, find the process holding it",
+                    path.display(),
+                    LOCK_WAIT.as_secs()
+                ))
+            }
+            Err(e) => return Err(format!("cannot lock {}: {e}", path.display())),
+        }
     }
-    written
 }
 
-/// Returns true if and only if `file` is the file at `path`.
-fn same_file(file: &File, path: &Path) -> bool {
+/// Returns true if and only if the open `file` has not been removed.
+fn still_there(file: &File) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        match (file.metadata(), std::fs::metadata(path)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        }
+        file.metadata().is_ok_and(|m| m.nlink() > 0)
     }
     #[cfg(not(unix))]
     {
-        let _ = file;
-        path.exists()
+        file.metadata().is_ok()
     }
 }
 
 /// A new record's name: its time first, so that names sort as the handlers started.
 pub fn new_id() -> String {
-    let mut random = [0u8; 4];
-    let _ = getrandom::fill(&mut random);
-    format!(
-        "{:013}-{:08x}",
-        crate::fs::now_ms(),
-        u32::from_be_bytes(random)
-    )
+    // This process's pid and a count of its own: no two ids of one moment are the same.
+    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{:013}-{:x}-{n}", crate::fs::now_ms(), std::process::id())
 }
 
 #[cfg(test)]
@@ -480,14 +585,16 @@ mod tests {
         }
     }
 
+    fn mine() -> Running {
+        Running::of("h", std::process::id())
+    }
+
     #[test]
     fn results_wait_in_order_and_go_once_taken() {
         let (_dir, spool) = spool();
         let locked = spool.lock(true).unwrap().unwrap();
         for n in 0..3 {
-            locked
-                .write_running(&format!("{n}"), &Running::reserved("h"))
-                .unwrap();
+            locked.add_running(&format!("{n}"), &mine()).unwrap();
         }
         drop(locked);
         for n in [2, 0, 1] {
@@ -496,11 +603,17 @@ mod tests {
         }
         let locked = spool.lock(false).unwrap().unwrap();
         assert!(locked.live().is_empty(), "each record went with its result");
+        assert_eq!(
+            std::fs::metadata(spool.running()).unwrap().len(),
+            0,
+            "emptied once nothing runs"
+        );
         let (taken, dropped) = locked.take();
         let labels: Vec<&str> = taken.iter().map(|e| e.label.as_str()).collect();
-        assert_eq!(labels, ["h0", "h1", "h2"]);
+        assert_eq!(labels, ["h2", "h0", "h1"], "in the order they ended");
         assert_eq!(dropped, 0);
         assert!(locked.take().0.is_empty());
+        assert!(!spool.holds_results());
     }
 
     #[test]
@@ -518,7 +631,7 @@ mod tests {
         let (_dir, spool) = spool();
         let locked = spool.lock(true).unwrap().unwrap();
         for n in 0..MAX_RESULTS + 5 {
-            locked.add_result(&format!("{n:04}"), &result(n));
+            locked.add_result(&result(n));
         }
         let (taken, dropped) = locked.take();
         assert_eq!((taken.len(), dropped), (MAX_RESULTS, 5));
@@ -526,29 +639,61 @@ mod tests {
     }
 
     #[test]
+    fn a_torn_line_is_passed_over() {
+        let (_dir, spool) = spool();
+        let locked = spool.lock(true).unwrap().unwrap();
+        locked.add_result(&result(0));
+        // A crash in the middle of a write: part of a line, and no newline.
+        OpenOptions::new()
+            .append(true)
+            .open(spool.results())
+            .unwrap()
+            .write_all(b"{\"label\":\"h1\",\"outc")
+            .unwrap();
+        locked.add_result(&result(2));
+        let labels: Vec<String> = locked.take().0.into_iter().map(|e| e.label).collect();
+        assert_eq!(labels, ["h0", "h2"]);
+    }
+
+    #[test]
+    fn a_handler_s_pid_and_its_end_are_read_back() {
+        let (_dir, spool) = spool();
+        let locked = spool.lock(true).unwrap().unwrap();
+        locked.add_running("a", &mine()).unwrap();
+        locked.add_running("b", &mine()).unwrap();
+        drop(locked);
+        spool.note_handler("a", 4242);
+        spool.note_handler("gone", 4243);
+        let locked = spool.lock(false).unwrap().unwrap();
+        let records = locked.records();
+        assert_eq!(records["a"].handler, Some(4242));
+        assert_eq!(records["b"].handler, None);
+        assert!(!records.contains_key("gone"));
+        assert!(locked.remove_running("a"));
+        assert!(!locked.remove_running("a"), "once");
+        assert_eq!(locked.running_count(), 1);
+    }
+
+    #[test]
     fn a_new_session_s_spool_clears_away_those_of_sessions_long_gone() {
         let dir = tempfile::tempdir().unwrap();
         let at = |name: &str| Spool::at(dir.path().join(name));
         let age = |spool: &Spool, secs: u64| {
-            for folder in [spool.running(), spool.results()] {
-                let then = std::time::SystemTime::now() - Duration::from_secs(secs);
-                File::open(folder).unwrap().set_modified(then).unwrap();
+            let then = std::time::SystemTime::now() - Duration::from_secs(secs);
+            for file in [spool.running(), spool.results(), spool.dir.join("lock")] {
+                if let Ok(file) = OpenOptions::new().write(true).open(file) {
+                    file.set_modified(then).unwrap();
+                }
             }
         };
         let (gone, recent, busy) = (at("gone"), at("recent"), at("busy"));
         for spool in [&gone, &recent, &busy] {
             drop(spool.lock(true).unwrap());
         }
-        let me = std::process::id();
-        let running = Running {
-            supervisor: Some(me),
-            supervisor_start: process::start_time(me),
-            ..Running::reserved("h")
-        };
         busy.lock(false)
             .unwrap()
             .unwrap()
-            .write_running("r", &running)
+            .add_running("r", &mine())
             .unwrap();
         age(&gone, ABANDONED.as_secs() + 60);
         age(&busy, ABANDONED.as_secs() + 60);
@@ -570,25 +715,24 @@ mod tests {
         let locked = spool.lock(true).unwrap().unwrap();
         let me = std::process::id();
         let record = |start: Option<u64>| Running {
-            supervisor: Some(me),
             supervisor_start: start,
-            ..Running::reserved("h")
+            ..Running::of("h", me)
         };
         locked
-            .write_running("live", &record(process::start_time(me)))
+            .add_running("live", &record(process::start_time(me)))
             .unwrap();
         locked
-            .write_running("stale", &record(process::start_time(me).map(|s| s + 1)))
+            .add_running("stale", &record(process::start_time(me).map(|s| s + 1)))
             .unwrap();
-        let mut old = Running::reserved("h");
-        old.reserved_ms -= RESERVED_FOR;
-        locked.write_running("reserved-long-ago", &old).unwrap();
-        locked
-            .write_running("reserved", &Running::reserved("h"))
-            .unwrap();
+        let unstarted = Running {
+            supervisor: None,
+            ..Running::of("h", me)
+        };
+        locked.add_running("unstarted", &unstarted).unwrap();
         let live: Vec<String> = locked.live().into_iter().map(|(id, _)| id).collect();
         if cfg!(target_os = "linux") {
-            assert_eq!(live, ["live", "reserved"]);
+            assert_eq!(live, ["live"]);
+            assert_eq!(locked.records().len(), 1, "the others were dropped");
         }
         // Ending it removes the spool; this process's own record is not signalled, since the
         // test removed it first.
