@@ -231,7 +231,7 @@ fn a_two_second_handler_does_not_hold_the_dispatch_and_runs_on() {
     let world = World::new();
     world.settings(&handlers(
         "PostToolUse",
-        json!([{"command": "sleep 2; touch ran", "async": true, "name": "slow"}]),
+        json!([{"command": "cut -d' ' -f19 /proc/$$/stat > nice; sleep 2; touch ran", "async": true, "name": "slow"}]),
     ));
     let (answer, took) = world.dispatch(&post_tool_use(&world, "s1"));
     assert!(took < Duration::from_millis(1500), "{took:?}: {answer}");
@@ -241,8 +241,14 @@ fn a_two_second_handler_does_not_hold_the_dispatch_and_runs_on() {
         !world.project().join("ran").exists(),
         "the answer came before the handler was done"
     );
-    // It ran on after the dispatcher had exited.
+    // It ran on after the dispatcher had exited, at a lower priority than the agent's.
     waits_for(&world.project().join("ran"));
+    let nice: i32 = std::fs::read_to_string(world.project().join("nice"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(nice >= 10, "niceness {nice}");
     let ended = world.ended(1);
     assert_eq!(ended[0]["handlers"][0]["outcome"], "proceed");
     assert_eq!(ended[0]["handlers"][0]["label"], "slow");

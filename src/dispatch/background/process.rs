@@ -11,6 +11,9 @@ use std::process::{Child, Command, Stdio};
 /// The hidden command a supervisor runs as.
 pub const COMMAND: &str = "background";
 
+/// The niceness a supervisor and its handler run at, at least (`lower_priority`).
+pub const NICE: i32 = 10;
+
 /// Starts a supervisor by std's `Command`, its spec to be written to its stdin. `answers`: its
 /// stdout is a pipe for its result (`serve`, where it stays in the server's session, which
 /// keeps it); otherwise it writes nothing where anyone waits, so a caller that reads the
@@ -73,6 +76,7 @@ pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
         // in place (a caller that closed 0 to 2) is made so by fcntl.
         unsafe {
             libc::setsid();
+            lower_priority();
             let devnull = libc::open(null.as_ptr(), libc::O_RDWR);
             if devnull < 0 {
                 libc::_exit(127);
@@ -214,6 +218,20 @@ mod os {
         super::same(pgid, start) && unsafe { libc::kill(-group, sig) } == 0
     }
 
+    /// Runs this process, and what it starts, at [`NICE`] at least: background work must not
+    /// take the CPU from the agent's own dispatches. Only system calls, so a child between
+    /// `fork` and `exec` may call it.
+    pub fn lower_priority() {
+        // SAFETY: getpriority and setpriority take plain integers; errno is left as it is, since
+        // a priority of -1 is a valid answer and a refusal changes nothing that matters here.
+        unsafe {
+            let now = libc::getpriority(libc::PRIO_PROCESS, 0);
+            if now < super::NICE {
+                libc::setpriority(libc::PRIO_PROCESS, 0, super::NICE);
+            }
+        }
+    }
+
     /// Closes every descriptor above stderr: what the dispatcher's caller let it inherit (a
     /// pipe it waits on, say) must not be held open for the length of a background handler.
     pub fn close_inherited() {
@@ -262,9 +280,12 @@ mod os {
         false
     }
     pub fn close_inherited() {}
+    pub fn lower_priority() {}
 }
 
-pub use os::{close_inherited, exists, lock_now, signal_group_same, signal_same, KILL, TERM};
+pub use os::{
+    close_inherited, exists, lock_now, lower_priority, signal_group_same, signal_same, KILL, TERM,
+};
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

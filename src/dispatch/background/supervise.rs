@@ -106,8 +106,9 @@ pub fn supervise() -> anyhow::Result<ExitCode> {
         .read_to_string(&mut text)?;
     let spec: Spec = serde_json::from_str(&text)?;
     drop(text);
-    // Started apart (`process::spawn_detached`) in `run`; in `serve` it stays in the server's
-    // session, which keeps it.
+    // Started apart (`process::spawn_detached`, already at a lower priority) in `run`; in
+    // `serve` it stays in the server's session, which keeps it.
+    process::lower_priority();
     process::close_inherited();
     signals::install();
     let spool = match &spec.delivery {
