@@ -284,12 +284,13 @@ fn detach(spec: &Spec, noted: impl FnOnce(u32)) -> Result<(), (Outcome, String)>
 }
 
 /// A supervisor started apart from this process: its pid and the pipe for its spec.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn detached_supervisor() -> std::io::Result<(u32, std::fs::File)> {
     process::spawn_detached()
 }
 
-#[cfg(not(unix))]
+/// Elsewhere std's `Command` starts it, in the dispatcher's session (docs/hooks.md).
+#[cfg(not(target_os = "linux"))]
 fn detached_supervisor() -> std::io::Result<(u32, std::process::ChildStdin)> {
     let mut child = process::spawn_supervisor(false)?;
     let stdin = child

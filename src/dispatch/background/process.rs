@@ -42,7 +42,7 @@ pub fn spawn_supervisor(answers: bool) -> io::Result<Child> {
 /// not wait for it to start the executable (a `vfork` would, and on a loaded machine that is
 /// a wait for the scheduler): `fork`, and the child does nothing but `setsid`, its descriptors
 /// and `execv`. Returns the supervisor's pid and the pipe for its spec.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
     use std::ffi::CString;
     use std::os::fd::{FromRawFd, OwnedFd};
