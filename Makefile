@@ -23,9 +23,10 @@ RELEASE_BIN := target/release/levelcode-hooks
 static: build
 endif
 
-# The whole suite, as README.md and .ci/run give it: the Rust tests, then the npm packages
+# The whole suite, as README.md and .ci/run give it (Bun first: the sandbox's tests run it
+# confined): the Rust tests, then the npm packages
 # (`make npm`), then the TypeScript client's typecheck and tests against the binary just built.
-test: otlp-python
+test: otlp-python bun
 	$(CARGO) test --all-targets
 	$(MAKE) npm
 	cd $(PKG) && ./node_modules/.bin/tsc --noEmit

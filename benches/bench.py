@@ -307,7 +307,7 @@ class Bench:
                  expected: int, floor_commands: dict[str, str], floor: list[str],
                  compare: bool = False, minimal: str | None = None, heavy: bool = False,
                  home_layers: tuple[dict, dict] | None = None,
-                 opt_in: bool = False) -> Scenario | None:
+                 opt_in: bool = False, own_tmpdir: bool = False) -> Scenario | None:
         if self.args.only and name not in self.args.only:
             return None
         home = self.make_home(name, home_layers)
@@ -319,6 +319,12 @@ class Bench:
         # With `opt_in`, by LEVELCODE_TRUST_PROJECT_HOOKS=1 instead, as CI and `levelcode -p`
         # trust them (contract §13).
         extra_env = {"LEVELCODE_TRUST_PROJECT_HOOKS": "1"} if opt_in else {}
+        if own_tmpdir:
+            # The bench's HOMEs are under the system's temporary folder, which a sandbox cannot
+            # grant then (it would reach the HOME): the sandboxed scenarios get one of their own.
+            tmp = self.root / name / "tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            extra_env["TMPDIR"] = str(tmp)
         if not opt_in:
             time.sleep(2.2)
             subprocess.run([self.bin, "trust", "--yes", "--project-dir", str(project)],
@@ -359,6 +365,22 @@ class Bench:
             "one_background", "one background handler, `command` with `async`",
             project_layer(group("write_file|str_replace", command("true", **{"async": True}))), None, 1,
             {}, ["/bin/true"])
+        sandboxed = self.scenario(
+            "one_command_sandboxed", "one handler, `command`, `\"sandbox\": true`",
+            project_layer(group("write_file|str_replace", command("true", sandbox=True))), None, 1,
+            {"sh -c true": SH_TRUE}, ["/bin/true", "sh -c true"], own_tmpdir=True)
+        if sandboxed:
+            # The same handler unsandboxed, in a project of its own trusted the same way, timed in
+            # the same hyperfine run: the ratio of the two is the sandbox's cost, paired by round.
+            plain = self.root / "one_command_sandboxed" / "plain-project"
+            dump(plain / ".levelcode" / "settings.json",
+                 project_layer(group("write_file|str_replace", command("true"))))
+            time.sleep(2.2)
+            subprocess.run([self.bin, "trust", "--yes", "--project-dir", str(plain)],
+                           env=self.env(sandboxed.home), check=True, stdout=subprocess.DEVNULL)
+            key = "dispatcher, no sandbox"
+            sandboxed.commands[key] = f"{shlex.quote(self.bin)} run --project-dir {shlex.quote(str(plain))}"
+            sandboxed.dispatchers.append(key)
         self.scenario(
             "one_argv", "one handler, `argv`",
             project_layer(group("write_file|str_replace", argv("true"))), None, 1,
@@ -633,7 +655,7 @@ class Bench:
         if self.args.valgrind:
             print("\n== instruction counts (callgrind)", flush=True)
             for s in (s for s in self.scenarios
-                      if s.name in ("no_match", "no_match_regex", "one_command", "one_background", "big_config")):
+                      if s.name in ("no_match", "no_match_regex", "one_command", "one_background", "one_command_sandboxed", "big_config")):
                 counts[f"{s.name}: /bin/true"] = self.instructions(s, ["/bin/true"])
                 counts[f"{s.name}: dispatcher"] = self.instructions(s, [self.bin, "run"])
                 if self.dynamic_bin:
@@ -712,6 +734,13 @@ class Bench:
             both = set(rb["dispatcher_by_round"]) & set(r0["dispatcher_by_round"])
             value = spread({r: rb["dispatcher_by_round"][r] / r0["dispatcher_by_round"][r] for r in both})
         goal("one_background / S1 no_match (medians)", value, 1.2)
+        rs = row.get(("one_command_sandboxed", "dispatcher"))
+        rn = row.get(("one_command_sandboxed", "dispatcher, no sandbox"))
+        value = None
+        if rs and rn:
+            both = set(rs["dispatcher_by_round"]) & set(rn["dispatcher_by_round"])
+            value = spread({r: rs["dispatcher_by_round"][r] / rn["dispatcher_by_round"][r] for r in both})
+        goal("one_command_sandboxed: sandboxed / the same handler unsandboxed (medians)", value, 1.1)
         rp = row.get(("big_payload", "dispatcher"))
         goal("big_payload / its floor", rp and rp["ratio_vs_floor"], 1.3)
         size = big.payload.stat().st_size if big else 0

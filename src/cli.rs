@@ -61,6 +61,8 @@ pub enum Command {
     /// comes on stdin. Not for people: hidden from the help, the completions and the man page.
     #[command(hide = true)]
     Background,
+    /// Show what this system can enforce of a handler's "sandbox" (Landlock, seccomp).
+    Sandbox(crate::commands::sandbox::SandboxArgs),
 }
 
 /// Parses the command line. Help and version print as usual; any other mistake prints
@@ -119,6 +121,9 @@ pub fn parse_run_fast(args: &[OsString]) -> Option<RunArgs> {
         match (flag, inline) {
             ("--no-project", None) if !run.dispatch.no_project => run.dispatch.no_project = true,
             ("-v" | "--verbose", None) if !run.dispatch.verbose => run.dispatch.verbose = true,
+            ("--caller-records-compliance", None) if !run.dispatch.caller_records_compliance => {
+                run.dispatch.caller_records_compliance = true;
+            }
             ("--event" | "--team" | "--output" | "--project-dir" | "--settings", _) => {
                 let text: OsString = match inline {
                     Some(v) => OsString::from(v),
@@ -184,6 +189,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Import(args)) => crate::commands::import::run(&args),
         Some(Command::Background) => crate::dispatch::background::supervise(),
+        Some(Command::Sandbox(args)) => crate::commands::sandbox::run(&args),
     }
 }
 

@@ -35,9 +35,17 @@ pub const ANSWER_VARS: [&str; 11] = [
 
 /// The variables read here that change no event's answer: [`AGENT`], which only `trust` reads
 /// (a command, or a `trust` request of `serve`; handlers get `LEVELCODE_AGENT` whatever the
-/// dispatcher's own), and the OpenTelemetry export's (contract §18), which say where the spans of
-/// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing.
-pub const NO_ANSWER_VARS: [&str; 17] = [
+/// dispatcher's own), the OpenTelemetry export's (contract §18), which say where the spans of
+/// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing;
+/// `PYTHONSAFEPATH`, which only a handler that runs reads; `TMPDIR`, which only a sandboxed
+/// handler's policy reads; and `PAGER`, `trust`'s alone.
+///
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR` say which certificates an `https://` request trusts (an
+/// http handler's or the export's, `crate::http`): they change whether such a request is made,
+/// not which handlers a dispatch runs, and a dispatch that runs an http handler is never one a
+/// client answers from memory. The variables an http handler's `allowedEnvVars` name are read
+/// by [`handler_variable`], for that handler's headers only.
+pub const NO_ANSWER_VARS: [&str; 25] = [
     "LEVELCODE_AGENT",
     "CLAUDECODE",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -52,9 +60,17 @@ pub const NO_ANSWER_VARS: [&str; 17] = [
     "OTEL_RESOURCE_ATTRIBUTES",
     "OTEL_SDK_DISABLED",
     "OTEL_TRACES_EXPORTER",
+    "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
     "TRACEPARENT",
     "LEVELCODE_HOOKS_OTEL_CONTENT",
-    "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
+    "PYTHONSAFEPATH",
+    "TMPDIR",
+    "PAGER",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 ];
 
 /// The variable naming the execution log file (`dispatch/exec_log.rs`).
@@ -77,6 +93,18 @@ pub fn started_by_agent() -> Option<&'static str> {
             .into_iter()
             .find(|name| std::env::var(name).is_ok_and(|v| is_on(&v)))
     })
+}
+
+/// The variable that keeps Python 3.11 and later from putting the current folder (for `-c`
+/// and `-m`) or a script's folder first on `sys.path`. The dispatch sets it to `1` for the
+/// handlers of every layer outside the project, unless it was set when the process started.
+pub const PYTHON_SAFE_PATH: &str = "PYTHONSAFEPATH";
+
+/// Returns true if and only if [`PYTHON_SAFE_PATH`] was set when the process started, to
+/// anything, nothing included: handlers then get it as it was.
+pub fn python_safe_path_set() -> bool {
+    static SET: OnceLock<bool> = OnceLock::new();
+    *SET.get_or_init(|| std::env::var_os(PYTHON_SAFE_PATH).is_some())
 }
 
 /// A dispatcher started at this depth or deeper runs nothing.
@@ -127,6 +155,11 @@ pub fn start_dir() -> PathBuf {
         .clone()
 }
 
+/// `PAGER`, when set and not empty: what `trust` shows the scripts' text in on a terminal.
+pub fn pager() -> Option<String> {
+    std::env::var("PAGER").ok().filter(|p| !p.trim().is_empty())
+}
+
 /// The home directory: `HOME` when set and not empty, else the account's.
 pub fn home() -> Option<&'static Path> {
     static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -135,6 +168,18 @@ pub fn home() -> Option<&'static Path> {
         _ => dirs::home_dir(),
     })
     .as_deref()
+}
+
+/// The system's temporary folder, which a sandboxed handler may write in (contract §20):
+/// `TMPDIR` when set to an absolute path, else `/tmp` (the temporary folder of std's
+/// `temp_dir` on Windows).
+pub fn temp_dir() -> &'static Path {
+    static TEMP: OnceLock<PathBuf> = OnceLock::new();
+    TEMP.get_or_init(|| match std::env::var_os("TMPDIR") {
+        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        _ if cfg!(unix) => PathBuf::from("/tmp"),
+        _ => std::env::temp_dir(),
+    })
 }
 
 /// The data directory: `LEVELCODE_DIR` when set and not empty, else `$HOME/.levelcode`.
@@ -234,11 +279,12 @@ pub struct OtelVars {
     pub traces_exporter: Option<String>,
     /// The caller's W3C trace context.
     pub traceparent: Option<String>,
+    pub certificate: Option<String>,
+    pub traces_certificate: Option<String>,
+    pub compression: Option<String>,
+    pub traces_compression: Option<String>,
     /// `LEVELCODE_HOOKS_OTEL_CONTENT`: payloads and output go into the spans too.
     pub content: bool,
-    /// `LEVELCODE_HOOKS_OTEL_IN_PROCESS`: `run` sends the body itself, not a child after its
-    /// answer (for tools that cannot follow a child sharing the process's memory: valgrind).
-    pub in_process: bool,
 }
 
 fn otel_var(name: &str) -> Option<String> {
@@ -277,12 +323,38 @@ pub fn otel() -> Option<&'static OtelVars> {
             resource_attributes: var("OTEL_RESOURCE_ATTRIBUTES"),
             sdk_disabled: var("OTEL_SDK_DISABLED"),
             traces_exporter: var("OTEL_TRACES_EXPORTER"),
+            certificate: var("OTEL_EXPORTER_OTLP_CERTIFICATE"),
+            traces_certificate: var("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"),
+            compression: var("OTEL_EXPORTER_OTLP_COMPRESSION"),
+            traces_compression: var("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"),
             traceparent: var("TRACEPARENT"),
             content: std::env::var("LEVELCODE_HOOKS_OTEL_CONTENT").is_ok_and(|v| is_on(&v)),
-            in_process: std::env::var("LEVELCODE_HOOKS_OTEL_IN_PROCESS").is_ok_and(|v| is_on(&v)),
         })
     })
     .as_ref()
+}
+
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR`, when set and not empty: the certificates an `https://`
+/// request trusts instead of the system's bundle (`crate::http`), as OpenSSL reads them. Read
+/// once, at the first `https://` request.
+pub fn ssl_cert_paths() -> (Option<&'static Path>, Option<&'static Path>) {
+    static PATHS: OnceLock<(Option<PathBuf>, Option<PathBuf>)> = OnceLock::new();
+    let (file, dir) = PATHS.get_or_init(|| {
+        let path = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        (path("SSL_CERT_FILE"), path("SSL_CERT_DIR"))
+    });
+    (file.as_deref(), dir.as_deref())
+}
+
+/// The value of the variable `name`, which an http handler's `allowedEnvVars` lists, for its
+/// headers (contract §19); `None` when it is not set or not Unicode. Read when the handler runs,
+/// never for a name its settings do not list.
+pub fn handler_variable(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 #[cfg(test)]

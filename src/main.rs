@@ -40,14 +40,12 @@ extern "C" fn main(
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
     start();
-    levelcode_hooks::arm_after_answer();
     let code = match std::panic::catch_unwind(run) {
         Ok(code) => exit::number(code),
         // The panic hook has printed the message, as std's start-up would.
         Err(_) => 101,
     };
     let _ = std::io::Write::flush(&mut std::io::stdout());
-    levelcode_hooks::after_answer();
     std::ffi::c_int::from(code)
 }
 

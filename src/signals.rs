@@ -88,6 +88,18 @@ mod imp {
         WAKE_READ.load(Ordering::SeqCst)
     }
 
+    /// Returns true if and only if reading `fd` would not block now (it has data, is at end of
+    /// file, or is in error), without waiting.
+    pub fn readable_now(fd: i32) -> bool {
+        let mut fds = [libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        // SAFETY: the array outlives the call; a timeout of 0 never blocks.
+        unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) != 0 }
+    }
+
     /// Blocks until `fd` is readable (or at end of file) or a signal arrives.
     pub fn wait_readable(fd: i32) {
         let mut fds = [
@@ -137,6 +149,9 @@ mod imp {
         None
     }
     pub fn wait_readable(_fd: i32) {}
+    pub fn readable_now(_fd: i32) -> bool {
+        true
+    }
     pub fn name(_sig: i32) -> &'static str {
         "signal"
     }

@@ -465,6 +465,7 @@ fn layers_of_the_code_import_only_downwards() {
     // The cross-cutting modules at the top of src/ serve every part and import none.
     const LEAF: &[&str] = &[
         "settings",
+        "shell",
         "dispatch",
         "commands",
         "cli",
@@ -508,6 +509,37 @@ fn layers_of_the_code_import_only_downwards() {
             "telemetry",
             &[
                 "settings", "dispatch", "commands", "cli", "serve", "runner", "trust",
+            ],
+        ),
+        // The shell's reading of a command line serves settings, trust and the commands alike.
+        (
+            "shell",
+            &[
+                "settings",
+                "dispatch",
+                "trust",
+                "commands",
+                "cli",
+                "serve",
+                "runner",
+                "compliance",
+                "telemetry",
+            ],
+        ),
+        // The one HTTP client serves the pipeline, the settings' checks and the export, and
+        // knows none of them.
+        (
+            "http",
+            &[
+                "settings",
+                "dispatch",
+                "commands",
+                "cli",
+                "serve",
+                "runner",
+                "trust",
+                "compliance",
+                "telemetry",
             ],
         ),
         ("serve", &["commands", "cli"]),
@@ -698,4 +730,29 @@ fn every_test_file_starts_the_binary_through_the_sandbox() {
         wrong.is_empty(),
         "these start the binary themselves: {wrong:?}"
     );
+}
+
+/// HTTP is spoken by one client, a crate made for it (`src/http/`): neither it nor the export
+/// opens a socket of its own, writes a request by hand or holds an `unsafe` block.
+#[test]
+fn the_export_and_the_http_client_hold_no_socket_code_and_no_unsafe() {
+    let mut found = Vec::new();
+    for (name, file) in modules() {
+        if !(name.starts_with("telemetry") || name.starts_with("http")) {
+            continue;
+        }
+        let code = without_comments(&std::fs::read_to_string(&file).unwrap());
+        for needle in [
+            "unsafe",
+            "TcpStream",
+            "libc::",
+            "HTTP/1.1\\r\\n",
+            "CLONE_VM",
+        ] {
+            if code.contains(needle) {
+                found.push(format!("{name}: {needle}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:?}");
 }

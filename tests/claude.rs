@@ -654,3 +654,114 @@ fn validate_names_tools_levelcode_does_not_have() {
         "{problems:?}"
     );
 }
+
+/// `validate` suggests the import whenever Claude Code has hooks levelcode does not run, not only
+/// when levelcode has none; the person's own `~/.claude/settings.json` is imported into their
+/// user (or data) layer, where it runs with no trust, and is then not suggested again.
+#[test]
+fn import_is_suggested_for_every_claude_file_not_run_and_goes_to_the_user_layer() {
+    let guard = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "echo no >&2; exit 2"}]}]}});
+    let test = Test::new()
+        .user_settings(crate::common::on("Stop", "true"))
+        .file("home/.claude/settings.json", guard.to_string())
+        .project_file(
+            ".claude/settings.json",
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo lint"}]}]}})
+                .to_string(),
+        );
+    let (home, project) = (test.home(), test.project());
+    let run = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = crate::common::command(&home, &project)
+            .env_remove(crate::common::TRUST)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let notes = |text: &str| -> Vec<String> {
+        let json: Value = serde_json::from_str(text).unwrap();
+        json["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, before, _) = run(&["validate", "--json"], "");
+    let before = notes(&before);
+    assert_eq!(before.len(), 2, "{before:#?}");
+    assert!(
+        before[0].contains("home/.claude/settings.json")
+            && before[0].contains("import claude --user"),
+        "{before:#?}"
+    );
+    assert!(
+        before[1].contains("project/.claude/settings.json")
+            && before[1].contains("import claude --write"),
+        "{before:#?}"
+    );
+
+    let (status, _, stderr) = run(&["import", "claude", "--user"], "");
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("1 group(s) added to the user layer") && stderr.contains("no trust needed"),
+        "{stderr}"
+    );
+    let user: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".config/levelcode/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(user["hooks"]["Stop"][0]["hooks"][0]["command"], "true");
+    assert_eq!(user["hooks"]["PreToolUse"][0]["protocol"], "claude");
+    // It runs with no trust, as the person's own settings do.
+    let (status, answer, _) = run(&["run"], &bash("git push --force").to_string());
+    assert_eq!(status, Some(2), "{answer}");
+    let (_, after, _) = run(&["validate", "--json"], "");
+    let after = notes(&after);
+    assert_eq!(after.len(), 1, "{after:#?}");
+    assert!(
+        after[0].contains("project/.claude/settings.json"),
+        "{after:#?}"
+    );
+
+    // Read as layers, the files are run where they are: nothing to suggest.
+    std::fs::write(
+        home.join(".config/levelcode/settings.json"),
+        json!({"claudeCodeHooks": true}).to_string(),
+    )
+    .unwrap();
+    let (_, read, _) = run(&["validate", "--json"], "");
+    assert_eq!(notes(&read), Vec::<String>::new());
+
+    // --data writes into the data layer; --write with the person's own file says where it belongs.
+    let (status, _, stderr) = run(&["import", "claude", "--data"], "");
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("added to the data layer"), "{stderr}");
+    let data: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".levelcode/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(data["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    let own = home.join(".claude/settings.json");
+    let (status, _, stderr) = run(&["import", "claude", own.to_str().unwrap(), "--write"], "");
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("import claude --user"), "{stderr}");
+    let (status, _, stderr) = run(&["import", "claude", "--user", "--write"], "");
+    assert_eq!(status, Some(1), "{stderr}");
+}

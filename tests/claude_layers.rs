@@ -263,7 +263,7 @@ fn claude_settings() -> Value {
             ],
             "UserPromptSubmit": [{"hooks": [
                 {"type": "command", "command": "sh .claude/hooks/prompt.sh"},
-                {"type": "http", "url": "https://example.com/prompt"}
+                {"type": "prompt", "prompt": "does this prompt leak a secret?"}
             ]}],
             "PermissionRequest": [{"hooks": [{"type": "command", "command": "true"}]}]
         }
@@ -356,7 +356,7 @@ fn import_keeps_the_exec_form_the_shell_and_the_new_events_and_names_what_it_dro
     let file = file.display();
     let expected_notes = format!(
         "levelcode-hooks: {file}: hooks.PreToolUse[1].hooks[0]: \"statusMessage\" is one of Claude Code's fields that levelcode does not honour: levelcode shows no status line while a handler runs; the handler was imported without it\n\
-         levelcode-hooks: {file}: hooks.UserPromptSubmit[0].hooks[1]: a handler of type \"http\"; levelcode runs only \"command\" handlers, so it was left out\n\
+         levelcode-hooks: {file}: hooks.UserPromptSubmit[0].hooks[1]: a handler of type \"prompt\"; levelcode runs only \"command\", \"http\" handlers, so it was left out\n\
          levelcode-hooks: {file}: hooks.PermissionRequest: levelcode-hooks knows no event PermissionRequest (it knows SessionStart, PreToolUse, PostToolUse, Stop, UserPromptSubmit, SessionEnd, PostToolUseFailure, SubagentStart, SubagentStop, PreCompact, Notification); its 1 group(s) were left out\n"
     );
     assert_eq!(out.stderr(), expected_notes);

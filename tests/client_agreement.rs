@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use levelcode_hooks::environment::{ANSWER_VARS, NO_ANSWER_VARS};
+use levelcode_hooks::environment::{AGENT, ANSWER_VARS, NO_ANSWER_VARS};
 use levelcode_hooks::settings::events::EVENTS;
 use levelcode_hooks::settings::protocol::Protocol;
 
@@ -166,6 +166,16 @@ fn env_keys_are_the_variables_that_change_an_answer() {
          src/environment.rs (+ PATH, BINARY_ENV): missing {:?}, not an answer's {:?}",
         expected.difference(&keys).collect::<Vec<_>>(),
         keys.difference(&expected).collect::<Vec<_>>()
+    );
+}
+
+/// The client's `trust()` refuses under the same marks as `levelcode-hooks trust`.
+#[test]
+fn the_client_s_agent_marks_are_the_dispatcher_s() {
+    assert_eq!(
+        client_list("process.ts", "AGENT_MARKS"),
+        AGENT,
+        "AGENT_MARKS in packages/levelcode-hooks/src/process.ts and AGENT in src/environment.rs"
     );
 }
 

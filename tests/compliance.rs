@@ -597,3 +597,65 @@ fn serve_compliance_op_records_a_call_the_client_describes() {
     let verify = sandbox.compliance(&["verify", "--team", "alpha"]);
     assert_eq!(verify.status.code(), Some(0), "{verify:?}");
 }
+
+/// levelcode's `logToolCall` through `@levelcode/hooks` records each call itself; a dispatch
+/// told so writes no second line, whatever `--team` or `LEVELCODE_TEAM` say (one line per call,
+/// as with the engine).
+#[test]
+fn a_caller_that_records_the_call_itself_gets_no_second_line() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .run(&["--team", "alpha"], &post_tool_use(0))
+        .assert_proceeds();
+    assert_eq!(
+        sandbox.lines("alpha").len(),
+        1,
+        "the flag is what keeps it out"
+    );
+    sandbox
+        .run(
+            &["--team", "alpha", "--caller-records-compliance"],
+            &post_tool_use(1),
+        )
+        .assert_proceeds();
+    let mut with_env = sandbox.command();
+    with_env.env("LEVELCODE_TEAM", "alpha");
+    sandbox
+        .run_with(
+            with_env,
+            &["--caller-records-compliance"],
+            &post_tool_use(2),
+        )
+        .assert_proceeds();
+    assert_eq!(sandbox.lines("alpha").len(), 1);
+
+    // The same through serve, per request.
+    let mut command = sandbox.command();
+    command
+        .arg("serve")
+        .env("LEVELCODE_TEAM", "alpha")
+        .arg("--settings")
+        .arg(sandbox.settings())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawned");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut told = post_tool_use(3);
+    told["id"] = json!(1);
+    told["options"] = json!({"caller_records_compliance": true});
+    let mut untold = post_tool_use(4);
+    untold["id"] = json!(2);
+    writeln!(stdin, "{told}").unwrap();
+    writeln!(stdin, "{untold}").unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().expect("finished");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).lines().count(),
+        2,
+        "{output:?}"
+    );
+    let logged = sandbox.lines("alpha");
+    assert_eq!(logged.len(), 2, "only the request not told: {logged:?}");
+    assert!(logged[1].contains("toolu_4"), "{}", logged[1]);
+}

@@ -268,6 +268,7 @@ fn check_groups(groups: &[Group], warnings: &[String]) -> Result<(), TestCaseErr
                 Action::Process(Program::Exec { program, .. }) => {
                     prop_assert!(!program.is_empty() && program.trim() == program)
                 }
+                Action::Http(hook) => prop_assert!(hook.url.contains("://")),
             }
             let secs = handler.timeout.as_secs_f64();
             // A positive timeout below a nanosecond rounds to zero: it runs and times out at once.
@@ -340,9 +341,9 @@ proptest! {
                 .filter_map(|(i, (h, _))| h.program().map(|p| (i, p)))
                 .collect();
             let got: Vec<(usize, Program)> =
-                group.handlers.iter().map(|h| {
-                    let Action::Process(program) = &h.action;
-                    (h.index, program.clone())
+                group.handlers.iter().filter_map(|h| match &h.action {
+                    Action::Process(program) => Some((h.index, program.clone())),
+                    Action::Http(_) => None,
                 }).collect();
             prop_assert_eq!(got, expected);
             for (h, (spec, _)) in handlers.iter().enumerate() {
@@ -957,6 +958,7 @@ proptest! {
                 outcome: *outcome,
                 exit_code: *exit_code,
                 signal: None,
+                http_status: None,
                 duration_ms: *duration,
                 stdout: out.text(),
                 stderr: err.text(),

@@ -17,11 +17,17 @@ mod events;
 #[cfg(unix)]
 mod faults;
 #[cfg(unix)]
+mod guards;
+#[cfg(unix)]
 mod handlers;
 #[cfg(unix)]
 mod hardening;
 #[cfg(unix)]
+mod http_hooks;
+#[cfg(unix)]
 mod if_filters;
+#[cfg(unix)]
+mod imports;
 #[cfg(unix)]
 mod io;
 #[cfg(unix)]
@@ -30,6 +36,8 @@ mod layers;
 mod managed;
 #[cfg(unix)]
 mod matching;
+#[cfg(unix)]
+mod missing_script;
 #[cfg(unix)]
 mod on_failure;
 #[cfg(unix)]
@@ -41,8 +49,12 @@ mod payload;
 mod properties;
 #[cfg(unix)]
 mod rewriting;
+#[cfg(target_os = "linux")]
+mod sandbox;
 #[cfg(unix)]
 mod serve;
+#[cfg(unix)]
+mod shell;
 #[cfg(unix)]
 mod signals;
 #[cfg(unix)]

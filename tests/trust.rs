@@ -1025,3 +1025,5 @@ fn serve_watch_names_each_file_the_answer_depends_on_with_its_stamp() {
 mod cost;
 mod hostile;
 mod links;
+mod readings;
+mod review;

@@ -1,12 +1,17 @@
 //! Would a handler's program start: its programs found on `PATH`, and the scripts it names
-//! present under the project root, read from the command the way `sh` would split it.
+//! present under the project root, read from the command as `/bin/sh` reads it
+//! ([`crate::shell`]).
 //!
 //! This is a static look for `validate`, deliberately cautious: a word it cannot resolve without
 //! running a shell (a variable, a glob, a substitution) is left alone rather than reported.
 
 use std::path::{Path, PathBuf};
 
-use crate::settings::Program;
+use crate::settings::{Program, Written};
+use crate::shell::scripts::{
+    interpreter_script, is_assignment, program_word, redirection, simple_commands,
+    strip_project_dir,
+};
 
 /// One problem with a handler's command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,18 +52,6 @@ const BUILTINS: &[&str] = &[
     "while", "{", "}", "!",
 ];
 
-/// Words that run the word after them: the program is the next word.
-const WRAPPERS: &[&str] = &["exec", "command", "env", "nohup", "time"];
-
-/// Programs whose first argument is the script they run.
-const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "fish", "node", "nodejs", "bun", "deno", "tsx", "ts-node",
-    "python", "python3", "ruby", "perl", "php", "lua", "pwsh", "uv",
-];
-
-/// Words that end one simple command and start another.
-const OPERATORS: &[&str] = &["&&", "||", ";", "|", "&", "|&", ";;"];
-
 /// File name endings of scripts, for telling a script path from any other argument.
 const SCRIPT_ENDINGS: &[&str] = &[
     ".sh", ".bash", ".zsh", ".fish", ".py", ".rb", ".pl", ".php", ".js", ".mjs", ".cjs", ".ts",
@@ -70,18 +63,20 @@ pub fn check(program: &Program, lookup: &Lookup<'_>) -> Vec<CommandProblem> {
     let mut problems = Vec::new();
     match program {
         Program::Shell(command) => {
-            let words = match shell_words::split(command) {
-                Ok(words) => words,
-                Err(_) => {
+            let commands = match simple_commands(command) {
+                Ok(commands) => commands,
+                Err(e) => {
                     problems.push(CommandProblem {
                         kind: "unparsable_command",
-                        message: "has an unbalanced quote; the shell will fail to run it".into(),
+                        message: format!(
+                            "cannot be read as /bin/sh reads it ({e}); the shell will fail to run it"
+                        ),
                     });
                     return problems;
                 }
             };
             let mut paths_reliable = true;
-            for simple in simple_commands(&words) {
+            for simple in commands {
                 let Some((index, word)) = program_word(&simple) else {
                     continue;
                 };
@@ -146,87 +141,6 @@ fn names_variable(word: &str) -> bool {
     })
 }
 
-/// Splits words at `&&`, `||`, `;`, `|`, `&` (also a `;` ending a word, as in `a; b`), dropping a
-/// trailing comment.
-fn simple_commands(words: &[String]) -> Vec<Vec<String>> {
-    let mut out: Vec<Vec<String>> = vec![Vec::new()];
-    for word in words {
-        if word.starts_with('#') {
-            break;
-        }
-        if OPERATORS.contains(&word.as_str()) {
-            out.push(Vec::new());
-            continue;
-        }
-        let (word, ends) = match word.strip_suffix(';') {
-            Some(rest) if !rest.is_empty() && !rest.ends_with(';') => (rest, true),
-            _ => (word.as_str(), false),
-        };
-        if let Some(current) = out.last_mut() {
-            current.push(word.to_string());
-        }
-        if ends {
-            out.push(Vec::new());
-        }
-    }
-    out.retain(|s| !s.is_empty());
-    out
-}
-
-/// The program of a simple command: the first word that is not a variable assignment, a
-/// redirection, or a wrapper such as `exec` or `env`; `None` when it cannot be known without a
-/// shell.
-fn program_word(words: &[String]) -> Option<(usize, &str)> {
-    let mut i = 0;
-    let mut after_env = false;
-    while i < words.len() {
-        let word = words[i].as_str();
-        if is_assignment(word) || (after_env && word.starts_with('-')) {
-            i += 1;
-            continue;
-        }
-        if let Some(takes_next) = redirection(word) {
-            i += if takes_next { 2 } else { 1 };
-            continue;
-        }
-        if WRAPPERS.contains(&word) {
-            after_env = word == "env";
-            i += 1;
-            continue;
-        }
-        let rest = strip_project_dir(word).unwrap_or(word);
-        if rest.chars().any(|c| "$`*?[]()<>|&;{}\\\"'~".contains(c)) && !rest.starts_with("~/") {
-            return None;
-        }
-        return Some((i, word));
-    }
-    None
-}
-
-fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-        }
-        None => false,
-    }
-}
-
-/// `Some(true)` for a redirection operator whose target is the next word (`>`, `2>>`), `Some(false)`
-/// for one that carries its target (`>/dev/null`, `2>&1`), `None` for any other word.
-fn redirection(word: &str) -> Option<bool> {
-    let rest = word.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
-    let op_len = rest
-        .find(|c: char| c != '>' && c != '<')
-        .unwrap_or(rest.len());
-    if op_len == 0 {
-        return None;
-    }
-    Some(op_len == rest.len())
-}
-
 /// Expands `~/` and `$LEVELCODE_PROJECT_DIR` (set for every handler) at the start of a word;
 /// `None` when the word still needs a shell to be known.
 fn expand(word: &str, lookup: &Lookup<'_>) -> Option<PathBuf> {
@@ -241,14 +155,6 @@ fn expand(word: &str, lookup: &Lookup<'_>) -> Option<PathBuf> {
         };
     }
     plain(word).then(|| PathBuf::from(word))
-}
-
-/// The rest of a word that starts with `$LEVELCODE_PROJECT_DIR` or `${LEVELCODE_PROJECT_DIR}`.
-fn strip_project_dir(word: &str) -> Option<&str> {
-    ["$LEVELCODE_PROJECT_DIR", "${LEVELCODE_PROJECT_DIR}"]
-        .iter()
-        .find_map(|var| word.strip_prefix(var))
-        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 fn plain(word: &str) -> bool {
@@ -299,21 +205,6 @@ fn check_program(
             ),
         });
     }
-}
-
-/// The script an interpreter runs: the word right after it (after `run` for `deno run`,
-/// `bun run`, `uv run`), unless that is a flag.
-fn interpreter_script<'w>(program: &str, args: &'w [String]) -> Option<&'w str> {
-    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
-    if !INTERPRETERS.contains(&name) {
-        return None;
-    }
-    let mut args = args.iter().map(String::as_str);
-    let mut first = args.next()?;
-    if first == "run" && matches!(name, "deno" | "bun" | "uv") {
-        first = args.next()?;
-    }
-    (!first.starts_with('-') && redirection(first).is_none()).then_some(first)
 }
 
 /// Checks a handler's arguments: the script an interpreter runs, and any argument that is a path
@@ -406,17 +297,64 @@ fn is_executable(path: &Path) -> bool {
     path.exists()
 }
 
+/// The field of a program started without a shell (`argv`, or `command` with `args`) with an
+/// element that starts with `~`, and what to say of it: only a shell turns `~` into the home
+/// directory, so the program gets the `~` itself and finds no such file.
+pub fn tilde(written: &Written<'_>) -> Option<(&'static str, String)> {
+    let direct = written.argv.is_some() || written.args.is_some();
+    let program = written.command.filter(|_| written.args.is_some());
+    let items = [("command", program.into_iter().collect::<Vec<_>>())]
+        .into_iter()
+        .chain(
+            [("args", written.args), ("argv", written.argv)].map(|(key, items)| {
+                (
+                    key,
+                    items.into_iter().flatten().map(String::as_str).collect(),
+                )
+            }),
+        );
+    for (key, items) in items.filter(|_| direct) {
+        if let Some((i, item)) = items.iter().enumerate().find(|(_, w)| w.starts_with('~')) {
+            let at = if key == "command" {
+                key.to_string()
+            } else {
+                format!("element {i}")
+            };
+            return Some((key, format!(
+                "{at} {item:?} starts with ~, which only a shell expands: without one the program gets the ~ as written and finds no such file; write the path in full, or the whole line as a \"command\" (run by /bin/sh, which expands ~ and $HOME)"
+            )));
+        }
+    }
+    None
+}
+
+/// The field of a handler's program that holds a NUL byte, and what to say of it: no
+/// program's argument can hold one, so the handler fails to start every time.
+pub fn nul_byte(written: &Written<'_>) -> Option<(&'static str, String)> {
+    let at = |text: &str| text.find('\0');
+    let said = |what: String, byte: usize| {
+        format!("{what} contains a NUL byte (\\u0000) at byte {byte}, which no program's argument can hold, so the handler can never start; remove it")
+    };
+    if let Some(byte) = written.command.and_then(at) {
+        return Some(("command", said("the command".into(), byte)));
+    }
+    for (key, items) in [("args", written.args), ("argv", written.argv)] {
+        for (i, item) in items.into_iter().flatten().enumerate() {
+            if let Some(byte) = at(item) {
+                return Some((key, said(format!("element {i}"), byte)));
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn words(command: &str) -> Vec<String> {
-        shell_words::split(command).unwrap()
-    }
-
     fn programs(command: &str) -> Vec<String> {
-        let words = words(command);
-        simple_commands(&words)
+        simple_commands(command)
+            .unwrap()
             .into_iter()
             .filter_map(|s| program_word(&s).map(|(_, w)| w.to_string()))
             .collect()
@@ -482,6 +420,10 @@ mod tests {
             ["script_not_found"]
         );
         assert!(kinds("cd sub && sh hooks/missing.sh").is_empty());
+        // Operators glued to their words cut commands as blanks around them do.
+        assert_eq!(kinds("true && ./hooks/missing.sh"), ["program_not_found"]);
+        assert_eq!(kinds("true&&./hooks/missing2.sh"), ["program_not_found"]);
+        assert_eq!(kinds("true;sh hooks/missing.sh|cat"), ["script_not_found"]);
         assert!(kinds("echo 'unbalanced").contains(&"unparsable_command"));
         assert!(kinds("grep -q foo/bar x").is_empty());
         assert!(kinds("sh -c 'exit 0'").is_empty());

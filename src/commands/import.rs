@@ -1,9 +1,11 @@
 //! `levelcode-hooks import claude [FILE]` (contract §12): the `hooks` of a Claude Code settings
-//! file as levelcode settings whose groups say `"protocol": "claude"`, printed or merged into the
-//! project's `.levelcode/settings.json`. What levelcode cannot run (events it does not fire,
-//! handler types other than `command`) is named on stderr, never dropped silently.
+//! file as levelcode settings whose groups say `"protocol": "claude"`, printed, or merged into
+//! the project's `.levelcode/settings.json` (`--write`) or the person's own user or data layer
+//! (`--user`, `--data`: their own `~/.claude/settings.json` needs no trust there). What levelcode
+//! cannot run (events it does not know, handler types other than `command` and `http`) is named on stderr,
+//! never dropped silently. `validate` suggests it for Claude Code hooks levelcode would not run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -15,6 +17,8 @@ use crate::dispatch::output::write_stdout;
 use crate::dispatch::protocol::claude;
 use crate::settings::events::{self, EventKind};
 use crate::settings::kind::Kind;
+use crate::settings::layers::{self, LayerKind};
+use crate::settings::protocol::Protocol;
 use crate::settings::short_json;
 
 /// The Claude Code settings files read when none is named, in this order, under the project root.
@@ -35,13 +39,25 @@ pub struct ImportArgs {
     #[arg(value_enum)]
     pub agent: Agent,
 
-    /// The settings file [default: .claude/settings.json, then .claude/settings.local.json].
+    /// The settings file [default: .claude/settings.json, then .claude/settings.local.json;
+    /// with --user or --data, ~/.claude/settings.json].
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 
-    /// Merge the hooks into the project's .levelcode/settings.json instead of printing them.
-    #[arg(long)]
+    /// Merge the hooks into the project's .levelcode/settings.json instead of printing them
+    /// (project hooks run once trusted).
+    #[arg(long, conflicts_with_all = ["user", "data"])]
     pub write: bool,
+
+    /// Merge the hooks into your user layer, ~/.config/levelcode/settings.json, which needs no
+    /// trust: for your own ~/.claude/settings.json.
+    #[arg(long, conflicts_with = "data")]
+    pub user: bool,
+
+    /// Merge the hooks into the data layer ($LEVELCODE_DIR/settings.json or
+    /// ~/.levelcode/settings.json), which needs no trust.
+    #[arg(long)]
+    pub data: bool,
 
     /// The project root [default: the current directory].
     #[arg(long, value_name = "DIR")]
@@ -136,7 +152,13 @@ fn convert_group(
         };
         match kind {
             Some(Kind::Command) => {}
-            Some(Kind::Http | Kind::Prompt | Kind::Agent) | None => {
+            Some(Kind::Http) => {
+                if let Some(http) = convert_http(&at, event, handler, notes) {
+                    converted.push(http);
+                }
+                continue;
+            }
+            Some(Kind::Prompt | Kind::Agent) | None => {
                 notes.push(format!(
                     "{at}: a handler of type {}; levelcode runs only {} handlers, so it was left out",
                     handler.get("type").map(short_json).unwrap_or_default(),
@@ -194,7 +216,7 @@ fn convert_group(
         converted.push(Value::Object(out));
     }
     if converted.is_empty() {
-        notes.push(format!("{at}: no command handler; group left out"));
+        notes.push(format!("{at}: no handler levelcode runs; group left out"));
         return None;
     }
     for key in fields.keys() {
@@ -210,6 +232,52 @@ fn convert_group(
     }
     out.insert("protocol".into(), Value::String(claude::NAME.into()));
     out.insert("hooks".into(), Value::Array(converted));
+    Some(Value::Object(out))
+}
+
+/// An http handler as levelcode writes it (contract §19): its `url`, `headers` and
+/// `allowedEnvVars` as they are, with the fields every handler keeps.
+fn convert_http(
+    at: &str,
+    event: EventKind,
+    handler: &Value,
+    notes: &mut Vec<String>,
+) -> Option<Value> {
+    let Some(url) = handler
+        .get("url")
+        .and_then(Value::as_str)
+        .filter(|u| !u.trim().is_empty())
+    else {
+        notes.push(format!("{at}: an http handler with no url; left out"));
+        return None;
+    };
+    let mut out = Map::new();
+    out.insert("type".into(), Value::String(Kind::Http.name().into()));
+    out.insert("url".into(), Value::String(url.into()));
+    for key in ["headers", "allowedEnvVars"] {
+        if let Some(value) = handler.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    let timeout = handler
+        .get("timeout")
+        .filter(|t| t.is_number())
+        .cloned()
+        .unwrap_or_else(|| seconds(claude::default_timeout(event)));
+    out.insert("timeout".into(), timeout);
+    for key in ["onFailure", "if"] {
+        if let Some(value) = handler.get(key) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    for key in handler.as_object().into_iter().flat_map(Map::keys) {
+        if !matches!(
+            key.as_str(),
+            "type" | "url" | "headers" | "allowedEnvVars" | "timeout" | "onFailure" | "if"
+        ) {
+            notes.push(format!("{at}: {}", left_out(key)));
+        }
+    }
     Some(Value::Object(out))
 }
 
@@ -268,14 +336,55 @@ pub fn merge(
     Ok(added)
 }
 
+/// Where `import` writes: the project layer, or one of the person's own.
+fn target(args: &ImportArgs, root: &Path) -> anyhow::Result<Option<(LayerKind, PathBuf)>> {
+    let kind = match (args.write, args.user, args.data) {
+        (false, false, false) => return Ok(None),
+        (_, true, _) => LayerKind::User,
+        (_, _, true) => LayerKind::Data,
+        _ => LayerKind::Project,
+    };
+    let mut warnings = Vec::new();
+    let path = layers::standard(root, true, &mut warnings)
+        .into_iter()
+        .find(|l| l.kind == kind)
+        .map(|l| l.path);
+    match path {
+        Some(path) => Ok(Some((kind, path))),
+        None => anyhow::bail!(
+            "no {} layer to write into: {}",
+            kind.name(),
+            warnings.join("; ")
+        ),
+    }
+}
+
+/// Claude Code's own file under the home directory, `~/.claude/settings.json`.
+fn home_file() -> Option<PathBuf> {
+    let home = crate::environment::home()?;
+    claude_files()
+        .find(|(_, file)| file.in_home)
+        .map(|(_, file)| layers::under(home, file.path))
+}
+
+/// Claude Code's own settings files, as its layers name them.
+fn claude_files() -> impl Iterator<Item = (LayerKind, &'static crate::settings::protocol::OwnFile)>
+{
+    let claude = Protocol::parse(claude::NAME);
+    layers::agent_layers().filter(move |(kind, _)| Some(kind.protocol()) == claude)
+}
+
 pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let Agent::Claude = args.agent;
     let root = match &args.project_dir {
         Some(dir) => dir.clone(),
         None => crate::environment::start_dir(),
     };
+    let target = target(args, &root)?;
+    let personal = matches!(target, Some((LayerKind::User | LayerKind::Data, _)));
     let files: Vec<PathBuf> = match &args.file {
         Some(file) => vec![file.clone()],
+        None if personal => home_file().filter(|f| f.is_file()).into_iter().collect(),
         None => DEFAULT_FILES
             .iter()
             .map(|f| root.join(f))
@@ -283,8 +392,14 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             .collect(),
     };
     if files.is_empty() {
+        if personal {
+            anyhow::bail!(
+                "no Claude Code settings at {}; name the file: levelcode-hooks import claude FILE --user",
+                home_file().map_or_else(|| "~/.claude/settings.json".into(), |f| f.display().to_string())
+            );
+        }
         anyhow::bail!(
-            "no Claude Code settings in {}: looked for {}; name the file: levelcode-hooks import claude FILE",
+            "no Claude Code settings in {}: looked for {}; name the file (levelcode-hooks import claude FILE), or import your own ~/.claude/settings.json with levelcode-hooks import claude --user",
             root.display(),
             DEFAULT_FILES.join(" and ")
         );
@@ -300,12 +415,11 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     for note in &conversion.notes {
         eprintln!("levelcode-hooks: {note}");
     }
-    if !args.write {
+    let Some((kind, target)) = target else {
         let text = serde_json::to_string_pretty(&serde_json::json!({ "hooks": conversion.hooks }))?;
         write_stdout(&format!("{text}\n"))?;
         return Ok(ExitCode::SUCCESS);
-    }
-    let target = root.join(".levelcode").join("settings.json");
+    };
     let mut settings = match std::fs::read_to_string(&target) {
         Ok(text) => match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(object)) => object,
@@ -314,8 +428,9 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                 target.display()
             ),
             Err(e) => anyhow::bail!(
-                "{}: not valid JSON ({e}); fix it before importing",
-                target.display()
+                "{}: {}; fix it before importing",
+                target.display(),
+                crate::settings::invalid_json(&text, &e)
             ),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
@@ -338,36 +453,101 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         crate::fs::Writers::Unlocked,
     )
     .with_context(|| format!("{}: cannot write", target.display()))?;
+    let how = if kind == LayerKind::Project {
+        let own = home_file().filter(|home| files.iter().any(|f| same_file(f, home)));
+        match own {
+            Some(_) => "project hooks run once trusted (levelcode-hooks trust); your own Claude Code file belongs in your user layer, which needs no trust: levelcode-hooks import claude --user",
+            None => "project hooks run once trusted: review and trust them with levelcode-hooks trust",
+        }
+    } else {
+        "they run in every project, with no trust needed: the user and data layers are your own"
+    };
     eprintln!(
-        "levelcode-hooks: {}: {added} group(s) added; project hooks run once trusted: review and trust them with levelcode-hooks trust",
-        target.display()
+        "levelcode-hooks: {}: {added} group(s) added to the {} layer; {how}",
+        target.display(),
+        kind.name()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// `validate`'s suggestion: the project has Claude Code hooks and no levelcode hooks at all.
-pub fn suggestion(inspection: &Inspection) -> Option<String> {
-    let has_ours = inspection
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// `validate`'s suggestions: one for each of Claude Code's own files (`~/.claude/settings.json`
+/// and the project's) with hooks that levelcode would not run, being neither read as a layer
+/// (`claudeCodeHooks`) nor imported (every group `import` makes of it already in a levelcode
+/// layer).
+pub fn suggestion(inspection: &Inspection) -> Vec<String> {
+    let imported: Vec<Value> = inspection
         .layers
         .iter()
-        .any(|l| l.state == LayerState::Read && !l.groups.is_empty());
-    if has_ours {
-        return None;
+        .filter(|l| !matches!(l.kind, LayerKind::Agent(..)) && l.state == LayerState::Read)
+        .filter_map(|l| serde_json::from_str::<Value>(l.text.as_deref()?).ok())
+        .filter_map(|mut v| v.get_mut("hooks").map(Value::take))
+        .collect();
+    let is_imported = |event: &str, group: &Value| {
+        imported.iter().any(|hooks| {
+            hooks
+                .get(event)
+                .and_then(Value::as_array)
+                .is_some_and(|groups| groups.contains(group))
+        })
+    };
+    // Opened as layers are, never blocking on a FIFO, and each file once (the project may be
+    // the home directory).
+    let mut reader = layers::Reader::default();
+    let mut out = Vec::new();
+    for (kind, file) in claude_files() {
+        let path = match file.in_home {
+            true => match crate::environment::home() {
+                Some(home) => layers::under(home, file.path),
+                None => continue,
+            },
+            false => layers::under(&inspection.root, file.path),
+        };
+        if inspection.layers.iter().any(|l| l.kind == kind) {
+            // Read as a layer: it runs where it is (or waits for trust, which says so).
+            continue;
+        }
+        let layers::Loaded::Contents(bytes, _) = reader.read(&path) else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+            continue;
+        };
+        let mut conversion = Conversion::default();
+        convert(&path.display().to_string(), &value, &mut conversion);
+        let total: usize = conversion
+            .hooks
+            .values()
+            .filter_map(Value::as_array)
+            .map(Vec::len)
+            .sum();
+        let left: usize = conversion
+            .hooks
+            .iter()
+            .map(|(event, groups)| {
+                let groups = groups.as_array().map(Vec::as_slice).unwrap_or_default();
+                groups.iter().filter(|g| !is_imported(event, g)).count()
+            })
+            .sum();
+        if left == 0 {
+            continue;
+        }
+        let import = match file.in_home {
+            true => "levelcode-hooks import claude --user, into your user layer",
+            false => "levelcode-hooks import claude --write, into the project layer",
+        };
+        out.push(format!(
+            "{} has Claude Code hooks that levelcode does not run ({left} of {total} group(s) neither imported nor read); they run unmodified once imported ({import}), or read where they are with \"claudeCodeHooks\": true in ~/.config/levelcode/settings.json",
+            path.display()
+        ));
     }
-    let file = DEFAULT_FILES
-        .iter()
-        .map(|f| inspection.root.join(f))
-        .find(|f| {
-            std::fs::read_to_string(f)
-                .ok()
-                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-                .and_then(|v| v.get("hooks")?.as_object().map(|h| !h.is_empty()))
-                .unwrap_or(false)
-        })?;
-    Some(format!(
-        "{} has Claude Code hooks and levelcode has none; they run unmodified under levelcode once imported (levelcode-hooks import claude --write), or read where they are with \"claudeCodeHooks\": true in ~/.config/levelcode/settings.json",
-        file.display()
-    ))
+    out
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ use crate::dispatch::payload::Payload;
 use crate::dispatch::{self, Options};
 use crate::settings::events::EventKind;
 use crate::settings::layers::{self, LayerKind, LayerPath};
+use crate::settings::managed;
+use crate::settings::sandbox;
 use crate::settings::short_json;
 use crate::settings::{self, Events, Group, Handler};
 
@@ -128,7 +130,16 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
     let mut notes = Vec::new();
     let paths = dispatch::layer_paths(&root, options, &mut notes);
     let mut reader = layers::Reader::default();
-    let (managed, managed_only) = managed_layer(&mut notes);
+    let (managed, managed_only, http_policy) = managed_layer(&mut notes);
+    // The file that sandboxes the project's handlers (contract §20): the managed one, else the
+    // first user or data layer that says so.
+    let mut sandbox_by = managed
+        .as_ref()
+        .filter(|m| {
+            let text = m.text.as_deref().unwrap_or_default();
+            sandbox::projects_sandboxed(text.as_bytes(), &m.path, &mut notes)
+        })
+        .map(|m| m.path.clone());
     let mut layers: Vec<LayerView> = managed.into_iter().collect();
     // An agent's own files are layers only when the user or data layer turns them on
     // (contract §12); otherwise they are not read, nor shown.
@@ -140,10 +151,30 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
         let view = read_layer(&mut reader, layer);
         if let (LayerKind::User | LayerKind::Data, Some(text)) = (layer.kind, &view.text) {
             layers::switches_in(text.as_bytes(), &layer.path, &mut switches, &mut notes);
+            if sandbox_by.is_none()
+                && sandbox::projects_sandboxed(text.as_bytes(), &layer.path, &mut notes)
+            {
+                sandbox_by = Some(layer.path.clone());
+            }
+        }
+        let mut view = view;
+        if let (Some(by), Some(_)) = (&sandbox_by, layer.kind.project_file()) {
+            sandbox::floor_groups(&mut view.groups, by, &mut view.warnings);
         }
         layers.push(view);
     }
     let trust = assess_trust(&root, &layers, &mut notes);
+    // The http handlers the managed layer keeps from being sent (contract §19), as a dispatch
+    // says of each.
+    for layer in &layers {
+        for group in &layer.groups {
+            for handler in &group.handlers {
+                if let Some(why) = http_policy.refuses(&handler.action) {
+                    notes.push(format!("{}: {}: {why}", layer.file(), handler.path(group)));
+                }
+            }
+        }
+    }
     if let Some(file) = &managed_only {
         let held: usize = layers
             .iter()
@@ -166,28 +197,32 @@ pub fn inspect(options: &Options, root: PathBuf) -> Inspection {
     }
 }
 
-/// The managed layer as a dispatch finds it (contract §17), and its file again when it sets
-/// `managedHooksOnly`. Nothing at all when no file is there.
-fn managed_layer(notes: &mut Vec<String>) -> (Option<LayerView>, Option<PathBuf>) {
-    use crate::settings::managed::{self, Found};
+/// The managed layer as a dispatch finds it (contract §17), its file again when it sets
+/// `managedHooksOnly`, and what it allows http handlers. Nothing at all when no file is there.
+fn managed_layer(
+    notes: &mut Vec<String>,
+) -> (Option<LayerView>, Option<PathBuf>, managed::HttpPolicy) {
+    use crate::settings::managed::Found;
     let (path, loaded) = match managed::find(notes) {
-        Found::Absent => return (None, None),
+        Found::Absent => return (None, None, managed::HttpPolicy::default()),
         Found::Refused(path, warning) => (path, layers::Loaded::Unusable(warning)),
         Found::Read(path, bytes, meta) => (path, layers::Loaded::Contents(bytes, meta)),
     };
     let mut only = None;
+    let mut http = managed::HttpPolicy::default();
     if let layers::Loaded::Contents(bytes, _) = &loaded {
         let mut warnings = Vec::new();
         if managed::only_in(&path, bytes, &mut warnings) {
             only = Some(path.clone());
         }
+        http = managed::HttpPolicy::read(&path, bytes, &mut warnings);
         notes.extend(warnings);
     }
     let layer = LayerPath {
         kind: LayerKind::Managed,
         path,
     };
-    (Some(view_of(&layer, loaded)), only)
+    (Some(view_of(&layer, loaded)), only, http)
 }
 
 /// The trust of each layer inside the project, as a dispatch would judge it, with the digest.
@@ -391,8 +426,7 @@ fn layer_entries<'a>(layer: &'a LayerView, text: &str, out: &mut Vec<Entry<'a>>)
                     warnings.retain(|w| w != problem);
                 }
                 let label = handler.label();
-                let crate::settings::Action::Process(program) = &handler.action;
-                let hidden = crate::settings::Written::of(program)
+                let hidden = crate::settings::Written::of_action(&handler.action)
                     .texts()
                     .any(crate::commands::visible::needs_warning);
                 if hidden || crate::commands::visible::needs_warning(&label) {

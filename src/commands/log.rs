@@ -1,5 +1,6 @@
 //! `levelcode-hooks log` and `stats`: the execution log (`LEVELCODE_HOOKS_LOG`) read back, its
-//! recent entries shown and its figures summarised per handler.
+//! recent entries shown (where each ran and on what input) and its figures summarised per
+//! handler and project.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -56,7 +57,7 @@ type ReadLog = (PathBuf, Vec<(String, Entry)>, usize);
 fn read_log(flag: Option<&Path>) -> anyhow::Result<ReadLog> {
     let Some(path) = log_path(flag) else {
         anyhow::bail!(
-            "no execution log: set {LOG_VAR}=FILE so that every dispatch appends a line to FILE, or pass --file FILE"
+            "no execution log: logging is off until {LOG_VAR} names a file; to keep it on, add `export {LOG_VAR}=\"$HOME/.levelcode/hooks.log\"` to your shell profile (~/.bashrc, ~/.zshrc, ~/.profile) or to the environment levelcode starts in, then restart levelcode; or read a log with --file FILE"
         );
     };
     let file = match File::open(&path) {
@@ -94,6 +95,11 @@ fn note_unreadable(path: &Path, unreadable: usize) {
 pub fn run_log(args: &LogArgs) -> anyhow::Result<ExitCode> {
     let (path, mut entries, unreadable) = read_log(args.file.as_deref())?;
     note_unreadable(&path, unreadable);
+    if crate::environment::exec_log().is_none() {
+        eprintln!(
+            "levelcode-hooks: logging is off in this environment ({LOG_VAR} is not set): dispatches from here are not recorded; export it in your shell profile to keep it on"
+        );
+    }
     if let Some(event) = &args.event {
         entries.retain(|(_, e)| e.event.as_deref() == Some(event.as_str()));
     }
@@ -148,7 +154,7 @@ fn render_entry(out: &mut String, entry: &Entry, painter: Painter) {
     };
     let _ = writeln!(
         out,
-        "{}  {}{}  {decision}  {:.1} ms{}",
+        "{}  {}{}  {decision}  {:.1} ms{}{}",
         painter.paint(Style::Dim, &entry.time),
         entry.event.as_deref().unwrap_or("?"),
         entry
@@ -157,12 +163,28 @@ fn render_entry(out: &mut String, entry: &Entry, painter: Painter) {
             .map(|t| format!(" {t}"))
             .unwrap_or_default(),
         entry.duration_ms,
+        entry
+            .project
+            .as_deref()
+            .map(|p| format!("  in {}", short_project(p)))
+            .unwrap_or_default(),
         if entry.interrupted {
             "  (interrupted)"
         } else {
             ""
         }
     );
+    if let Some(input) = &entry.input {
+        let more = if entry.input_truncated { "…" } else { "" };
+        let _ = writeln!(
+            out,
+            "    {}",
+            painter.paint(
+                Style::Dim,
+                format!("input: {}{more}", crate::commands::visible::escape(input))
+            )
+        );
+    }
     if let Some(reason) = &entry.reason {
         let _ = writeln!(out, "    reason: {}", first_line(reason));
     }
@@ -213,11 +235,23 @@ fn first_line(text: &str) -> &str {
     text.trim().lines().next().unwrap_or("")
 }
 
-/// One handler's numbers over the log.
+/// A project root as people read it: under the home directory, from `~`.
+fn short_project(project: &str) -> String {
+    let home = crate::environment::home().map(|h| h.display().to_string());
+    match home.as_deref().and_then(|h| project.strip_prefix(h)) {
+        Some("") => "~".into(),
+        Some(rest) if rest.starts_with('/') => format!("~{rest}"),
+        _ => project.to_string(),
+    }
+}
+
+/// One handler's numbers over the log, in one project.
 #[derive(Debug, Serialize)]
 pub struct HandlerStats {
     pub label: String,
     pub event: String,
+    /// The project root its dispatches ran for; `null` for lines written before the log kept it.
+    pub project: Option<String>,
     pub layer: String,
     pub source: String,
     /// Times it ran (duplicates and skipped handlers did not run).
@@ -272,9 +306,11 @@ pub fn run_stats(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Per handler (label, event and file): runs, outcomes and times; slowest (by p95) first.
+/// Per handler (label, event and file) and project: runs, outcomes and times; slowest (by p95)
+/// first. A user-layer handler that runs in two projects has a row for each.
 pub fn summarise<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<HandlerStats> {
-    let mut index: HashMap<(String, String, String), usize> = HashMap::new();
+    type Key = (String, String, String, Option<String>);
+    let mut index: HashMap<Key, usize> = HashMap::new();
     let mut stats: Vec<HandlerStats> = Vec::new();
     for entry in entries {
         let event = entry.event.clone().unwrap_or_default();
@@ -283,11 +319,17 @@ pub fn summarise<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<HandlerSta
             if matches!(h.outcome.as_str(), "duplicate" | "skipped" | "started") {
                 continue;
             }
-            let key = (h.label.clone(), event.clone(), h.source.clone());
+            let key = (
+                h.label.clone(),
+                event.clone(),
+                h.source.clone(),
+                entry.project.clone(),
+            );
             let i = *index.entry(key).or_insert_with(|| {
                 stats.push(HandlerStats {
                     label: h.label.clone(),
                     event: event.clone(),
+                    project: entry.project.clone(),
                     layer: h.layer.clone(),
                     source: h.source.clone(),
                     runs: 0,
@@ -381,14 +423,21 @@ fn stats_table(
         .max()
         .unwrap_or(0)
         .max(5);
+    let project = |s: &HandlerStats| s.project.as_deref().map_or("-".into(), short_project);
+    let w_project = stats
+        .iter()
+        .map(|s| project(s).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(7);
     let _ = writeln!(
         out,
         "{}",
         painter.paint(
             Style::Bold,
             format!(
-                "{:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>4}  {:>8}  {:>6}  {:>8}  {:>10}  {:>10}",
-                "HANDLER", "EVENT", "RUNS", "BLOCKS", "ASKS", "REWRITES", "ERRORS", "TIMEOUTS", "MEDIAN", "P95"
+                "{:<w_label$}  {:<w_event$}  {:<w_project$}  {:>5}  {:>6}  {:>4}  {:>8}  {:>6}  {:>8}  {:>10}  {:>10}",
+                "HANDLER", "EVENT", "PROJECT", "RUNS", "BLOCKS", "ASKS", "REWRITES", "ERRORS", "TIMEOUTS", "MEDIAN", "P95"
             )
         )
     );
@@ -403,8 +452,9 @@ fn stats_table(
         let bad = |n: usize, style: Style| painter.paint(if n > 0 { style } else { Style::Dim }, n);
         let _ = writeln!(
             out,
-            "{label:<w_label$}  {:<w_event$}  {:>5}  {:>6}  {:>4}  {:>8}  {:>6}  {:>8}  {:>10}  {:>10}",
+            "{label:<w_label$}  {:<w_event$}  {:<w_project$}  {:>5}  {:>6}  {:>4}  {:>8}  {:>6}  {:>8}  {:>10}  {:>10}",
             s.event,
+            project(s),
             s.runs,
             bad(s.blocks, Style::Bad),
             bad(s.asks, Style::Warn),

@@ -27,7 +27,7 @@ pub fn exec(args: &RunArgs) -> anyhow::Result<ExitCode> {
     signals::install();
     let started = Instant::now();
     let trace = Trace::new(args.dispatch.verbose);
-    let bytes = match payload::read_stdin() {
+    let bytes = match payload::read_stdin(terminal_hint) {
         Ok(bytes) => bytes,
         Err(ReadError::Interrupted(sig)) => {
             let mut report = Report::new(args.event.clone(), None, started);
@@ -46,4 +46,12 @@ pub fn exec(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let report = dispatch(&payload, &args.dispatch.options(), &trace, started);
     output::print_report(&report, args.dispatch.output, &trace)
+}
+
+/// What a person who ran the dispatcher at a terminal is told before it waits for them: it reads
+/// a payload, how to end it, and the command that builds one from flags.
+fn terminal_hint() {
+    eprintln!(
+        "levelcode-hooks: reading a payload (one JSON object) from stdin; type or paste it and end with Ctrl-D, or press Ctrl-C. To build one from flags: levelcode-hooks test --event PreToolUse --tool write_file; all commands: levelcode-hooks --help"
+    );
 }

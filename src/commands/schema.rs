@@ -87,10 +87,24 @@ pub fn document() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "levelcode settings.json (hooks)",
-        "description": "The hooks of a levelcode settings file. Only the \"hooks\" key is read by levelcode-hooks; other keys belong to levelcode and are allowed.",
+        "description": "The hooks of a levelcode settings file. Only the \"hooks\", \"sandbox\", \"sandboxProjectHooks\" and \"allowPlainHttp\" keys are read by levelcode-hooks; other keys belong to levelcode and are allowed.",
         "type": "object",
         "properties": {
-            "hooks": { "$ref": "#/$defs/hooks" }
+            "hooks": { "$ref": "#/$defs/hooks" },
+            "sandbox": {
+                "description": "The sandbox of every handler of this file that neither it nor its group gives one.",
+                "$ref": "#/$defs/sandbox"
+            },
+            "sandboxProjectHooks": {
+                "description": "In the user, data or managed layer: every handler of the project's layers runs in at least the default sandbox, whatever the project says; the project cannot widen it.",
+                "type": ["boolean", "null"],
+                "default": false
+            },
+            "allowPlainHttp": {
+                "description": "true lets this file's http handlers post plain http:// to another machine; without it plain http:// goes to this machine's loopback only, and https:// anywhere.",
+                "type": ["boolean", "null"],
+                "default": false
+            }
         },
         "$defs": {
             "hooks": {
@@ -126,6 +140,10 @@ pub fn document() -> Value {
                         "description": group_protocol,
                         "$ref": "#/$defs/protocol"
                     },
+                    "sandbox": {
+                        "description": "The sandbox of each of the group's handlers that gives none of its own.",
+                        "$ref": "#/$defs/sandbox"
+                    },
                     "hooks": {
                         "description": "The handlers, run one after another.",
                         "type": "array",
@@ -137,7 +155,7 @@ pub fn document() -> Value {
                 "additionalProperties": false
             },
             "handler": {
-                "description": "One program to run. It reads the event payload (JSON) on stdin; exit 2 on PreToolUse blocks the tool call with stderr as the reason.",
+                "description": "One program to run, or a URL to post the event to (\"type\": \"http\"). A program reads the event payload (JSON) on stdin; exit 2 on PreToolUse blocks the tool call with stderr as the reason. An http handler's 2xx answer with a JSON object is read as a program's stdout on exit 0.",
                 "type": "object",
                 "properties": {
                     "type": {
@@ -172,9 +190,27 @@ pub fn document() -> Value {
                         "prefixItems": [{ "type": "string", "minLength": 1 }],
                         "examples": [["bun", ".levelcode/hooks/guard.ts"]]
                     },
+                    "url": {
+                        "description": "An http handler's address: the event is POSTed to it as JSON. https:// is verified against the system's certificates; plain http:// goes to this machine's loopback only, unless the file sets \"allowPlainHttp\": true. Redirects are not followed.",
+                        "type": "string",
+                        "pattern": "^[hH][tT][tT][pP][sS]?://",
+                        "examples": ["https://policy.example.com/hooks", "http://127.0.0.1:8080/hook"]
+                    },
+                    "headers": {
+                        "description": "An http handler's headers. A value may name variables as $NAME or ${NAME}: only those allowedEnvVars lists are filled in, any other is sent as the empty string.",
+                        "type": ["object", "null"],
+                        "additionalProperties": { "type": "string" },
+                        "examples": [{ "Authorization": "Bearer $POLICY_TOKEN" }]
+                    },
+                    "allowedEnvVars": {
+                        "description": "The variables an http handler's headers may name.",
+                        "type": ["array", "null"],
+                        "items": { "type": "string" },
+                        "examples": [["POLICY_TOKEN"]]
+                    },
                     "timeout": {
                         "description": format!(
-                            "Seconds (not milliseconds), fractions allowed; at most {MAX_TIMEOUT_SECS}. When it expires the handler's process group is stopped and the tool call proceeds."
+                            "Seconds (not milliseconds), fractions allowed; at most {MAX_TIMEOUT_SECS}. When it expires the handler's process group is stopped (an http handler's exchange abandoned) and the tool call proceeds."
                         ),
                         "type": ["number", "null"],
                         "exclusiveMinimum": 0,
@@ -207,11 +243,20 @@ pub fn document() -> Value {
                         "description": format!("true: run in the background (Claude Code's form). Started once the handlers before and after it have decided, and only when nothing blocked; it cannot block, ask or rewrite, and the dispatch does not wait for it. Its timeout is {BACKGROUND_TIMEOUT_SECS} s unless given. What it comes to is recorded in the execution log and handed to the agent with the next answer of the same session: its additionalContext and systemMessage, or its failure as a warning."),
                         "type": ["boolean", "null"],
                         "default": false
+                    },
+                    "sandbox": {
+                        "description": "The handler's sandbox; default: its group's, else its file's.",
+                        "$ref": "#/$defs/sandbox"
                     }
                 },
                 "oneOf": [
-                    { "required": ["command"], "not": { "required": ["argv"] } },
-                    { "required": ["argv"], "not": { "anyOf": [{ "required": ["command"] }, { "required": ["args"] }] } }
+                    { "required": ["command"], "not": { "anyOf": [{ "required": ["argv"] }, { "required": ["url"] }] } },
+                    { "required": ["argv"], "not": { "anyOf": [{ "required": ["command"] }, { "required": ["args"] }, { "required": ["url"] }] } },
+                    {
+                        "required": ["type", "url"],
+                        "properties": { "type": { "const": "http" } },
+                        "not": { "anyOf": [{ "required": ["command"] }, { "required": ["argv"] }, { "required": ["args"] }, { "required": ["shell"] }] }
+                    }
                 ],
                 "additionalProperties": false
             },
@@ -219,6 +264,35 @@ pub fn document() -> Value {
                 "description": "The tool by its levelcode or Claude Code name (Bash, Write, Edit, MultiEdit, Read, Grep, Glob); for run_terminal_command a command pattern tested against each subcommand (* is any text), for write_file, str_replace and read_files a gitignore-style path pattern relative to the project root (//abs, ~/home), for code_search and glob one tested against the directory searched. A rule that cannot be evaluated lets the handler run, with a warning; on an event without a tool call a handler with \"if\" never runs.",
                 "type": ["string", "null"],
                 "examples": ["Bash(git commit *)", "Edit(src/**)", "Write(*.env)", "Read(//etc/**)", "run_terminal_command"]
+            },
+            "sandbox": {
+                "description": "What the handler and everything it starts may do (Linux: Landlock and a seccomp filter). true: the default policy, writes only inside the project root, the temporary folder (TMPDIR, else /tmp) and /dev/null, no network (no IP socket, no Unix socket outside the sandbox, no DNS), no signal to a process outside it. false: none. \"best-effort\": the default policy with what the kernel can enforce, the rest named in the handler's message. An object widens the default policy. A policy the kernel cannot enforce does not run the handler (outcome error, or a block under \"onFailure\": \"block\").",
+                "oneOf": [
+                    { "type": ["boolean", "null"] },
+                    { "const": "best-effort" },
+                    {
+                        "type": "object",
+                        "properties": {
+                            "write": {
+                                "description": "More paths it may write beneath: absolute, relative to the project root, or ~/...",
+                                "type": ["array", "null"],
+                                "items": { "type": "string", "minLength": 1 },
+                                "examples": [["build", "~/.cache/prettier"]]
+                            },
+                            "network": {
+                                "description": "true allows IP and Unix sockets alike.",
+                                "type": ["boolean", "null"],
+                                "default": false
+                            },
+                            "bestEffort": {
+                                "description": "true runs it with what the kernel can enforce, as \"best-effort\" does.",
+                                "type": ["boolean", "null"],
+                                "default": false
+                            }
+                        },
+                        "additionalProperties": false
+                    }
+                ]
             },
             "protocol": {
                 "description": protocols.join(" "),

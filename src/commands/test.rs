@@ -94,8 +94,6 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
         return dry_run(&payload, &options, args.json);
     }
     let trace = Trace::new(args.dispatch.verbose || std::io::stderr().is_terminal());
-    // A person checking a setup hears what the collector made of the spans, too (§18).
-    crate::telemetry::export::wait_for_verdict();
     // A person checking a setup sees what a background handler comes to (contract §21).
     dispatch::background::wait_in_place();
     let report = dispatch::dispatch(&payload, &options, &trace, started);
@@ -254,10 +252,30 @@ struct DryRunJson<'a> {
     event: &'a str,
     tool_name: Option<&'a str>,
     project_root: String,
+    /// The payload in levelcode's own form.
     payload: Value,
-    would_run: Vec<HandlerJson>,
+    would_run: Vec<WouldRun>,
     not_run: Vec<HandlerJson>,
     warnings: Vec<String>,
+}
+
+/// A handler that would run, with what it would read.
+#[derive(Serialize)]
+struct WouldRun {
+    #[serde(flatten)]
+    handler: HandlerJson,
+    /// What it reads on stdin, in its own protocol, one for each run it becomes (Claude Code's
+    /// `Read` runs once per path).
+    payloads: Vec<Value>,
+}
+
+/// What `planned`, a handler that would run, reads on stdin: each run's payload in its protocol.
+fn payloads_of(planned: &Planned<'_>, payload: &Payload, root: &std::path::Path) -> Vec<Vec<u8>> {
+    planned
+        .entry
+        .handler
+        .map(|h| h.protocol.stdins(payload, root))
+        .unwrap_or_default()
 }
 
 /// Prints what a dispatch of `payload` would run, in order; runs nothing.
@@ -285,7 +303,16 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
             tool_name: tool,
             project_root: inspection.root.display().to_string(),
             payload: serde_json::from_slice(&handler_input).unwrap_or(Value::Null),
-            would_run: runs.iter().map(|p| HandlerJson::new(p)).collect(),
+            would_run: runs
+                .iter()
+                .map(|p| WouldRun {
+                    handler: HandlerJson::new(p),
+                    payloads: payloads_of(p, payload, &inspection.root)
+                        .iter()
+                        .map(|bytes| serde_json::from_slice(bytes).unwrap_or(Value::Null))
+                        .collect(),
+                })
+                .collect(),
             not_run: others
                 .iter()
                 .filter(|p| p.verdict != Verdict::OtherEvent)
@@ -313,7 +340,7 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
         out,
         "{} {}",
         painter.paint(Style::Bold, "payload"),
-        String::from_utf8_lossy(&handler_input)
+        crate::commands::visible::escape(&String::from_utf8_lossy(&handler_input))
     );
     if runs.is_empty() {
         let _ = writeln!(out, "\nno handler would run");
@@ -344,9 +371,31 @@ fn dry_run(payload: &Payload, options: &Options, json: bool) -> anyhow::Result<E
                 format!("{} {file}: {}", p.entry.layer.kind.name(), p.entry.path)
             )
         );
+        if handler.sandbox.policy.is_some() {
+            let _ = writeln!(out, "     sandbox: {}", handler.sandbox.describe());
+        }
         // Why it runs, when an `"if"` could have kept it from running.
         if let Some(why) = &p.why {
             let _ = writeln!(out, "     {}", painter.paint(Style::Dim, why));
+        }
+        // A handler of another protocol reads the payload in its own form, not the one above.
+        if !handler.protocol.is_levelcode() {
+            let payloads = payloads_of(p, payload, &inspection.root);
+            for (i, bytes) in payloads.iter().enumerate() {
+                let run = match payloads.len() {
+                    1 => String::new(),
+                    n => format!(", run {} of {n}", i + 1),
+                };
+                let _ = writeln!(
+                    out,
+                    "     {} {}",
+                    painter.paint(
+                        Style::Bold,
+                        format!("reads ({}{run}):", handler.protocol.name())
+                    ),
+                    crate::commands::visible::escape(&String::from_utf8_lossy(bytes))
+                );
+            }
         }
     }
     let relevant: Vec<&&Planned<'_>> = others

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::settings::{Action, Written};
+use crate::settings::Written;
+use crate::trust::reviewed::{self, Reviewed};
 use crate::trust::status::{self, root_key, Layer};
 use crate::trust::store::{self, Entry};
 use crate::trust::{self, Assessment, State};
@@ -44,6 +45,11 @@ pub struct TrustArgs {
     /// Forget this project: its hooks are untrusted again.
     #[arg(long)]
     pub revoke: bool,
+
+    /// After the review, print the text of every file it covers (on a terminal, the review
+    /// offers them in a pager instead).
+    #[arg(long, conflicts_with_all = ["status", "deny", "revoke"])]
+    pub show_scripts: bool,
 }
 
 pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
@@ -123,11 +129,15 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         return record_trust(&store_path, &chosen);
     }
     // The review shows the very bytes each digest was computed from.
-    let text: String = with_hooks
+    let mut text: String = with_hooks
         .iter()
-        .map(|l| review(&l.assessment, &l.bytes))
+        .map(|l| review(&l.assessment, &l.bytes, Some(&store_path)))
         .collect::<Vec<_>>()
         .join("\n");
+    let scripts = scripts_text(&with_hooks);
+    if args.show_scripts {
+        text.push_str(&scripts);
+    }
     crate::dispatch::output::write_stdout(&text)?;
     if args.yes {
         return record_trust(&store_path, &with_hooks);
@@ -142,12 +152,27 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let handlers: usize = with_hooks.iter().map(|l| l.assessment.handlers).sum();
-    eprint!(
-        "Trust these {handlers} handler(s)? They will run with your rights whenever the agent works in this project. [y/N] "
-    );
-    let _ = std::io::stderr().flush();
+    // The scripts' text is offered in the question itself, so that a plain answer stays one.
+    let offer = !args.show_scripts && !scripts.is_empty();
     let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
+    loop {
+        let choices = if offer {
+            "[y/N] (or s: show the files' text first)"
+        } else {
+            "[y/N]"
+        };
+        eprint!(
+            "Trust these {handlers} handler(s)? They will run with your rights whenever the agent works in this project. {choices} "
+        );
+        let _ = std::io::stderr().flush();
+        answer.clear();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if offer && matches!(answer.trim().to_ascii_lowercase().as_str(), "s" | "show") {
+            page(&scripts)?;
+            continue;
+        }
+        break;
+    }
     if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
         record_trust(&store_path, &with_hooks)
     } else {
@@ -213,9 +238,11 @@ fn show_status(
     Ok(ExitCode::from(state.exit_code()))
 }
 
-/// What the person is asked to trust: each handler with where it is written and what it runs,
-/// and each named script with its hash.
-pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
+/// What the person is asked to trust: each handler with where it is written, what it runs and
+/// every other field that changes what runs, each covered file with its hash, and, when these
+/// hooks changed since they were trusted and the store at `store_path` kept what was reviewed
+/// then, what changed, handler by handler and file by file.
+pub fn review(assessment: &Assessment, bytes: &[u8], store_path: Option<&Path>) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let shown = |text: &str| crate::commands::visible::escape(text).into_owned();
@@ -227,6 +254,10 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
     if assessment.layer != crate::settings::layers::LayerKind::Project {
         let _ = writeln!(out, "  (layer {})", assessment.layer.name());
     }
+    let raw = match &assessment.digest {
+        Some(digest) => Reviewed::of(bytes, digest),
+        None => Reviewed::default(),
+    };
     for group in trust::all_groups(assessment.layer, &assessment.path, bytes) {
         for handler in &group.handlers {
             let off = if group.enabled && handler.enabled {
@@ -257,8 +288,7 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                 group.path(),
                 handler.index
             );
-            let Action::Process(program) = &handler.action;
-            let written = Written::of(program);
+            let written = Written::of_action(&handler.action);
             for (field, value) in written.json_members() {
                 let value = match value {
                     serde_json::Value::String(text) => text,
@@ -266,6 +296,24 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                 };
                 let _ = writeln!(out, "      {field}: {}", shown(&value));
             }
+            // Every other field that changes what runs, as written (the group's first).
+            if let Some(fields) =
+                raw.handlers
+                    .get(&format!("{}.hooks[{}]", group.path(), handler.index))
+            {
+                for (field, value) in fields {
+                    if SHOWN_ABOVE.contains(&field.as_str()) {
+                        continue;
+                    }
+                    let value = match value {
+                        serde_json::Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    let _ = writeln!(out, "      {field}: {}", shown(&value));
+                }
+            }
+            // What it may do is part of what is trusted (contract §20).
+            let _ = writeln!(out, "      sandbox: {}", shown(&handler.sandbox.describe()));
             let hidden = written.texts().any(crate::commands::visible::needs_warning);
             if hidden {
                 let _ = writeln!(
@@ -313,6 +361,15 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
                 let _ = writeln!(out, "  {}  {}", shown(&script.path), script.hash);
             }
         }
+        if !digest.readings.is_empty() {
+            let _ = writeln!(
+                out,
+                "Words that /bin/sh and bash read differently (every reading is covered):"
+            );
+            for reading in &digest.readings {
+                let _ = writeln!(out, "  {}", shown(reading));
+            }
+        }
         for place in &digest.fallback {
             let _ = writeln!(
                 out,
@@ -327,7 +384,103 @@ pub fn review(assessment: &Assessment, bytes: &[u8]) -> String {
         );
         let _ = writeln!(out, "Digest: {}", digest.digest);
     }
+    if let (Some(before), Some(store_path)) = (&assessment.trusted_digest, store_path) {
+        match reviewed::load(store_path, before) {
+            Some(then) => {
+                let changes = raw.changes_since(&then);
+                let _ = writeln!(out, "Changed since you trusted {before}:");
+                if changes.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "  nothing in the hooks or their files (the project moved, or its root \
+                         resolves elsewhere)"
+                    );
+                }
+                for change in changes {
+                    let _ = writeln!(out, "  {}", shown(&change));
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "Changed since you trusted {before}; what was reviewed then was not kept, so \
+                     review everything above."
+                );
+            }
+        }
+    }
     out
+}
+
+/// The fields the review shows in their own places: the group's matcher and the handler's name
+/// on its first line, and its program (`Written`) below it.
+const SHOWN_ABOVE: &[&str] = &["group.matcher", "name", "command", "args", "argv", "shell"];
+
+/// The text of every file the layers' digests cover, each under its path, control and invisible
+/// characters shown escaped; each at most 64 KiB.
+fn scripts_text(layers: &[&Layer]) -> String {
+    use std::fmt::Write as _;
+    const MAX: u64 = 64 << 10;
+    let mut out = String::new();
+    for layer in layers {
+        let Some(digest) = &layer.assessment.digest else {
+            continue;
+        };
+        for script in &digest.scripts {
+            let path = digest.root.join(&script.path);
+            let _ = writeln!(
+                out,
+                "\n==> {} <==",
+                crate::commands::visible::escape(&script.path)
+            );
+            let text = crate::fs::open_regular(&path, std::fs::OpenOptions::new().read(true))
+                .and_then(|mut file| {
+                    let len = file.metadata()?.len();
+                    let cut = len > MAX;
+                    let bytes = crate::fs::read_expected(&mut file, len.min(MAX), MAX)?;
+                    Ok((bytes, cut))
+                });
+            match text {
+                Ok((bytes, cut)) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    let _ = write!(out, "{}", crate::commands::visible::escape_text(&text));
+                    if !text.ends_with('\n') {
+                        out.push('\n');
+                    }
+                    if cut {
+                        let _ = writeln!(out, "[cut at {} KiB]", MAX >> 10);
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "[could not be read: {e}]");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Shows the covered files' text in a pager (`$PAGER`, else `less`), or plainly when there is
+/// none to be had.
+fn page(scripts: &str) -> anyhow::Result<()> {
+    let pager = crate::environment::pager().unwrap_or_else(|| "less".to_string());
+    let words = shell_words::split(&pager).unwrap_or_else(|_| vec![pager.clone()]);
+    let shown = words.split_first().and_then(|(program, args)| {
+        let mut child = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut stdin = child.stdin.take()?;
+        let _ = stdin.write_all(scripts.as_bytes());
+        drop(stdin);
+        child.wait().ok()
+    });
+    if shown.is_none() {
+        // No pager to be had: the text itself.
+        crate::dispatch::output::write_stdout(scripts)?;
+    }
+    Ok(())
 }
 
 fn record_trust(store_path: &Path, layers: &[&Layer]) -> anyhow::Result<ExitCode> {
@@ -336,7 +489,12 @@ fn record_trust(store_path: &Path, layers: &[&Layer]) -> anyhow::Result<ExitCode
         let Some(digest) = &assessment.digest else {
             anyhow::bail!("no digest to record");
         };
-        let updated = status::record(store_path, assessment).map_err(anyhow::Error::msg)?;
+        let mut warnings = Vec::new();
+        let updated =
+            status::record(store_path, layer, &mut warnings).map_err(anyhow::Error::msg)?;
+        for warning in warnings {
+            eprintln!("warning: {warning}");
+        }
         if let Some(aside) = updated.set_aside {
             eprintln!(
                 "warning: {} could not be read; it was moved to {} and a new store started",

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::commands::command_check::{self, Lookup};
+use crate::commands::http_check;
 use crate::commands::inspect::{self, Inspection, LayerState, LayerView};
 use crate::commands::suggest;
 use crate::dispatch::exit::Status;
@@ -25,6 +26,7 @@ use crate::settings::kind::{self, Kind};
 use crate::settings::layers::LayerKind;
 use crate::settings::matcher;
 use crate::settings::protocol::Protocol;
+use crate::settings::sandbox;
 use crate::settings::{Action, Program, Written};
 use crate::style::{Painter, Style};
 
@@ -62,7 +64,14 @@ pub struct Problem {
 }
 
 const TOP_KEYS: &[&str] = &["hooks"];
-const GROUP_KEYS: &[&str] = &["matcher", "enabled", "hooks", "protocol", "if"];
+const GROUP_KEYS: &[&str] = &[
+    "matcher",
+    "enabled",
+    "hooks",
+    "protocol",
+    "if",
+    sandbox::KEY,
+];
 /// The keys a handler written as `fields` may have: every handler's that levelcode honours, and
 /// its kind's, from the table of kinds. A kind this version does not run is refused by its
 /// `type` alone, so its handler's keys are `command`'s and its own.
@@ -141,6 +150,9 @@ fn check_layer(layer: &LayerView, inspection: &Inspection, problems: &mut Vec<Pr
             }
             check_commands(layer, &inspection.root, &mut found);
             check_filters(layer, &mut found);
+            for problem in crate::commands::sandbox::problems(layer, &inspection.root) {
+                found.add(problem.path, problem.kind, problem.message);
+            }
             let parsed = parse_warnings(&mut found);
             found.problems.extend(parsed);
         }
@@ -496,16 +508,37 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
             continue;
         }
         for handler in group.handlers.iter().filter(|h| h.enabled) {
-            let Action::Process(program) = &handler.action;
+            let program = match &handler.action {
+                Action::Process(program) => program,
+                Action::Http(hook) => {
+                    let at = format!("{}.hooks[{}]", group.path(), handler.index);
+                    for problem in http_check::check(hook) {
+                        found.add(
+                            Some(format!("{at}.{}", problem.field)),
+                            problem.kind,
+                            problem.message,
+                        );
+                    }
+                    continue;
+                }
+            };
             let field = match program {
                 Program::Shell(_) | Program::PowerShell(_) | Program::Exec { .. } => "command",
                 Program::Argv(_) => "argv",
             };
             let place = format!("{}.hooks[{}].{field}", group.path(), handler.index);
-            if let Some((key, problem)) = nul_byte(&Written::of(program)) {
+            if let Some((key, problem)) =
+                crate::commands::command_check::nul_byte(&Written::of(program))
+            {
                 let at = format!("{}.hooks[{}].{key}", group.path(), handler.index);
                 found.add(Some(at), "nul_byte", problem);
                 continue;
+            }
+            if let Some((key, problem)) =
+                crate::commands::command_check::tilde(&Written::of(program))
+            {
+                let at = format!("{}.hooks[{}].{key}", group.path(), handler.index);
+                found.add(Some(at), "tilde_not_expanded", problem);
             }
             let shown = Written::of(program).texts().collect::<Vec<_>>().join(" ");
             if crate::commands::visible::needs_warning(&shown) {
@@ -528,26 +561,6 @@ fn check_commands(layer: &LayerView, root: &std::path::Path, found: &mut Found<'
             }
         }
     }
-}
-
-/// The field of a handler's program that holds a NUL byte, and what to say of it: no
-/// program's argument can hold one, so the handler fails to start every time.
-fn nul_byte(written: &Written<'_>) -> Option<(&'static str, String)> {
-    let at = |text: &str| text.find('\0');
-    let said = |what: String, byte: usize| {
-        format!("{what} contains a NUL byte (\\u0000) at byte {byte}, which no program's argument can hold, so the handler can never start; remove it")
-    };
-    if let Some(byte) = written.command.and_then(at) {
-        return Some(("command", said("the command".into(), byte)));
-    }
-    for (key, items) in [("args", written.args), ("argv", written.argv)] {
-        for (i, item) in items.into_iter().flatten().enumerate() {
-            if let Some(byte) = at(item) {
-                return Some((key, said(format!("element {i}"), byte)));
-            }
-        }
-    }
-    None
 }
 
 /// Each `"if"` (contract §16): a rule that cannot be evaluated (the handler then runs for every
@@ -752,41 +765,5 @@ fn report(inspection: &Inspection, problems: &[Problem], painter: Painter) -> St
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positions_follow_the_file() {
-        let order = vec!["Stop".to_string(), "PreToolUse".to_string()];
-        assert!(
-            position(Some("hooks.Stop[2].hooks[0]"), &order)
-                < position(Some("hooks.Stop[10]"), &order)
-        );
-        assert!(
-            position(Some("hooks.Stop[10]"), &order)
-                < position(Some("hooks.PreToolUse[0].matcher"), &order)
-        );
-        assert_eq!(position(None, &order), (0, 0, 0));
-    }
-
-    #[test]
-    fn unknown_keys_say_what_was_meant() {
-        let fields = Map::new();
-        let m = unknown_key_message("matchers", GROUP_KEYS, &fields, true);
-        assert!(
-            m.contains("did you mean \"matcher\"") && m.contains("every tool"),
-            "{m}"
-        );
-        let m = unknown_key_message("timout", &handler_keys(&fields), &fields, false);
-        assert!(
-            m.contains("did you mean \"timeout\"") && m.contains("10 seconds"),
-            "{m}"
-        );
-        let m = unknown_key_message("cmd", &handler_keys(&fields), &fields, false);
-        assert!(m.contains("did you mean \"command\""), "{m}");
-        let m = unknown_key_message("disabled", &handler_keys(&fields), &fields, false);
-        assert!(m.contains("\"enabled\": false"), "{m}");
-        let m = unknown_key_message("description", &handler_keys(&fields), &fields, false);
-        assert!(m.contains("known keys"), "{m}");
-    }
-}
+#[path = "validate_tests.rs"]
+mod tests;

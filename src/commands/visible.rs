@@ -61,6 +61,23 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A text of many lines (a script) with every invisible character escaped but its line breaks
+/// and tabs: each line that holds another is escaped whole, as [`escape`] does.
+pub fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if needs_warning(line) {
+            out.push_str(&escape(line));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// A line of JSON with every invisible character that is not ASCII written as a JSON escape
 /// (`\u202e`): the same JSON value, shown as what it holds. (JSON already escapes the ASCII
 /// control characters; outside its strings there is nothing but ASCII.)

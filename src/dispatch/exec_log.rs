@@ -3,7 +3,8 @@
 //!
 //! Each line is written with a single `write` on a file opened for appending, under an exclusive
 //! lock, so lines from dispatchers running at the same time never interleave. Handler output is
-//! cut to [`KEPT_OUTPUT`] bytes per stream: the log says what happened, not everything printed.
+//! cut to [`KEPT_OUTPUT`] bytes per stream, and the tool's input to [`KEPT_INPUT`]: the log says
+//! what happened, where and to what, not everything printed.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -13,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::output::{millis, Report};
+use crate::dispatch::payload::Payload;
 
 /// The environment variable naming the log file.
 pub const LOG_VAR: &str = crate::environment::EXEC_LOG;
@@ -20,24 +22,39 @@ pub const LOG_VAR: &str = crate::environment::EXEC_LOG;
 /// Bytes of each handler's stdout and stderr kept in a log line.
 pub const KEPT_OUTPUT: usize = 1024;
 
-/// Appends the dispatch to the file named by `LEVELCODE_HOOKS_LOG`, if any; a failure is a
-/// warning in the report.
-pub fn append(report: &mut Report) {
-    append_entry(report, false);
+/// Bytes of the tool's input (as compact JSON) kept in a log line: enough to tell one call from
+/// another (`{"command":"git push --force"}`), not a file's whole content.
+pub const KEPT_INPUT: usize = 200;
+
+/// Appends the dispatch of `payload` in the project `root` to the file named by
+/// `LEVELCODE_HOOKS_LOG`, if any; a failure is a warning in the report.
+pub fn append(report: &mut Report, payload: &Payload, root: &Path) {
+    let input = if payload.kind.is_tool_event() {
+        Some(payload.tool_input()).filter(|input| !input.is_null())
+    } else {
+        None
+    };
+    append_entry(report, root, input.map(|input| input.to_string()), false);
 }
 
-/// Appends the line of a background handler that has ended (contract §21): its one handler with
-/// its outcome, marked `"background": true`.
-pub fn append_background(report: &mut Report) {
-    append_entry(report, true);
+/// Appends the line of a background handler that has ended (contract §21), started by a
+/// dispatch in the project `root`: its one handler with its outcome, marked `"background": true`.
+pub fn append_background(report: &mut Report, root: &Path) {
+    append_entry(report, root, None, true);
 }
 
-fn append_entry(report: &mut Report, background: bool) {
+fn append_entry(report: &mut Report, root: &Path, input: Option<String>, background: bool) {
     let Some(path) = log_path(None) else {
         return;
     };
     let mut entry = Entry::of(report);
     entry.background = background;
+    entry.project = Some(root.display().to_string());
+    if let Some(input) = input {
+        let (text, cut_short) = cut(&input, KEPT_INPUT);
+        entry.input = Some(text);
+        entry.input_truncated = cut_short;
+    }
     let mut line = match serde_json::to_vec(&entry) {
         Ok(line) => line,
         Err(e) => {
@@ -92,6 +109,15 @@ pub struct Entry {
     pub event: Option<String>,
     #[serde(default)]
     pub tool: Option<String>,
+    /// The project root the dispatch ran for (absent from lines older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The tool's input as compact JSON, its first [`KEPT_INPUT`] bytes, on a tool event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// True when [`Entry::input`] was cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_truncated: bool,
     pub decision: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -118,6 +144,9 @@ pub struct HandlerEntry {
     pub exit_code: Option<i32>,
     #[serde(default)]
     pub signal: Option<i32>,
+    /// An http handler's status (contract §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
     pub duration_ms: f64,
     #[serde(default)]
     pub stdout: String,
@@ -137,6 +166,9 @@ impl Entry {
             time: rfc3339(SystemTime::now()),
             event: report.event.clone(),
             tool: report.tool_name.clone(),
+            project: None,
+            input: None,
+            input_truncated: false,
             decision: report.decision().into(),
             reason: report
                 .decision_reason()
@@ -156,6 +188,7 @@ impl Entry {
                         outcome: h.outcome.name().into(),
                         exit_code: h.exit_code,
                         signal: h.signal,
+                        http_status: h.http_status,
                         duration_ms: h.duration_ms,
                         stdout,
                         stderr,

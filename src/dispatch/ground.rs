@@ -19,9 +19,24 @@ pub fn project_root(payload: &Payload, options: &Options) -> PathBuf {
         .clone()
         .or_else(|| payload.cwd.as_ref().map(PathBuf::from));
     match chosen {
-        Some(dir) if dir.is_absolute() => dir,
-        Some(dir) => cwd.join(dir),
+        Some(dir) if dir.is_absolute() => tidy(dir),
+        Some(dir) => tidy(cwd.join(dir)),
         None => cwd,
+    }
+}
+
+/// `dir` without `.` and `..` components (`--project-dir .` is the current directory itself,
+/// not `…/app/.`), as Claude Code normalizes paths: lexically, so what people are shown and what
+/// handlers are given names the project plainly. A path with no `/.` in it is left as it is.
+fn tidy(dir: PathBuf) -> PathBuf {
+    let bytes = dir.as_os_str().as_encoded_bytes();
+    let dotted = memchr::memmem::find(bytes, b"/.").is_some()
+        || (cfg!(windows) && memchr::memmem::find(bytes, b"\\.").is_some())
+        || bytes.starts_with(b".");
+    if dotted {
+        crate::fs::normalize(&dir)
+    } else {
+        dir
     }
 }
 

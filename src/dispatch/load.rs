@@ -4,7 +4,7 @@
 
 use crate::dispatch::output::Trace;
 use crate::settings::layers::{self, LayerPath};
-use crate::settings::{self, Events, Group};
+use crate::settings::{self, sandbox, Events, Group};
 use crate::trust::Gate;
 
 /// Reads every layer's groups for `events`, in layer order, reading a file reached twice once.
@@ -82,6 +82,13 @@ pub fn load_groups_from(
                     file: layer.path.clone().into_boxed_path(),
                 };
                 settings::parse(source, &bytes, events, &mut groups, warnings);
+                // A user or data layer that sandboxes the project's handlers (contract §20):
+                // the groups keep it, so `serve`'s cache of them does too.
+                if let (Some(by), Some(_)) = (gate.sandboxes_projects(), layer.kind.project_file())
+                {
+                    let by = by.to_path_buf();
+                    sandbox::floor_groups(&mut groups[before..], &by, warnings);
+                }
             }
         }
         if trace.enabled() {

@@ -10,26 +10,30 @@ use crate::environment;
 use crate::settings::events::EventKind;
 use crate::settings::filter::{Call, Verdict};
 use crate::settings::layers::LayerPath;
+use crate::settings::managed::HttpPolicy;
 use crate::settings::matcher::Matcher;
-use crate::settings::protocol::Protocol;
+use crate::settings::sandbox::Sandbox;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
 use crate::trust::Gate;
 use action::{Answer, Done, Ending, Stop};
+use handler_env::{handler_dir, handler_env};
 use handler_input::Inputs;
 use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::Payload;
-use protocol::{Context, Rewrite, Run, RunFile};
+use protocol::{Context, Rewrite, Run};
 
 // Data flows payload → (the settings model, `crate::settings`: layers, hooks, matchers) →
 // ground → load (through the trust gate) → (this file: the chain, each handler's action,
 // through its protocol) → outcome → exec_log → output → exit.
 pub mod action;
 pub mod background;
+mod confine;
 pub mod exec_log;
 pub mod exit;
 mod ground;
+mod handler_env;
 mod handler_input;
 mod load;
 mod options;
@@ -119,7 +123,15 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             let plain = ground::stopped().unwrap_or_default();
             report.warnings.push(managed.stopped_warning(plain));
             if !managed.groups.is_empty() {
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(
+                    payload,
+                    &root,
+                    &managed.groups,
+                    &managed.http,
+                    &mut report,
+                    trace,
+                    None,
+                );
             }
         }
         Some((paths, warnings)) => {
@@ -132,7 +144,15 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                 report
                     .warnings
                     .extend(managed.held_back_warning(&others, payload.kind, tool));
-                run_chain(payload, &root, &managed.groups, &mut report, trace);
+                run_chain(
+                    payload,
+                    &root,
+                    &managed.groups,
+                    &managed.http,
+                    &mut report,
+                    trace,
+                    None,
+                );
             } else {
                 let groups = groups(&paths, &mut report.warnings, &mut gate);
                 report.project_trust = gate.held_back();
@@ -140,8 +160,10 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
                     payload,
                     &root,
                     managed.groups.iter().chain(groups.iter()),
+                    &managed.http,
                     &mut report,
                     trace,
+                    managed.sandboxes_projects(),
                 );
             }
         }
@@ -149,7 +171,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
     background::hand_on(payload, &root, options.hold_background, &mut report);
     record_compliance(payload, options, &mut report.warnings);
     spans::export(payload, &mut report);
-    exec_log::append(&mut report);
+    exec_log::append(&mut report, payload, &root);
     report
 }
 
@@ -188,12 +210,15 @@ fn tool_call<'c>(
 
 /// Runs the matching handlers of `groups` one after another; the first block (or stop) ends the
 /// chain, and each rewrite of the tool input reaches the handlers after it (contract §6, §11).
+/// `floor` is the managed file, when it sandboxes the project's handlers (contract §20).
 pub fn run_chain<'g>(
     payload: &Payload,
     root: &Path,
     groups: impl IntoIterator<Item = &'g Group>,
+    policy: &HttpPolicy,
     report: &mut Report,
     trace: &Trace,
+    floor: Option<&Path>,
 ) {
     let mut groups = groups.into_iter().peekable();
     if groups.peek().is_none() {
@@ -207,6 +232,9 @@ pub fn run_chain<'g>(
         dir: None,
         end: None,
         deferred: Vec::new(),
+        confinements: confine::Confinements::default(),
+        floor,
+        policy,
     };
     let tool = payload.subject();
     for group in groups {
@@ -258,14 +286,20 @@ struct Chain<'a> {
     end: Option<End>,
     /// The background handlers' runs, started once the chain has decided (contract §21).
     deferred: Vec<background::Deferred<'a>>,
+    /// The sandboxes of this dispatch, each prepared once (contract §20).
+    confinements: confine::Confinements,
+    /// The managed file, when it sandboxes the project's handlers.
+    floor: Option<&'a Path>,
+    /// What the managed layer allows http handlers (contract §19).
+    policy: &'a HttpPolicy,
 }
 
 impl<'a> Chain<'a> {
     /// One enabled handler of a group that applies: held back, or each of its runs.
     fn handler(&mut self, group: &Group, handler: &'a Handler, report: &mut Report, trace: &Trace) {
-        if self.filtered_out(group, handler, None, report, trace) {
+        let Some(note) = self.filter(group, handler, None, report, trace) else {
             return;
-        }
+        };
         let label = handler.label();
         let entry = || {
             let mut entry = HandlerReport::new(group, &label);
@@ -285,6 +319,13 @@ impl<'a> Chain<'a> {
         if self.dir.is_none() {
             self.dir = Some(handler_dir(self.root, &mut report.warnings));
         }
+        let (sandbox, ignored) = confine::effective(handler, group, self.floor);
+        if let Some(warning) = ignored.filter(|w| !report.warnings.contains(w)) {
+            report.warnings.push(warning);
+        }
+        if trace.enabled() && sandbox.policy.is_some() {
+            trace.line(format_args!("  {label}: sandbox: {}", sandbox.describe()));
+        }
         let rules = handler.protocol.rules();
         let mut runs = rules.runs(&mut self.inputs).into_iter();
         for i in 0..runs.len() {
@@ -297,22 +338,37 @@ impl<'a> Chain<'a> {
             let Some(run) = run else { break };
             // A run about one part of the call (a `Read` of one path) is filtered on its own.
             let part = run.call.as_ref().and_then(|call| call.part);
-            if part.is_some() && self.filtered_out(group, handler, part, report, trace) {
-                continue;
+            let mut note = note.clone();
+            if part.is_some() {
+                match self.filter(group, handler, part, report, trace) {
+                    None => continue,
+                    Some(own) => note = own.or(note),
+                }
             }
             let mut entry = entry();
             if handler.background {
-                entry.message = run.note;
-                self.deferred.push(background::Deferred {
-                    entry: report.handlers.len(),
-                    action: &handler.action,
-                    timeout: handler.timeout,
-                    input: run.input.unwrap_or_else(|| self.inputs.native().to_vec()),
-                });
-                report.handlers.push(entry);
-                continue;
+                if let Some(deferred) =
+                    self.defer(group, handler, &sandbox, &run, &mut entry, report)
+                {
+                    self.deferred.push(deferred);
+                    if let Some(note) = note {
+                        entry.message = Some(match entry.message.take() {
+                            Some(message) => format!("{note}; {message}"),
+                            None => note,
+                        });
+                    }
+                    report.handlers.push(entry);
+                    continue;
+                }
+                // Its sandbox cannot be had: it is not started, as any handler is not.
             }
-            self.run(handler, &label, run, &mut entry, report);
+            self.run(group, handler, &sandbox, &label, run, &mut entry, report);
+            if let Some(note) = note {
+                entry.message = Some(match entry.message.take() {
+                    Some(message) => format!("{note}; {message}"),
+                    None => note,
+                });
+            }
             trace.handler(&entry);
             report.handlers.push(entry);
             if self.end.is_some() {
@@ -321,20 +377,21 @@ impl<'a> Chain<'a> {
         }
     }
 
-    /// Returns true if and only if an `"if"` of `group` or of `handler` rules out this call, or
-    /// its part `part`: such a handler is not run and not reported (contract §16). An `"if"`
-    /// that cannot be evaluated lets it run, with a warning.
-    fn filtered_out(
+    /// `None` when an `"if"` of `group` or of `handler` rules out this call, or its part
+    /// `part`: such a handler is not run and not reported (contract §16). An `"if"` that cannot
+    /// be evaluated lets it run, with a warning, and the note for its entry that says why.
+    fn filter(
         &mut self,
         group: &Group,
         handler: &Handler,
         part: Option<usize>,
         report: &mut Report,
         trace: &Trace,
-    ) -> bool {
+    ) -> Option<Option<String>> {
         if group.filter.is_none() && handler.filter.is_none() {
-            return false;
+            return Some(None);
         }
+        let mut note = None;
         let call = tool_call(self.payload, self.inputs.current_input(), self.root, part);
         for (filter, own) in [(&group.filter, false), (&handler.filter, true)] {
             let Some(filter) = filter else { continue };
@@ -354,6 +411,10 @@ impl<'a> Chain<'a> {
                     if !report.warnings.contains(&warning) {
                         report.warnings.push(warning);
                     }
+                    note.get_or_insert(format!(
+                        "run: \"if\": {:?} cannot be evaluated ({why})",
+                        filter.text()
+                    ));
                 }
                 Verdict::Filtered { why, by_input } => {
                     report.depends_on_input |= by_input;
@@ -366,11 +427,11 @@ impl<'a> Chain<'a> {
                             handler.label()
                         ));
                     }
-                    return true;
+                    return None;
                 }
             }
         }
-        false
+        Some(note)
     }
 
     /// Why `handler` does not run, when it does not: the outcome, the message and whether the
@@ -385,7 +446,10 @@ impl<'a> Chain<'a> {
             return Some((Outcome::Skipped, end.not_run(), false));
         }
         if self.already_run.contains(&&handler.action) {
-            let message = "not run again: the same command already ran in this dispatch";
+            let message = match handler.action {
+                Action::Process(_) => "not run again: the same command already ran in this dispatch",
+                Action::Http(_) => "not sent again: a request to the same url with the same headers was sent in this dispatch",
+            };
             return Some((Outcome::Duplicate, message.into(), true));
         }
         self.already_run.push(&handler.action);
@@ -396,11 +460,52 @@ impl<'a> Chain<'a> {
         Some((Outcome::Skipped, end.not_run(), false))
     }
 
+    /// The run of a background handler (contract §21), started once the chain has decided, with
+    /// its entry's message; `None` when its sandbox cannot be had here, so that it is refused as
+    /// any handler is.
+    fn defer(
+        &mut self,
+        group: &Group,
+        handler: &'a Handler,
+        sandbox: &Sandbox,
+        run: &Run,
+        entry: &mut HandlerReport,
+        report: &Report,
+    ) -> Option<background::Deferred<'a>> {
+        let (confined, left_out) = self.confinements.of(sandbox.policy.as_ref(), self.root);
+        if let confine::Confine::Refused(_) = confined {
+            return None;
+        }
+        entry.message = match (run.note.clone(), left_out) {
+            (Some(note), Some(left)) => Some(format!("{note}; {left}")),
+            (note, left) => note.or(left),
+        };
+        Some(background::Deferred {
+            entry: report.handlers.len(),
+            action: &handler.action,
+            timeout: handler.timeout,
+            input: run
+                .input
+                .clone()
+                .unwrap_or_else(|| self.inputs.native().to_vec()),
+            layer: group.source.layer,
+            sandbox: sandbox
+                .policy
+                .as_ref()
+                .and_then(|policy| confine::rules_for(policy, self.root)),
+        })
+    }
+
     /// One run of `handler`: its environment, its action, its file, its judgement, and what
     /// that adds to the dispatch, into `entry`.
+    // One run needs its group (the layer), its handler, its sandbox, its label, what it reads
+    // and where it reports: a struct for them would only be built to be taken apart here.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
+        group: &Group,
         handler: &Handler,
+        sandbox: &Sandbox,
         label: &str,
         run: Run,
         entry: &mut HandlerReport,
@@ -411,24 +516,43 @@ impl<'a> Chain<'a> {
         let run_file = rules.run_file(self.payload.kind, &mut report.warnings);
         // Its own span's trace context, when the dispatch is exported (contract §18).
         let traceparent = crate::telemetry::handler_started(report.handlers.len());
-        let (mut env, unset) = handler_env(self.payload, self.root, run_file.as_ref());
+        let (mut env, unset) = handler_env(
+            self.payload,
+            self.root,
+            run_file.as_ref(),
+            group.source.layer,
+        );
         env.extend(traceparent);
         let input: &[u8] = match &run.input {
             Some(bytes) => bytes,
             None => self.inputs.native(),
         };
         let dir = self.dir.as_deref().unwrap_or(self.root);
-        // The export's request to the collector is begun once the handler is under way, so that
-        // it overlaps the handler's start instead of delaying it.
-        let done = action::perform(
-            &handler.action,
-            dir,
-            input,
-            handler.timeout,
-            &env,
-            &unset,
-            &crate::telemetry::handler_spawned,
-        );
+        let (confine, left_out) = self.confinements.of(sandbox.policy.as_ref(), self.root);
+        if let Some(note) = left_out {
+            entry.message = Some(match entry.message.take() {
+                Some(m) => format!("{m}; {note}"),
+                None => note,
+            });
+        }
+        let done = match self.policy.refuses(&handler.action) {
+            Some(why) => {
+                report.warnings.push(format!("{label}: {why}"));
+                Done::failed(format!("not sent: {why}"), std::time::Duration::ZERO)
+            }
+            None => action::perform(
+                &handler.action,
+                dir,
+                input,
+                handler.timeout,
+                action::Environment {
+                    set: &env,
+                    unset: &unset,
+                },
+                confine,
+                &|| {},
+            ),
+        };
         if let Some(file) = &run_file {
             match (file.collect)(&file.path) {
                 Ok(Some(text)) => report.add_session_env(&text),
@@ -538,10 +662,14 @@ fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
         Ending::Answered(Answer::Exit(code)) if done.stopped.is_none() || code >= 0 => {
             entry.exit_code = Some(code);
         }
+        Ending::Answered(Answer::Status(status)) => entry.http_status = Some(status),
         Ending::NotRunnable(code) => entry.exit_code = Some(code),
         Ending::Signaled(sig) => entry.signal = Some(sig),
         Ending::Answered(Answer::Exit(_))
         | Ending::NotStarted(_)
+        | Ending::Missing(_)
+        | Ending::NotConfined(_)
+        | Ending::Failed(_)
         | Ending::Lost
         | Ending::Unkillable => {}
     }
@@ -667,66 +795,11 @@ fn part_of_name<'g>(group: &'g Group, subject: &str) -> Option<&'g str> {
         .find(|name| !name.is_empty() && lower.contains(&name.to_ascii_lowercase()))
 }
 
-/// The handlers' current directory: the project root, or when it does not exist, ours.
-fn handler_dir(root: &Path, warnings: &mut Vec<String>) -> PathBuf {
-    if root.is_dir() {
-        return root.to_path_buf();
-    }
-    let here = environment::start_dir();
-    warnings.push(format!(
-        "project directory {} does not exist; handlers run in {} instead",
-        root.display(),
-        here.display()
-    ));
-    here
-}
-
-/// The variables a handler gets, and those it must not inherit: the project root, also by each
-/// protocol's own name for it; the file a protocol gives this run, and none a protocol gave an
-/// earlier run; the tool's name only on tool events. They reach that one run only (its own
-/// environment list, `runner::Invocation`), so no value of one run or request reaches another.
-fn handler_env(
-    payload: &Payload,
-    root: &Path,
-    run_file: Option<&RunFile>,
-) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
-    let root_text = root.to_string_lossy();
-    let mut env = Vec::with_capacity(8);
-    env.push(("LEVELCODE_PROJECT_DIR", root_text.to_string()));
-    env.push(("LEVELCODE_HOOK_EVENT", payload.event.clone()));
-    for protocol in Protocol::all() {
-        if let Some(variable) = protocol.rules().root_variable() {
-            env.push((variable, root_text.to_string()));
-        }
-    }
-    env.push((
-        "LEVELCODE_HOOKS_DEPTH",
-        (environment::depth() + 1).to_string(),
-    ));
-    // A handler is code the agent's work runs, never a person at a terminal: a `trust` it
-    // starts records nothing (docs/trust.md), even under a client that left the variable out of
-    // this dispatcher's own environment.
-    env.push((crate::trust::AGENT_ENV[0], "1".to_string()));
-    let mut remove = Vec::new();
-    match &payload.tool_name {
-        Some(tool) => env.push(("LEVELCODE_TOOL_NAME", tool.clone())),
-        None => remove.push("LEVELCODE_TOOL_NAME"),
-    }
-    if let Some(file) = run_file {
-        env.push((file.variable, file.path.display().to_string()));
-    }
-    for protocol in Protocol::all() {
-        for variable in protocol.rules().given_before() {
-            if run_file.is_none_or(|file| file.variable != *variable) {
-                remove.push(*variable);
-            }
-        }
-    }
-    (env, remove)
-}
-
 /// Appends the compliance record of a team run's `PostToolUse` (contract §9).
 fn record_compliance(payload: &Payload, options: &Options, warnings: &mut Vec<String>) {
+    if options.caller_records_compliance {
+        return;
+    }
     if payload.kind != EventKind::PostToolUse {
         return;
     }

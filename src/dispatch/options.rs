@@ -17,6 +17,9 @@ pub struct Options {
     /// The answer is shown to no one (a client's probe): background results of the session
     /// stay for the next dispatch (contract §21).
     pub hold_background: bool,
+    /// The caller writes this call's compliance line itself (levelcode's `logToolCall` through
+    /// `@levelcode/hooks`): the dispatch writes none, whatever the team.
+    pub caller_records_compliance: bool,
 }
 
 /// The options of every subcommand that dispatches (`run`, `test`, `serve`).
@@ -38,6 +41,11 @@ pub struct DispatchArgs {
     #[arg(long, value_name = "NAME")]
     pub team: Option<String>,
 
+    /// The caller records this call in the compliance log itself (as `logToolCall` of
+    /// @levelcode/hooks does): write no line for it, whatever --team or LEVELCODE_TEAM say.
+    #[arg(long)]
+    pub caller_records_compliance: bool,
+
     /// `full` prints every handler's result; `compact` only decision, reason, additionalContext.
     #[arg(long, value_enum, default_value_t = OutputMode::Full, value_name = "MODE")]
     pub output: OutputMode,
@@ -57,6 +65,7 @@ impl DispatchArgs {
             team: self.team.clone(),
             traceparent: None,
             hold_background: false,
+            caller_records_compliance: self.caller_records_compliance,
         }
     }
 }

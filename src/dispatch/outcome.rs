@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dispatch::action::{Done, Ending, Stop, KILL_SETTLE};
+use crate::dispatch::action::{Answer, Done, Ending, Stop, KEPT, KILL_SETTLE};
 use crate::signals;
 
 /// The result of one handler, as the output names it.
@@ -143,6 +143,12 @@ fn judge_ending(
                 timeout.as_secs_f64()
             ))
         }
+        Some(Stop::Interrupted(sig)) if matches!(run.ending, Ending::Failed(_)) => {
+            return Judgement::new(Outcome::Interrupted).with_message(format!(
+                "the dispatcher received {}; the request was abandoned",
+                signals::name(sig)
+            ))
+        }
         Some(Stop::Interrupted(sig)) => {
             return Judgement::new(Outcome::Interrupted).with_message(format!(
                 "the dispatcher received {}; the handler's process group was stopped with {how}{unkillable}",
@@ -154,6 +160,10 @@ fn judge_ending(
     match run.ending {
         Ending::NotStarted(ref why) => {
             Judgement::new(Outcome::SpawnError).with_message(why.clone())
+        }
+        Ending::Missing(ref why) => Judgement::new(Outcome::Error).with_message(why.clone()),
+        Ending::NotConfined(ref why) => {
+            Judgement::new(Outcome::Error).with_message(format!("{why}; the tool call proceeds"))
         }
         Ending::Lost => Judgement::new(Outcome::Error).with_message(
             "its exit status was lost: something else reaped the process (does the program that \
@@ -178,15 +188,43 @@ fn judge_ending(
                 "exit {code}: the program was probably {what} (see stderr); check the command and PATH"
             ))
         }
-        Ending::Answered(answer) => match answer.code() {
-            code @ (0 | 2) => read(Reply {
+        Ending::Failed(ref why) => Judgement::new(Outcome::Error)
+            .with_message(format!("{why}; the tool call proceeds")),
+        Ending::Answered(answer) => match (answer.code(), answer) {
+            (0, Answer::Status(status)) if !readable_body(run) => {
+                let what = if run.stdout_truncated {
+                    format!("a body over {} KiB", KEPT / 1024)
+                } else {
+                    "a body that is not a JSON object".to_string()
+                };
+                Judgement::new(Outcome::Error).with_message(format!(
+                    "answered {status} with {what}, which is not read as a decision; the tool call proceeds"
+                ))
+            }
+            (code @ (0 | 2), _) => read(Reply {
                 code,
                 stdout: &run.stdout,
                 stderr: &run.stderr,
             }),
-            code => failed_exit(code, ""),
+            (code, Answer::Exit(_)) => failed_exit(code, ""),
+            (_, Answer::Status(status @ 300..=399)) => Judgement::new(Outcome::Error).with_message(format!(
+                "answered {status}, a redirect, which is not followed (point \"url\" at where it leads); the tool call proceeds"
+            )),
+            (_, Answer::Status(status)) => Judgement::new(Outcome::Error).with_message(format!(
+                "answered {status}; the tool call proceeds and the body is not read as a decision"
+            )),
         },
     }
+}
+
+/// Returns true if and only if an http handler's 2xx body is a reply (contract §19): empty, or
+/// a JSON object kept whole.
+fn readable_body(run: &Done) -> bool {
+    let body = run.stdout.trim();
+    body.is_empty()
+        || (!run.stdout_truncated
+            && body.starts_with('{')
+            && matches!(parse_json(body), Ok(Value::Object(_))))
 }
 
 /// An exit that is no reply: the tool call proceeds. `hint` is added after the code.

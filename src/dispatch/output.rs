@@ -2,7 +2,7 @@
 //! block reason on stderr, and the readable trace of `-v`.
 
 use std::fmt;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,9 @@ pub struct HandlerReport {
     pub outcome: Outcome,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
+    /// An http handler's status (contract §19), in place of a process's `exit_code`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
     pub duration_ms: f64,
     pub stdout: String,
     pub stderr: String,
@@ -94,6 +97,7 @@ impl HandlerReport {
             outcome: Outcome::Skipped,
             exit_code: None,
             signal: None,
+            http_status: None,
             duration_ms: 0.0,
             stdout: String::new(),
             stderr: String::new(),
@@ -307,7 +311,11 @@ pub fn print_report_shown(
     };
     trace.summary(report);
     if let (Status::Block | Status::Ask, Some(reason)) = (status, report.decision_reason()) {
-        eprintln!("{reason}");
+        // The reason on stderr is for a program that reads it (the handler protocol); a person
+        // at a terminal reading the trace has it there already, under the handler that gave it.
+        if !(trace.enabled() && std::io::stderr().is_terminal()) {
+            eprintln!("{reason}");
+        }
     }
     write_line(&shown(&report.render(mode, interrupted)))?;
     Ok(status.into())
@@ -405,9 +413,10 @@ impl Trace {
     fn handler_text(&self, entry: &HandlerReport) -> String {
         use fmt::Write as _;
         let (style, word) = outcome_word(entry.outcome);
-        let code = match (entry.exit_code, entry.signal) {
-            (Some(c), _) => format!("exit {c}"),
-            (None, Some(s)) => format!("signal {s}"),
+        let code = match (entry.exit_code, entry.signal, entry.http_status) {
+            (Some(c), _, _) => format!("exit {c}"),
+            (None, Some(s), _) => format!("signal {s}"),
+            (None, None, Some(status)) => format!("http {status}"),
             _ => String::new(),
         };
         let time = match entry.outcome {
@@ -509,7 +518,27 @@ impl Trace {
             .iter()
             .filter(|h| !matches!(h.outcome, Outcome::Duplicate | Outcome::Skipped))
             .count();
+        // A reason every line of which a handler's trace already gave is not said again.
+        let traced = |reason: &str| {
+            reason.lines().all(|line| {
+                report
+                    .handlers
+                    .iter()
+                    .any(|h| h.reason.as_deref().is_some_and(|r| r.contains(line.trim())))
+            })
+        };
         let decision = match (report.decision(), report.decision_reason()) {
+            (word, Some(reason)) if traced(&reason) => self
+                .painter
+                .paint(
+                    if word == "ask" {
+                        Style::Warn
+                    } else {
+                        Style::Bad
+                    },
+                    word,
+                )
+                .to_string(),
             (word, Some(reason)) => format!(
                 "{} ({})",
                 self.painter.paint(
@@ -621,6 +650,7 @@ mod tests {
             outcome,
             exit_code,
             signal: None,
+            http_status: None,
             duration_ms: 4.25,
             stdout: stdout.into(),
             stderr: stderr.into(),

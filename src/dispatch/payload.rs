@@ -210,7 +210,15 @@ impl<'de> Visitor<'de> for FieldsVisitor {
 }
 
 /// Reads stdin up to [`MAX_BYTES`], noticing signals while blocked.
-pub fn read_stdin() -> Result<Vec<u8>, ReadError> {
+///
+/// `on_terminal` is called once, before waiting, when stdin is a terminal with nothing typed
+/// yet: a person ran the dispatcher by hand. A caller's pipe with the payload in it (or closed)
+/// costs no look at whether it is a terminal.
+pub fn read_stdin(on_terminal: impl FnOnce()) -> Result<Vec<u8>, ReadError> {
+    use std::io::IsTerminal;
+    if !crate::signals::readable_now(0) && std::io::stdin().is_terminal() {
+        on_terminal();
+    }
     let mut stdin = std::io::stdin().lock();
     let mut buf = Vec::with_capacity(16 * 1024);
     loop {

@@ -148,6 +148,10 @@ fn handler_attributes(
     if let Some(sig) = handler.signal {
         attributes.push(("levelcode.hook.signal", Attr::Int(i64::from(sig))));
     }
+    if let Some(status) = handler.http_status {
+        // The OpenTelemetry semantic conventions' name for it.
+        attributes.push(("http.response.status_code", Attr::Int(i64::from(status))));
+    }
     if content {
         attributes.push(("levelcode.hook.stdout", text(cut_str(&handler.stdout))));
         attributes.push(("levelcode.hook.stderr", text(cut_str(&handler.stderr))));

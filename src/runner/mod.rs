@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::runner::capture::Capture;
 
 pub mod capture;
+pub mod confine;
 
 #[cfg_attr(unix, path = "unix.rs")]
 #[cfg_attr(windows, path = "windows.rs")]
@@ -107,6 +108,8 @@ pub struct Invocation<'a> {
     pub env: &'a [(&'a str, String)],
     /// Inherited variables the handler must not get.
     pub unset: &'a [&'a str],
+    /// The confinement it and everything it starts run in (contract §20), when it has one.
+    pub confine: Option<&'a confine::Prepared>,
     /// Called once the handler is started (its payload written to its stdin as far as the
     /// pipe takes it at once), or could not be, before the runner waits for it: what the
     /// caller does there overlaps the handler's own start instead of delaying it.
@@ -120,6 +123,9 @@ pub enum Ending {
     Signaled(i32),
     /// It could not be started; the text says why.
     SpawnFailed(String),
+    /// Its confinement could not be applied, so it was not run; the text says why.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    NotConfined(String),
     /// It ended, but its exit status could not be read: something else reaped it (a caller that
     /// left SIGCHLD ignored, say). Never read as success. (Unix only, as the next.)
     #[cfg_attr(windows, allow(dead_code))]
@@ -154,9 +160,9 @@ pub struct Finished {
 }
 
 impl Finished {
-    fn spawn_failed(message: String, duration: Duration) -> Finished {
+    fn not_started(ending: Ending, duration: Duration) -> Finished {
         Finished {
-            ending: Ending::SpawnFailed(message),
+            ending,
             stopped: None,
             killed: false,
             stdout: Capture::default(),

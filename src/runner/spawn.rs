@@ -8,7 +8,8 @@
 //! on the benchmark machine, 5 % of a `sh -c true` (docs/BENCHMARKS.md). Here the child resets
 //! only the signals this process catches ([`RESET`], built from `signals::HANDLED`) and SIGPIPE, which the dispatcher ignores
 //! and std gives its children back; joins its own process group; moves its pipes to 0, 1 and 2;
-//! enters the project directory; unblocks signals; and executes. The kernel hands back a pidfd
+//! enters the project directory; confines itself when the handler is sandboxed (three system
+//! calls, `confine::apply`, of what the parent prepared); unblocks signals; and executes. The kernel hands back a pidfd
 //! from the same clone call.
 //!
 //! The child runs on a stack of its own while the parent thread waits (`CLONE_VFORK`), calls only
@@ -21,6 +22,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::confine::{apply, Steps};
 
 /// A started handler: its pid, a descriptor that becomes readable when it exits, and the
 /// dispatcher's ends of its three pipes.
@@ -39,6 +42,8 @@ pub enum Failure {
     Dir(io::Error),
     /// The program could not be executed (or the spawn itself failed).
     Program(io::Error),
+    /// Its confinement could not be applied: it was not run.
+    Confine(io::Error),
     /// This way of spawning is not available here (clone refused, say): use std's.
     Unavailable,
 }
@@ -55,6 +60,8 @@ struct Plan {
     fds: [c_int; 3],
     reset: *const c_int,
     reset_len: usize,
+    /// What the child confines itself with before executing ([`Steps::NONE`]: nothing).
+    confine: Steps,
     failed_at: c_int,
     errno: c_int,
 }
@@ -67,6 +74,7 @@ static CLONE_REFUSED: AtomicBool = AtomicBool::new(false);
 const FAILED_SETUP: c_int = 1;
 const FAILED_DIR: c_int = 2;
 const FAILED_EXEC: c_int = 3;
+const FAILED_CONFINE: c_int = 4;
 
 /// The child's stack, in bytes: a buffer in the parent's own frame, which the parent cannot
 /// touch while the child runs on it (CLONE_VFORK suspends it until the child executes or exits).
@@ -77,7 +85,9 @@ const CHILD_STACK: usize = 16 * 1024;
 /// Starts `argv` (whose first element is the program: a path, or a name looked up in `PATH`)
 /// in `dir`, leading a process group of its own, with three pipes as its standard streams, and
 /// the dispatcher's environment with `env` added (replacing variables of the same names) and
-/// `unset` left out. Nothing of the process's own state changes, so threads may spawn at once.
+/// `unset` left out, confined by `confine` (a [`Prepared`](super::confine::Prepared)'s steps,
+/// which must stay alive until this returns). Nothing of the process's own state changes, so
+/// threads may spawn at once.
 ///
 /// A kernel or sandbox that refuses this kind of `clone` refuses it for good: the refusal is
 /// remembered ([`CLONE_REFUSED`]), and every later call answers [`Failure::Unavailable`] at once,
@@ -87,6 +97,7 @@ pub fn spawn<S: AsRef<OsStr>>(
     dir: &Path,
     env: &[(&str, String)],
     unset: &[&str],
+    confine: Steps,
 ) -> Result<Spawned, Failure> {
     if CLONE_REFUSED.load(Ordering::Relaxed) {
         return Err(Failure::Unavailable);
@@ -125,6 +136,7 @@ pub fn spawn<S: AsRef<OsStr>>(
         ],
         reset: RESET.as_ptr(),
         reset_len: RESET.len(),
+        confine,
         failed_at: 0,
         errno: 0,
     };
@@ -185,6 +197,7 @@ pub fn spawn<S: AsRef<OsStr>>(
         let error = io::Error::from_raw_os_error(errno);
         return Err(match failed_at {
             FAILED_DIR => Failure::Dir(error),
+            FAILED_CONFINE => Failure::Confine(error),
             _ => Failure::Program(error),
         });
     }
@@ -424,6 +437,10 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
         if libc::chdir((*plan).dir) != 0 {
             fail(FAILED_DIR);
         }
+        // The plan's steps are of a confinement the parent holds until clone returns.
+        if !apply((*plan).confine) {
+            fail(FAILED_CONFINE);
+        }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
@@ -510,17 +527,17 @@ mod tests {
             return;
         }
         let dir = std::env::temp_dir();
-        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]).is_ok());
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[], Steps::NONE).is_ok());
         // A passing shortage is not a refusal.
         let shortage = clone_failed(io::Error::from_raw_os_error(libc::EAGAIN));
         assert!(matches!(shortage, Failure::Program(_)), "{shortage:?}");
-        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]).is_ok());
+        assert!(spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[], Steps::NONE).is_ok());
         // A sandbox's EPERM is, and from then on this way is not tried again.
         let refusal = clone_failed(io::Error::from_raw_os_error(libc::EPERM));
         assert!(matches!(refusal, Failure::Unavailable), "{refusal:?}");
         for _ in 0..3 {
             assert!(matches!(
-                spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[]),
+                spawn(&["/bin/sh", "-c", "exit 0"], &dir, &[], &[], Steps::NONE),
                 Err(Failure::Unavailable)
             ));
         }
@@ -529,7 +546,13 @@ mod tests {
     #[test]
     fn a_failed_exec_or_chdir_says_which_and_why() {
         let dir = std::env::temp_dir();
-        let missing = spawn(&["/nonexistent/levelcode-hooks-test"], &dir, &[], &[]);
+        let missing = spawn(
+            &["/nonexistent/levelcode-hooks-test"],
+            &dir,
+            &[],
+            &[],
+            Steps::NONE,
+        );
         match missing {
             Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
             other => panic!("{:?}", other.map(|s| s.pid)),
@@ -539,6 +562,7 @@ mod tests {
             &dir,
             &[("LEVELCODE_TOOL_NAME", "a\0b".to_string())],
             &[],
+            Steps::NONE,
         );
         match nul {
             Err(Failure::Program(e)) => assert_eq!(e.kind(), io::ErrorKind::InvalidInput),
@@ -549,6 +573,7 @@ mod tests {
             Path::new("/nonexistent/levelcode-hooks"),
             &[],
             &[],
+            Steps::NONE,
         );
         match no_dir {
             Err(Failure::Dir(e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
@@ -570,6 +595,7 @@ mod tests {
                 ("PATH", std::env::var("PATH").unwrap()),
             ],
             &["HOME"],
+            Steps::NONE,
         )
         .unwrap_or_else(|_| panic!("spawn failed"));
         let mut stdin = std::fs::File::from(started.stdin);

@@ -31,13 +31,31 @@ const PIPE_BUF: usize = 4096;
 /// [`RECHECK`] (docs/RELIABILITY.md has the measured cost of one).
 const MAX_SCAN_INTERVAL: Duration = Duration::from_millis(100);
 
+/// The error a `pre_exec` gives when the child could not confine itself.
+#[cfg(target_os = "linux")]
+const CONFINE_FAILED: &str = "the sandbox could not be applied";
+
 pub fn run(invocation: &Invocation<'_>) -> Finished {
+    run_started_by(invocation, start_process)
+}
+
+/// [`run`] by std's way of starting a handler, for the tests that hold the two ways to one
+/// another.
+#[cfg(test)]
+pub(super) fn run_by_std(invocation: &Invocation<'_>) -> Finished {
+    run_started_by(invocation, start_with_std)
+}
+
+fn run_started_by(
+    invocation: &Invocation<'_>,
+    start_by: fn(&Invocation<'_>) -> Result<Process, Ending>,
+) -> Finished {
     let start = Instant::now();
-    let process = match start_process(invocation) {
+    let process = match start_by(invocation) {
         Ok(process) => process,
-        Err(message) => {
+        Err(ending) => {
             (invocation.spawned)();
-            return Finished::spawn_failed(message, start.elapsed());
+            return Finished::not_started(ending, start.elapsed());
         }
     };
     let mut session = Session::new(process, invocation.input);
@@ -54,13 +72,21 @@ struct Process {
     stderr: OwnedFd,
 }
 
-/// Starts the handler leading its own process group, or says why it could not be.
-fn start_process(invocation: &Invocation<'_>) -> Result<Process, String> {
+/// Starts the handler leading its own process group, confined as the invocation says, or says
+/// why it could not be (an [`Ending`] of a handler that never ran).
+fn start_process(invocation: &Invocation<'_>) -> Result<Process, Ending> {
     #[cfg(target_os = "linux")]
     {
         use super::spawn::{spawn, Failure};
         let line = super::command_line(invocation);
-        match spawn(&line, invocation.dir, invocation.env, invocation.unset) {
+        let confine = steps(invocation);
+        match spawn(
+            &line,
+            invocation.dir,
+            invocation.env,
+            invocation.unset,
+            confine,
+        ) {
             Ok(s) => {
                 return Ok(Process {
                     pid: s.pid,
@@ -70,13 +96,16 @@ fn start_process(invocation: &Invocation<'_>) -> Result<Process, String> {
                     stderr: s.stderr,
                 })
             }
-            Err(Failure::Program(err)) => return Err(spawn_message(invocation.program, &err)),
+            Err(Failure::Program(err)) => {
+                return Err(Ending::SpawnFailed(spawn_message(invocation.program, &err)))
+            }
             Err(Failure::Dir(err)) => {
-                return Err(format!(
+                return Err(Ending::SpawnFailed(format!(
                     "could not start the handler in {}: {err}; does the directory still exist?",
                     invocation.dir.display()
-                ))
+                )))
             }
+            Err(Failure::Confine(err)) => return Err(not_confined(&err)),
             // Fall back on std's way, below.
             Err(Failure::Unavailable) => {}
         }
@@ -84,14 +113,54 @@ fn start_process(invocation: &Invocation<'_>) -> Result<Process, String> {
     start_with_std(invocation)
 }
 
+/// The steps the child confines itself with: none, or those of the invocation's confinement.
+#[cfg(target_os = "linux")]
+fn steps(invocation: &Invocation<'_>) -> super::confine::Steps {
+    invocation
+        .confine
+        .map_or(super::confine::Steps::NONE, super::confine::Prepared::steps)
+}
+
+/// A confinement the child could not apply, as the ending of a handler that was not run.
+#[cfg(target_os = "linux")]
+fn not_confined(err: &io::Error) -> Ending {
+    Ending::NotConfined(format!(
+        "its sandbox could not be applied ({err}), so it was not run"
+    ))
+}
+
 /// std's way of starting the handler: other Unixes, or a Linux that refuses the clone (a
-/// sandbox, say).
-fn start_with_std(invocation: &Invocation<'_>) -> Result<Process, String> {
+/// sandbox, say). A confinement is applied by a `pre_exec` of the same steps.
+fn start_with_std(invocation: &Invocation<'_>) -> Result<Process, Ending> {
     let mut command = command(invocation);
     command.process_group(0);
-    let mut child = command
-        .spawn()
-        .map_err(|err| spawn_message(invocation.program, &err))?;
+    #[cfg(target_os = "linux")]
+    if invocation.confine.is_some() {
+        let steps = steps(invocation);
+        // SAFETY: the closure runs in the forked child just before exec, where `apply` belongs:
+        // it makes three system calls and allocates nothing. Its steps point into the
+        // confinement the invocation borrows, alive until `spawn` returns, so alive in the
+        // child's copy of the parent's memory.
+        unsafe {
+            command.pre_exec(move || {
+                if super::confine::apply(steps) {
+                    Ok(())
+                } else {
+                    Err(io::Error::other(CONFINE_FAILED))
+                }
+            });
+        }
+    }
+    let mut child = command.spawn().map_err(|err| {
+        #[cfg(target_os = "linux")]
+        if err
+            .get_ref()
+            .is_some_and(|e| e.to_string() == CONFINE_FAILED)
+        {
+            return not_confined(&err);
+        }
+        Ending::SpawnFailed(spawn_message(invocation.program, &err))
+    })?;
     let pid = libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX);
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -554,7 +623,7 @@ mod tests {
 
     /// Runs `script` from `start` (the way the handler is started) to its end.
     fn run_with(
-        start: fn(&Invocation<'_>) -> Result<Process, String>,
+        start: fn(&Invocation<'_>) -> Result<Process, Ending>,
         script: &str,
         input: &[u8],
     ) -> Finished {
@@ -568,6 +637,7 @@ mod tests {
             timeout: Duration::from_secs(20),
             env: &[("LEVELCODE_HOOK_EVENT", "Stop".to_string())],
             unset: &["HOME"],
+            confine: None,
             spawned: &|| {},
         };
         let began = Instant::now();
@@ -588,6 +658,7 @@ mod tests {
             timeout,
             env: &[],
             unset: &[],
+            confine: None,
             spawned: &|| {},
         };
         let began = Instant::now();
@@ -616,6 +687,7 @@ mod tests {
                 timeout: Duration::from_secs(20),
                 env: &[],
                 unset: &[],
+                confine: None,
                 spawned: &spawned,
             })
         };
@@ -652,6 +724,7 @@ mod tests {
             timeout: Duration::from_secs(20),
             env: &[],
             unset: &[],
+            confine: None,
             spawned: &|| {},
         };
         let began = Instant::now();

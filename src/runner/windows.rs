@@ -28,7 +28,10 @@ pub fn run(invocation: &Invocation<'_>) -> Finished {
     let mut child = match spawn {
         Ok(child) => child,
         Err(err) => {
-            return Finished::spawn_failed(spawn_message(invocation.program, &err), start.elapsed())
+            return Finished::not_started(
+                Ending::SpawnFailed(spawn_message(invocation.program, &err)),
+                start.elapsed(),
+            )
         }
     };
     let job = Job::new();

@@ -323,6 +323,8 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         traceparent: asked.traceparent,
         // A probe's answer is read by the client alone, and shown to no one.
         hold_background: asked.probe.unwrap_or(false),
+        caller_records_compliance: args.dispatch.caller_records_compliance
+            || asked.caller_records_compliance.unwrap_or(false),
     };
     let mut warnings = Vec::new();
     let mut assessments = Vec::new();
@@ -367,9 +369,14 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
             watch.push((path, stamp));
         }
     }
-    let except = watch
-        .as_ref()
-        .and_then(|_| crate::settings::subjects_that_may_match(groups.iter(), payload.kind));
+    // Every layer that may run, the managed layer first (contract §17): a subject the list
+    // leaves out must be one no group of any of them applies to.
+    let except = watch.as_ref().and_then(|_| {
+        crate::settings::subjects_that_may_match(
+            ground.managed.groups.iter().chain(groups.iter()),
+            payload.kind,
+        )
+    });
     let probe = asked
         .probe
         .unwrap_or(false)
@@ -401,6 +408,7 @@ fn probe_declined(payload: &Payload, options: &Options, ground: &dispatch::Groun
     if ground.managed_present() {
         "the managed layer is there, and its handlers would run"
     } else if payload.kind == crate::settings::events::EventKind::PostToolUse
+        && !options.caller_records_compliance
         && (options.team.is_some() || payload.team.is_some() || environment::team().is_some())
     {
         "a team run's PostToolUse writes a compliance line"

@@ -170,7 +170,7 @@ fn run(op: &str, line: &OpLine, args: &ServeArgs) -> Result<Value, String> {
                 .into(),
         );
     };
-    let updated = command::record(&store_path, &layer.assessment)?;
+    let updated = command::record(&store_path, layer, &mut warnings)?;
     if let Some(aside) = updated.set_aside {
         warnings.push(format!(
             "{} could not be read; it was moved to {} and a new store started",

@@ -49,6 +49,8 @@ pub struct RequestOptions {
     pub watch: Option<bool>,
     /// Run nothing: answer as a subject no group applies to would be answered (docs/serve.md).
     pub probe: Option<bool>,
+    /// The client records this call in the compliance log itself (docs/serve.md).
+    pub caller_records_compliance: Option<bool>,
 }
 
 fn inline_hooks<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Value>, D::Error> {

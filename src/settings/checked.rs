@@ -10,15 +10,45 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::*;
+use crate::settings::sandbox::{self, Sandbox};
 use crate::settings::short_json;
 
-/// Where problems are reported: the file, and the warnings list.
+/// Where problems are reported: the file, and the warnings list; and the file's text, for the
+/// top-level settings a handler's reading depends on.
 pub(super) struct Location<'a> {
     pub(super) file: &'a Path,
     pub(super) warnings: &'a mut Vec<String>,
+    /// The file's text.
+    pub(super) text: &'a str,
+    /// Its `"allowPlainHttp"`, read for its first http handler.
+    pub(super) plain_http: OnceLock<bool>,
 }
 
+/// The top-level key by which a settings file lets its http handlers post plain `http://` to
+/// another machine (contract §19).
+pub const ALLOW_PLAIN_HTTP: &str = "allowPlainHttp";
+
 impl Location<'_> {
+    /// The file's `"allowPlainHttp"`; a value that is not a boolean is a warning, and off.
+    fn plain_http(&mut self) -> bool {
+        if let Some(on) = self.plain_http.get() {
+            return *on;
+        }
+        let on = match crate::settings::layers::boolean_setting(
+            self.text.as_bytes(),
+            ALLOW_PLAIN_HTTP,
+        ) {
+            Ok(on) => on.unwrap_or(false),
+            Err(problem) => {
+                self.warnings
+                    .push(format!("{}: {problem}", self.file.display()));
+                false
+            }
+        };
+        let _ = self.plain_http.set(on);
+        on
+    }
+
     fn warn(&mut self, path: EntryPath<'_>, message: impl fmt::Display) {
         self.warnings
             .push(format!("{}: {path}: {message}", self.file.display()));
@@ -191,14 +221,21 @@ pub(super) fn parse_group(
         Some(value) => Some(parse_protocol(value, path.key("protocol"), "group", at)?),
     };
     let filter = parse_filter(fields.get("if"), path.key("if"), "group", at);
+    let sandbox = parse_sandbox(
+        fields.get(sandbox::KEY),
+        path.key(sandbox::KEY),
+        "group",
+        at,
+    )?;
     let mut handlers = Vec::with_capacity(hooks.len());
     // In an agent's own file its handlers speak its protocol, with its default timeout.
     let defaults = Defaults {
         protocol: protocol.unwrap_or(source.layer.protocol()),
         timeout: source.layer.default_timeout(EventKind::of(event)),
+        sandbox,
     };
     for (h, value) in hooks.into_iter().enumerate() {
-        if let Some(handler) = parse_handler(h, value, defaults, path.handler(h), at) {
+        if let Some(handler) = parse_handler(h, value, &defaults, path.handler(h), at) {
             handlers.push(handler);
         }
     }
@@ -260,18 +297,20 @@ fn parse_protocol(
 }
 
 /// What a handler of a group is unless it says otherwise.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct Defaults {
     /// The group's protocol, else its layer's.
     pub(super) protocol: Protocol,
     /// The layer's default timeout, when it is not levelcode's.
     pub(super) timeout: Option<f64>,
+    /// The group's `"sandbox"`.
+    pub(super) sandbox: sandbox::Setting,
 }
 
 pub(super) fn parse_handler(
     index: usize,
     value: Value,
-    defaults: Defaults,
+    defaults: &Defaults,
     path: EntryPath<'_>,
     at: &mut Location<'_>,
 ) -> Option<Handler> {
@@ -302,12 +341,25 @@ pub(super) fn parse_handler(
     };
     let program = match kind {
         Some(Kind::Command) => Action::Process(parse_program(&mut fields, path, at)?),
-        Some(Kind::Http | Kind::Prompt | Kind::Agent) | None => {
+        Some(Kind::Http) => Action::Http(parse_http(&mut fields, path, at)?),
+        Some(Kind::Prompt | Kind::Agent) | None => {
             not_run(at, &fields);
             return None;
         }
     };
-    let background = parse_background(&fields, path, at);
+    // Claude Code has `async` on command handlers only; an http handler that asks for it is
+    // waited for, so that a guard behind it still decides.
+    let background = parse_background(&fields, path, at)
+        && match &program {
+            Action::Process(_) => true,
+            Action::Http(_) => {
+                at.warn(
+                    path.key("async"),
+                    "is for command handlers only (as in Claude Code); this http handler is waited for",
+                );
+                false
+            }
+        };
     let (secs, problem) = match (fields.get("timeout"), defaults.timeout) {
         (None | Some(Value::Null), _) if background => (BACKGROUND_TIMEOUT_SECS, None),
         (None | Some(Value::Null), Some(secs)) => (secs, None),
@@ -351,6 +403,12 @@ pub(super) fn parse_handler(
         }
     };
     let filter = parse_filter(fields.get("if"), path.key("if"), "handler", at);
+    let own = parse_sandbox(
+        fields.get(sandbox::KEY),
+        path.key(sandbox::KEY),
+        "handler",
+        at,
+    )?;
     Some(Handler {
         index,
         action: program,
@@ -361,6 +419,7 @@ pub(super) fn parse_handler(
         on_failure,
         filter,
         background,
+        sandbox: Sandbox::resolve(own, defaults.sandbox.clone()),
     })
 }
 
@@ -387,6 +446,24 @@ fn parse_background(
         }
     }
     background
+}
+
+/// A `"sandbox"` (contract §20); `None`, after a warning, when it is not one this reads: a
+/// handler is never run with fewer restrictions than its settings meant, so `what` is skipped.
+fn parse_sandbox(
+    value: Option<&Value>,
+    path: EntryPath<'_>,
+    what: &str,
+    at: &mut Location<'_>,
+) -> Option<sandbox::Setting> {
+    match value.map(sandbox::parse) {
+        None => Some(None),
+        Some(Ok(setting)) => Some(setting),
+        Some(Err(problem)) => {
+            at.warn(path, format!("{problem}; {what} skipped"));
+            None
+        }
+    }
 }
 
 /// What a handler runs: `command` (by `/bin/sh`, or by PowerShell with `"shell":
@@ -504,6 +581,102 @@ fn parse_program(
             None
         }
     }
+}
+
+/// An http handler's `url`, `headers` and `allowedEnvVars` (contract §19); `None`, after a
+/// warning, when it cannot be run as written.
+fn parse_http(
+    fields: &mut serde_json::Map<String, Value>,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> Option<HttpHook> {
+    let url = match fields.remove("url") {
+        Some(Value::String(url)) => match crate::http::Url::parse(&url) {
+            Ok(_) => url,
+            Err(why) => {
+                at.warn(path.key("url"), format!("{why}; handler skipped"));
+                return None;
+            }
+        },
+        None | Some(Value::Null) => {
+            at.warn(
+                path,
+                "an http handler needs \"url\", the address it posts the event to, as in {\"type\":\"http\",\"url\":\"https://policy.example.com/hooks\"}; handler skipped",
+            );
+            return None;
+        }
+        Some(other) => {
+            at.warn(
+                path.key("url"),
+                format!(
+                    "must be a string such as \"https://policy.example.com/hooks\", not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let headers = match fields.remove("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(map)) => {
+            let mut headers = Vec::with_capacity(map.len());
+            for (name, value) in map {
+                let Value::String(value) = value else {
+                    at.warn(
+                        path.key("headers"),
+                        format!(
+                            "{name:?} is {}, not a string: every header value is a string; handler skipped",
+                            describe(&value)
+                        ),
+                    );
+                    return None;
+                };
+                if let Err(why) = header_problem(&name, &value) {
+                    at.warn(path.key("headers"), format!("{why}; handler skipped"));
+                    return None;
+                }
+                headers.push((name, value));
+            }
+            headers
+        }
+        Some(other) => {
+            at.warn(
+                path.key("headers"),
+                format!(
+                    "must be an object of header names and string values such as {{\"Authorization\":\"Bearer $TOKEN\"}}, not {}; handler skipped",
+                    short_json(&other)
+                ),
+            );
+            return None;
+        }
+    };
+    let allowed_env_vars = match fields.remove("allowedEnvVars") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(value) => strings(value, "allowedEnvVars", path, at)?,
+    };
+    Some(HttpHook {
+        url,
+        headers,
+        allowed_env_vars,
+        plain_allowed: at.plain_http(),
+    })
+}
+
+/// Why a header cannot be sent as written: its name is not an HTTP token, or its value holds a
+/// line break or a NUL, which would end it early.
+fn header_problem(name: &str, value: &str) -> Result<(), String> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(token) {
+        return Err(format!(
+            "{name:?} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+        ));
+    }
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(format!(
+            "the value of {name:?} holds a line break or a NUL, which no header may"
+        ));
+    }
+    Ok(())
 }
 
 /// An `"if"`: a string, read as a rule when a call is tested against it (a string that is no

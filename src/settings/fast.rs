@@ -19,23 +19,38 @@ use super::checked::clamp_secs;
 use super::*;
 use crate::settings::json::{Read, Reader, Unsure};
 use crate::settings::matcher;
+use crate::settings::sandbox::{self, Sandbox, Word};
 
 /// The `hooks` object's events in file order, those `events` wants read into groups when
 /// they hold nothing to warn about, else kept as written; `None` when the file has no `hooks`
-/// (or `"hooks": null`). [`Unsure`] when the file is not a plain object whose keys have no
-/// escapes, with at most one `hooks` that is an object or `null`: then `serde_json` reads it,
+/// (or `"hooks": null`); and the text of the file's own `"sandbox"` when its layer reads one.
+/// [`Unsure`] when the file is not a plain object whose keys have no escapes, with at most one
+/// `hooks` that is an object or `null` (and at most one `sandbox`): then `serde_json` reads it,
 /// and words what is wrong. Events not wanted are checked and passed over, not listed.
 #[allow(clippy::type_complexity)]
 pub(super) fn hooks_of<'a>(
     text: &'a str,
     source: &Arc<Source>,
     events: Events<'_>,
-) -> Read<Option<Vec<(Cow<'a, str>, super::Reading<'a>)>>> {
+) -> Read<(
+    Option<Vec<(Cow<'a, str>, super::Reading<'a>)>>,
+    Option<&'a str>,
+)> {
     let mut reader = Reader::new(text);
     let mut hooks = None;
     let mut seen = false;
+    let mut layer_sandbox = None;
+    let own_sandbox = source.layer.reads_layer_sandbox();
     reader.object(|reader, key| {
-        if key.plain().ok_or(Unsure)? != "hooks" {
+        let key = key.plain().ok_or(Unsure)?;
+        if key == sandbox::KEY && own_sandbox {
+            if layer_sandbox.is_some() {
+                return Err(Unsure);
+            }
+            layer_sandbox = Some(reader.value()?);
+            return Ok(());
+        }
+        if key != "hooks" {
             return reader.skip();
         }
         if std::mem::replace(&mut seen, true) {
@@ -70,7 +85,8 @@ pub(super) fn hooks_of<'a>(
         Ok(())
     })?;
     reader.end()?;
-    Ok(hooks)
+    // `"sandbox": null` says nothing, as `serde_json` reads it.
+    Ok((hooks, layer_sandbox.filter(|raw| *raw != "null")))
 }
 
 /// A group with only the keys the dispatcher reads; any other key fails the fast read.
@@ -87,6 +103,8 @@ pub(super) struct CleanGroup<'a> {
     protocol: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default, rename = "if")]
     filter: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    sandbox: Option<Word<'a>>,
 }
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -119,6 +137,8 @@ pub(super) struct CleanHandler<'a> {
     run_async: Option<bool>,
     #[serde(default, rename = "asyncRewake")]
     async_rewake: Option<bool>,
+    #[serde(borrow, default)]
+    sandbox: Option<Word<'a>>,
     /// Claude Code's fields that a dispatch passes over without a word (`validate` says what
     /// each would have done), taken here only with the kind of value Claude Code writes there:
     /// anything else goes the general way, which also passes it over.
@@ -205,6 +225,7 @@ fn read_groups(
         enabled: None,
         protocol: None,
         filter: None,
+        sandbox: None,
     };
     reader
         .array(|reader| {
@@ -262,6 +283,7 @@ enum GroupField {
     Enabled,
     Protocol,
     If,
+    Sandbox,
 }
 
 impl GroupField {
@@ -274,6 +296,7 @@ impl GroupField {
             "enabled" => GroupField::Enabled,
             "protocol" => GroupField::Protocol,
             "if" => GroupField::If,
+            "sandbox" => GroupField::Sandbox,
             _ => return None,
         })
     }
@@ -285,12 +308,13 @@ impl From<GroupField> for usize {
     }
 }
 
-const GROUP_FIELDS: [(&str, GroupField); 5] = [
+const GROUP_FIELDS: [(&str, GroupField); 6] = [
     ("matcher", GroupField::Matcher),
     ("hooks", GroupField::Hooks),
     ("enabled", GroupField::Enabled),
     ("protocol", GroupField::Protocol),
     ("if", GroupField::If),
+    ("sandbox", GroupField::Sandbox),
 ];
 
 /// The fields of a handler the reader reads: those every handler has
@@ -310,6 +334,7 @@ enum HandlerField {
     Args,
     Shell,
     OnFailure,
+    Sandbox,
     StatusMessage,
     Async,
     AsyncRewake,
@@ -335,6 +360,7 @@ impl HandlerField {
             "async" => HandlerField::Async,
             "asyncRewake" => HandlerField::AsyncRewake,
             "once" => HandlerField::Once,
+            "sandbox" => HandlerField::Sandbox,
             _ => return None,
         })
     }
@@ -346,7 +372,7 @@ impl From<HandlerField> for usize {
     }
 }
 
-const HANDLER_FIELDS: [(&str, HandlerField); 15] = [
+const HANDLER_FIELDS: [(&str, HandlerField); 16] = [
     ("type", HandlerField::Type),
     ("command", HandlerField::Command),
     ("argv", HandlerField::Argv),
@@ -358,6 +384,7 @@ const HANDLER_FIELDS: [(&str, HandlerField); 15] = [
     ("args", HandlerField::Args),
     ("shell", HandlerField::Shell),
     ("onFailure", HandlerField::OnFailure),
+    ("sandbox", HandlerField::Sandbox),
     ("statusMessage", HandlerField::StatusMessage),
     ("async", HandlerField::Async),
     ("asyncRewake", HandlerField::AsyncRewake),
@@ -388,11 +415,20 @@ fn optional_strings<'a>(reader: &mut Reader<'a>) -> Read<Option<Vec<Cow<'a, str>
     Ok(Some(strings))
 }
 
+/// A `sandbox` that is a boolean, a string or `null`; an object goes the general way.
+fn optional_word<'a>(reader: &mut Reader<'a>) -> Read<Option<Word<'a>>> {
+    if reader.peek() == Some(b'"') {
+        return Ok(Some(Word::Text(reader.string()?.decoded()?)));
+    }
+    Ok(reader.null_or_bool()?.map(Word::Bool))
+}
+
 /// A group object with only [`CleanGroup`]'s fields, read into `entry`, whose `hooks` are
 /// empty.
 fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<()> {
     let mut seen = GroupSeen::new();
     let (mut matcher, mut enabled, mut protocol, mut filter) = (None, None, None, None);
+    let mut sandbox = None;
     entry.hooks.clear();
     reader.object(|reader, key| {
         match seen.first(GroupField::of(key.plain().ok_or(Unsure)?))? {
@@ -404,6 +440,7 @@ fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<(
             GroupField::Enabled => enabled = reader.null_or_bool()?,
             GroupField::Protocol => protocol = optional_text(reader)?,
             GroupField::If => filter = optional_text(reader)?,
+            GroupField::Sandbox => sandbox = optional_word(reader)?,
         }
         Ok(())
     })?;
@@ -415,6 +452,7 @@ fn read_group<'a>(reader: &mut Reader<'a>, entry: &mut CleanGroup<'a>) -> Read<(
     entry.enabled = enabled;
     entry.protocol = protocol;
     entry.filter = filter;
+    entry.sandbox = sandbox;
     Ok(())
 }
 
@@ -433,6 +471,7 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
         args: None,
         shell: None,
         on_failure: None,
+        sandbox: None,
         _status_message: None,
         run_async: None,
         async_rewake: None,
@@ -455,6 +494,7 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
             HandlerField::Args => handler.args = optional_strings(reader)?,
             HandlerField::Shell => handler.shell = optional_text(reader)?,
             HandlerField::OnFailure => handler.on_failure = optional_text(reader)?,
+            HandlerField::Sandbox => handler.sandbox = optional_word(reader)?,
             HandlerField::StatusMessage => handler._status_message = optional_text(reader)?,
             HandlerField::Async => handler.run_async = reader.null_or_bool()?,
             HandlerField::AsyncRewake => handler.async_rewake = reader.null_or_bool()?,
@@ -542,6 +582,10 @@ pub(super) fn clean_group(
         return None;
     }
     let enabled = entry.enabled.unwrap_or(true);
+    let group_sandbox = match entry.sandbox.take() {
+        None => None,
+        Some(word) => sandbox::from_word(word)?,
+    };
     let protocol = match entry.protocol.as_deref() {
         None => None,
         Some(name) => Some(Protocol::parse(name)?),
@@ -614,6 +658,10 @@ pub(super) fn clean_group(
         if handler.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
             return None;
         }
+        let own_sandbox = match handler.sandbox {
+            None => None,
+            Some(word) => sandbox::from_word(word)?,
+        };
         let Some(program) = program else {
             continue;
         };
@@ -627,6 +675,7 @@ pub(super) fn clean_group(
             on_failure,
             filter: handler.filter.map(Filter::new),
             background,
+            sandbox: Sandbox::resolve(own_sandbox, group_sandbox.clone()),
         });
     }
     if !build {

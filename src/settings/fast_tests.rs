@@ -12,6 +12,8 @@ fn general(source: &Arc<Source>, raw: &str) -> (Vec<Group>, Vec<String>) {
             let mut at = Location {
                 file: Path::new("s.json"),
                 warnings: &mut warnings,
+                text: raw,
+                plain_http: OnceLock::new(),
             };
             parse_event(source, "Stop", value, &mut groups, &mut at);
         }
@@ -58,6 +60,7 @@ fn handler_text_with(
         "async",
         "asyncRewake",
         "once",
+        "sandbox",
     ]);
     let value = prop::sample::select(vec![
         "null",
@@ -92,6 +95,9 @@ fn handler_text_with(
         "\"bash\"",
         "\"\\ud800\"",
         "[\"block\"]",
+        "\"best-effort\"",
+        "{\"network\":true}",
+        "{\"write\":[\"a\"],\"bestEffort\":false}",
     ]);
     let program = prop::sample::select(vec![
         "\"command\":\"echo hi\"",
@@ -142,13 +148,30 @@ fn handler_text_with(
         vec!["\"bash\"", "\"powershell\"", "null"],
         vec!["\"zsh\"", "\"Bash\"", "1"],
     );
+    let sandbox = sometimes(
+        vec![
+            "true",
+            "false",
+            "null",
+            "\"best-effort\"",
+            "\"best-\\u0065ffort\"",
+            "{\"write\":[\"b\"]}",
+        ],
+        vec![
+            "\"Best-effort\"",
+            "1",
+            "{\"x\":1}",
+            "{\"write\":[\"\"]}",
+            "[]",
+        ],
+    );
     // Mostly the usual shape, a program and a few valid keys, with now and then one
     // key of any value.
     let usual = (
         program,
         on_failure,
         claude,
-        shell,
+        (shell, sandbox),
         prop::collection::vec((key.clone(), value.clone()), odd),
         prop::sample::subsequence(
             vec![
@@ -163,15 +186,18 @@ fn handler_text_with(
             0..3,
         ),
     )
-        .prop_map(|(program, on_failure, claude, shell, odd, valid)| {
-            let mut fields: Vec<String> = vec![program.to_string()];
-            fields.extend(on_failure.map(|v| format!("\"onFailure\":{v}")));
-            fields.extend(claude.map(String::from));
-            fields.extend(shell.map(|v| format!("\"shell\":{v}")));
-            fields.extend(valid.iter().map(|v| v.to_string()));
-            fields.extend(odd.iter().map(|(k, v)| format!("\"{k}\":{v}")));
-            format!("{{{}}}", fields.join(","))
-        });
+        .prop_map(
+            |(program, on_failure, claude, (shell, sandbox), odd, valid)| {
+                let mut fields: Vec<String> = vec![program.to_string()];
+                fields.extend(on_failure.map(|v| format!("\"onFailure\":{v}")));
+                fields.extend(claude.map(String::from));
+                fields.extend(shell.map(|v| format!("\"shell\":{v}")));
+                fields.extend(sandbox.map(|v| format!("\"sandbox\":{v}")));
+                fields.extend(valid.iter().map(|v| v.to_string()));
+                fields.extend(odd.iter().map(|(k, v)| format!("\"{k}\":{v}")));
+                format!("{{{}}}", fields.join(","))
+            },
+        );
     let any = prop::collection::vec((key, value), 0..5).prop_map(|fields| {
         let fields: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
         format!("{{{}}}", fields.join(","))
@@ -231,6 +257,12 @@ fn event_text() -> impl proptest::strategy::Strategy<Value = String> {
             }
             if fields.len() % 3 == 1 {
                 fields.push("\"if\":\"Edit(src/**)\"".into());
+            }
+            match fields.len() % 5 {
+                0 => fields.push("\"sandbox\":true".into()),
+                1 => fields.push("\"sandbox\":{\"network\":true}".into()),
+                2 if extra => fields.push("\"sandbox\":\"no\"".into()),
+                _ => {}
             }
             format!("{{{}}}", fields.join(","))
         });
@@ -398,6 +430,7 @@ fn the_fast_read_takes_on_failure_and_claude_code_fields() {
     let file = format!(r#"{{"hooks":{{"Stop":{raw}}}}}"#);
     let read = fast::hooks_of(&file, &source, Events::Only("Stop"))
         .expect("taken by the hand-written reader")
+        .0
         .expect("has hooks");
     let [(_, Reading::Clean(by_hand))] = &read[..] else {
         panic!("not read fast by the hand-written reader");
@@ -493,6 +526,16 @@ fn file_text() -> impl proptest::strategy::Strategy<Value = String> {
         2 => other.prop_map(|v| format!("\"theme\":{v}")),
         1 => Just("\"ho\\u006fks\":{}".to_string()),
         1 => Just("\"trustAllProjectHooks\":false".to_string()),
+        1 => prop::sample::select(vec![
+            "true",
+            "false",
+            "null",
+            "\"best-effort\"",
+            "{\"write\":[\"x\"],\"network\":false}",
+            "\"x\"",
+            "{\"read\":[]}",
+        ])
+        .prop_map(|v| format!("\"sandbox\":{v}")),
     ];
     (prop::collection::vec(member, 0..4), any::<bool>()).prop_map(|(members, spaced)| {
         let text = format!("{{{}}}", members.join(","));
@@ -602,6 +645,7 @@ fn the_hand_written_reader_takes_the_usual_file_and_leaves_the_rest() {
     let usual = r#"{"theme":"dark","n":[1,-2.5e3,{"x":null}],"hooks":{"Stop":[{"hooks":[{"command":"a"}]}],"PreToolUse":[{"matcher":"^x","hooks":[{"argv":["b"],"timeout":5}]}]}}"#;
     let read = fast::hooks_of(usual, &source, Events::Only("PreToolUse"))
         .expect("taken")
+        .0
         .expect("has hooks");
     assert_eq!(read.len(), 1, "the events not wanted are passed over");
     assert!(

@@ -65,7 +65,7 @@ pub static KINDS: [Entry; 4] = [
         kind: Kind::Http,
         name: "http",
         fields: &["url", "headers", "allowedEnvVars"],
-        runs: false,
+        runs: true,
         summary: "a POST of the event to a URL",
         ends: Ends::Status,
     },
@@ -110,6 +110,7 @@ pub const COMMON_FIELDS: &[&str] = &[
     "protocol",
     "if",
     "onFailure",
+    "sandbox",
     "statusMessage",
     "async",
     "asyncRewake",
@@ -178,6 +179,109 @@ pub enum Action {
     /// Start a process: `command` by the shell, or `argv` (or `command` with `args`) directly
     /// (contract §4, §6, §16).
     Process(Program),
+    /// POST the event to a URL (contract §19).
+    Http(HttpHook),
+}
+
+/// An http handler as settings write it (contract §19). Two are the same action, and the
+/// second of a dispatch a `duplicate`, when their `url` and `headers` are the same.
+#[derive(Clone, Debug)]
+pub struct HttpHook {
+    pub url: String,
+    /// `(name, value)` in the order written, `$NAME` and `${NAME}` not filled in yet.
+    pub headers: Vec<(String, String)>,
+    /// The variables a header value may name.
+    pub allowed_env_vars: Vec<String>,
+    /// Its settings file says `"allowPlainHttp": true`: `http://` may go to another machine.
+    pub plain_allowed: bool,
+}
+
+impl PartialEq for HttpHook {
+    fn eq(&self, other: &HttpHook) -> bool {
+        self.url == other.url && self.headers == other.headers
+    }
+}
+
+impl Eq for HttpHook {}
+
+impl std::hash::Hash for HttpHook {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.url.hash(state);
+        self.headers.hash(state);
+    }
+}
+
+impl HttpHook {
+    /// The headers with each `$NAME` and `${NAME}` filled in by `lookup` when `allowedEnvVars`
+    /// lists the name, and by the empty string otherwise (contract §19).
+    pub fn header_values(&self, lookup: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .map(|(name, value)| {
+                let filled = fill(value, |var| {
+                    if self.allowed_env_vars.iter().any(|a| a == var) {
+                        lookup(var).unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                });
+                (name.clone(), filled)
+            })
+            .collect()
+    }
+
+    /// The variables the headers name that `allowedEnvVars` does not list, each once: they
+    /// are sent as the empty string.
+    pub fn unlisted_variables(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (_, value) in &self.headers {
+            fill(value, |var| {
+                if !self.allowed_env_vars.iter().any(|a| a == var) && !out.iter().any(|o| o == var)
+                {
+                    out.push(var.to_string());
+                }
+                String::new()
+            });
+        }
+        out
+    }
+}
+
+/// `text` with each `$NAME` and `${NAME}` (a name of letters, digits and `_`, not starting with
+/// a digit) replaced by `value(NAME)`; any other `$` stays as written.
+fn fill(text: &str, mut value: impl FnMut(&str) -> String) -> String {
+    let is_start = |c: u8| c.is_ascii_alphabetic() || c == b'_';
+    let is_part = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        let braced = bytes.get(i + 1) == Some(&b'{');
+        let start = i + 1 + usize::from(braced);
+        let mut end = start;
+        if bytes.get(start).copied().is_some_and(is_start) {
+            end += 1;
+            while bytes.get(end).copied().is_some_and(is_part) {
+                end += 1;
+            }
+        }
+        let closed = !braced || bytes.get(end) == Some(&b'}');
+        if end == start || !closed {
+            i += 1;
+            continue;
+        }
+        out.push_str(&text[copied..i]);
+        out.push_str(&value(&text[start..end]));
+        i = end + usize::from(braced);
+        copied = i;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 impl Action {
@@ -185,11 +289,12 @@ impl Action {
     pub fn kind(&self) -> Kind {
         match self {
             Action::Process(_) => Kind::Command,
+            Action::Http(_) => Kind::Http,
         }
     }
 
     /// The action as people read it: the command, or the argv (or the exec form's program and
-    /// arguments) joined as a shell would quote it.
+    /// arguments) joined as a shell would quote it, or the URL.
     pub fn text(&self) -> String {
         match self {
             Action::Process(Program::Shell(command) | Program::PowerShell(command)) => {
@@ -199,6 +304,7 @@ impl Action {
             Action::Process(Program::Exec { program, args }) => {
                 shell_words::join(std::iter::once(program).chain(args))
             }
+            Action::Http(hook) => hook.url.clone(),
         }
     }
 }
@@ -224,8 +330,60 @@ mod tests {
 
     #[test]
     fn only_the_kinds_that_run_are_offered() {
-        assert!(Kind::Command.runs());
-        assert_eq!(Kind::choices(), "\"command\"");
+        assert!(Kind::Command.runs() && Kind::Http.runs());
+        assert_eq!(Kind::choices(), "\"command\", \"http\"");
+    }
+
+    fn hook(headers: &[(&str, &str)], allowed: &[&str]) -> HttpHook {
+        HttpHook {
+            url: "https://policy.example/check".into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            allowed_env_vars: allowed.iter().map(|a| a.to_string()).collect(),
+            plain_allowed: false,
+        }
+    }
+
+    #[test]
+    fn headers_fill_in_only_the_variables_allowed_and_the_rest_is_empty() {
+        let h = hook(
+            &[
+                ("Authorization", "Bearer $TOKEN"),
+                ("X-Both", "${TOKEN}-${SECRET}-$"),
+                ("X-Plain", "$5 and ${unclosed and $ alone"),
+            ],
+            &["TOKEN"],
+        );
+        let lookup = |name: &str| Some(format!("<{name}>"));
+        assert_eq!(
+            h.header_values(lookup),
+            [
+                ("Authorization".to_string(), "Bearer <TOKEN>".to_string()),
+                ("X-Both".to_string(), "<TOKEN>--$".to_string()),
+                (
+                    "X-Plain".to_string(),
+                    "$5 and ${unclosed and $ alone".to_string()
+                ),
+            ]
+        );
+        assert_eq!(h.unlisted_variables(), ["SECRET"]);
+        // A variable allowed but not set is empty too.
+        assert_eq!(h.header_values(|_| None)[0].1, "Bearer ");
+    }
+
+    #[test]
+    fn two_http_hooks_are_the_same_action_by_url_and_headers() {
+        let a = hook(&[("X", "$A")], &["A"]);
+        let mut b = hook(&[("X", "$A")], &[]);
+        b.plain_allowed = true;
+        assert_eq!(Action::Http(a.clone()), Action::Http(b));
+        assert_ne!(
+            Action::Http(a.clone()),
+            Action::Http(hook(&[("X", "$B")], &["A"]))
+        );
+        assert_eq!(Action::Http(a).text(), "https://policy.example/check");
     }
 
     #[test]

@@ -80,6 +80,13 @@ impl LayerKind {
         }
     }
 
+    /// Returns true if and only if a top-level `"sandbox"` in the layer's file is its handlers'
+    /// (contract §20): in levelcode's own files. An agent's own file (Claude Code's) has a
+    /// `sandbox` of its own meaning, which is not read; `sandbox` inside its `hooks` is.
+    pub fn reads_layer_sandbox(self) -> bool {
+        !matches!(self, LayerKind::Agent(..))
+    }
+
     /// Where the layer's file is relative to the project root, for a layer inside the project:
     /// such a layer runs only once trusted (contract §13).
     pub fn project_file(self) -> Option<&'static str> {

@@ -205,6 +205,115 @@ pub fn only_in(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> bool {
     }
 }
 
+/// The keys by which the managed layer restricts http handlers (contract §19).
+pub const URLS_KEY: &str = "allowedHttpHookUrls";
+pub const ENV_VARS_KEY: &str = "httpHookAllowedEnvVars";
+
+/// What the managed layer allows http handlers, of every layer, its own included (contract §19):
+/// the URLs they may post to (`allowedHttpHookUrls`, patterns in which `*` matches any run of
+/// characters) and the variables their headers may name (`httpHookAllowedEnvVars`). A list
+/// that is not set allows everything; one that cannot be read allows nothing.
+#[derive(Clone, Debug, Default)]
+pub struct HttpPolicy {
+    /// The managed file, for the warnings.
+    pub file: Option<PathBuf>,
+    pub urls: Option<Vec<String>>,
+    pub env_vars: Option<Vec<String>>,
+}
+
+impl HttpPolicy {
+    /// The policy the managed file's `bytes` set; problems go to `warnings`.
+    pub fn read(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> HttpPolicy {
+        let mut policy = HttpPolicy {
+            file: Some(path.to_path_buf()),
+            ..HttpPolicy::default()
+        };
+        let named = |key: &str| memchr::memmem::find(bytes, key.as_bytes()).is_some();
+        if !named(URLS_KEY) && !named(ENV_VARS_KEY) {
+            return policy;
+        }
+        let Ok(serde_json::Value::Object(mut top)) = serde_json::from_slice(bytes) else {
+            // Invalid JSON is the settings reader's to report.
+            return policy;
+        };
+        let mut list = |key: &str| -> Option<Vec<String>> {
+            match top.remove(key)? {
+                serde_json::Value::Null => None,
+                serde_json::Value::Array(items)
+                    if items.iter().all(serde_json::Value::is_string) =>
+                {
+                    Some(
+                        items
+                            .into_iter()
+                            .filter_map(|i| i.as_str().map(str::to_string))
+                            .collect(),
+                    )
+                }
+                other => {
+                    warnings.push(format!(
+                        "{}: {key} must be an array of strings, not {}; until it is one, no http handler runs",
+                        path.display(),
+                        crate::settings::short_json(&other)
+                    ));
+                    Some(Vec::new())
+                }
+            }
+        };
+        policy.urls = list(URLS_KEY);
+        policy.env_vars = list(ENV_VARS_KEY);
+        policy
+    }
+
+    /// Why the policy keeps `action` from running, when it does: the rule and the file.
+    pub fn refuses(&self, action: &settings::Action) -> Option<String> {
+        let hook = match action {
+            settings::Action::Process(_) => return None,
+            settings::Action::Http(hook) => hook,
+        };
+        let file = self.file.as_deref()?.display();
+        if let Some(urls) = &self.urls {
+            if !urls
+                .iter()
+                .any(|pattern| wildcard_match(pattern, &hook.url))
+            {
+                return Some(format!(
+                    "{:?} is not a URL the managed layer's {URLS_KEY} allows ({file}); the handler did not run",
+                    hook.url
+                ));
+            }
+        }
+        if let Some(vars) = &self.env_vars {
+            if let Some(var) = hook.allowed_env_vars.iter().find(|v| !vars.contains(v)) {
+                return Some(format!(
+                    "its allowedEnvVars names {var}, which the managed layer's {ENV_VARS_KEY} does not allow ({file}); the handler did not run"
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// Returns true if and only if `text` matches `pattern`, in which `*` matches any run of
+/// characters (none included) and every other character itself.
+pub fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// The managed layer of one dispatch.
 #[derive(Default)]
 pub struct Managed {
@@ -214,6 +323,11 @@ pub struct Managed {
     pub groups: Vec<Group>,
     /// `managedHooksOnly`.
     pub only: bool,
+    /// `sandboxProjectHooks` (contract §20): every project handler runs in at least the default
+    /// sandbox.
+    pub sandbox_projects: bool,
+    /// What it allows http handlers.
+    pub http: HttpPolicy,
 }
 
 impl Managed {
@@ -233,13 +347,23 @@ impl Managed {
                 };
                 settings::parse(source, &bytes, events, &mut groups, warnings);
                 let only = only_in(&path, &bytes, warnings);
+                let sandbox_projects =
+                    crate::settings::sandbox::projects_sandboxed(&bytes, &path, warnings);
+                let http = HttpPolicy::read(&path, &bytes, warnings);
                 Managed {
                     path: Some(path),
                     groups,
                     only,
+                    sandbox_projects,
+                    http,
                 }
             }
         }
+    }
+
+    /// The managed file, when it sets `sandboxProjectHooks`.
+    pub fn sandboxes_projects(&self) -> Option<&Path> {
+        self.path.as_deref().filter(|_| self.sandbox_projects)
     }
 
     /// The warning of a dispatch in which `why` (the kill switch, the depth guard) stopped every
@@ -351,6 +475,76 @@ mod tests {
                 other => panic!("mode {mode:o} was not refused: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn url_patterns_match_any_run_of_characters_at_each_star() {
+        for (pattern, text, matches) in [
+            (
+                "https://policy.example.com/*",
+                "https://policy.example.com/hooks",
+                true,
+            ),
+            (
+                "https://policy.example.com/*",
+                "https://policy.example.com.evil/x",
+                false,
+            ),
+            ("https://*.example.com/*", "https://a.b.example.com/x", true),
+            (
+                "https://*.example.com/*",
+                "https://example.org/?.example.com/",
+                true,
+            ),
+            ("https://exact/", "https://exact/", true),
+            ("https://exact/", "https://exact/more", false),
+            ("*", "anything", true),
+            ("a*b*a", "aba", true),
+            ("a*a", "a", false),
+        ] {
+            assert_eq!(wildcard_match(pattern, text), matches, "{pattern} {text}");
+        }
+    }
+
+    #[test]
+    fn the_http_policy_refuses_by_url_and_by_variable_and_a_bad_list_allows_nothing() {
+        let p = Path::new("m.json");
+        let hook = |url: &str, vars: &[&str]| {
+            settings::Action::Http(settings::HttpHook {
+                url: url.into(),
+                headers: Vec::new(),
+                allowed_env_vars: vars.iter().map(|v| v.to_string()).collect(),
+                plain_allowed: false,
+            })
+        };
+        let mut w = Vec::new();
+        let policy = HttpPolicy::read(
+            p,
+            br#"{"allowedHttpHookUrls":["https://ok.example/*"],"httpHookAllowedEnvVars":["TOKEN"]}"#,
+            &mut w,
+        );
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            policy.refuses(&hook("https://ok.example/a", &["TOKEN"])),
+            None
+        );
+        let why = policy
+            .refuses(&hook("https://other.example/a", &[]))
+            .unwrap();
+        assert!(why.contains(URLS_KEY) && why.contains("m.json"), "{why}");
+        let why = policy
+            .refuses(&hook("https://ok.example/a", &["HOME"]))
+            .unwrap();
+        assert!(why.contains(ENV_VARS_KEY) && why.contains("HOME"), "{why}");
+        let bad = HttpPolicy::read(
+            p,
+            br#"{"allowedHttpHookUrls":"https://ok.example/*"}"#,
+            &mut w,
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(bad.refuses(&hook("https://ok.example/a", &[])).is_some());
+        let none = HttpPolicy::read(p, br#"{"hooks":{}}"#, &mut w);
+        assert_eq!(none.refuses(&hook("http://anything/", &["X"])), None);
     }
 
     #[test]

@@ -41,12 +41,13 @@ pub mod layers;
 pub mod managed;
 pub mod matcher;
 pub mod protocol;
+pub mod sandbox;
 
 pub use crate::runner::Program;
-pub use checked::clamp_timeout;
+pub use checked::{clamp_timeout, ALLOW_PLAIN_HTTP};
 use checked::{parse_event, Location};
 use fast::clean_event;
-pub use kind::{Action, Kind};
+pub use kind::{Action, HttpHook, Kind};
 
 /// Where a group was written.
 #[derive(Debug)]
@@ -95,6 +96,8 @@ pub struct Handler {
     /// `"async": true` (or Claude Code's `asyncRewake`): started once the chain is decided and
     /// not waited for (contract §21).
     pub background: bool,
+    /// The handler's sandbox (contract §20): its own, else its group's, else its layer's.
+    pub sandbox: sandbox::Sandbox,
 }
 
 /// What a handler's own failure (it could not start, timed out, died by a signal, exited with a
@@ -167,7 +170,7 @@ impl Group {
     }
 }
 
-/// A handler's program as its settings write it: the fields `list`, `trust` and `serve` show.
+/// A handler's action as its settings write it: the fields `list`, `trust` and `serve` show.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written<'a> {
     pub command: Option<&'a str>,
@@ -176,6 +179,11 @@ pub struct Written<'a> {
     pub args: Option<&'a [String]>,
     /// The `"shell"` that runs `command`, when it is not the default.
     pub shell: Option<&'static str>,
+    /// An http handler's `url`, `headers` (as written, before variables are filled in) and
+    /// `allowedEnvVars` (contract §19).
+    pub url: Option<&'a str>,
+    pub headers: Option<&'a [(String, String)]>,
+    pub allowed_env_vars: Option<&'a [String]>,
 }
 
 /// The value of `"shell"` that runs a `command` by PowerShell.
@@ -184,6 +192,19 @@ pub const POWERSHELL: &str = "powershell";
 pub const BASH: &str = "bash";
 
 impl<'a> Written<'a> {
+    /// What `action` is, as its settings write it.
+    pub fn of_action(action: &'a Action) -> Written<'a> {
+        match action {
+            Action::Process(program) => Written::of(program),
+            Action::Http(hook) => Written {
+                url: Some(&hook.url),
+                headers: Some(&hook.headers),
+                allowed_env_vars: Some(&hook.allowed_env_vars),
+                ..Written::default()
+            },
+        }
+    }
+
     pub fn of(program: &'a Program) -> Written<'a> {
         match program {
             Program::Shell(command) => Written {
@@ -213,10 +234,23 @@ impl<'a> Written<'a> {
             .into_iter()
             .chain(self.argv.into_iter().flatten().map(String::as_str))
             .chain(self.args.into_iter().flatten().map(String::as_str))
+            .chain(self.url)
+            .chain(
+                self.headers
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|(n, v)| [n.as_str(), v.as_str()]),
+            )
+            .chain(
+                self.allowed_env_vars
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str),
+            )
     }
 
     /// Its fields as JSON members, in the order settings write them: `command`, `args`, `argv`,
-    /// `shell`, each only when present.
+    /// `shell`, `url`, `headers`, `allowedEnvVars`, each only when present.
     pub fn json_members(&self) -> serde_json::Map<String, Value> {
         let mut out = serde_json::Map::new();
         if let Some(command) = self.command {
@@ -231,6 +265,19 @@ impl<'a> Written<'a> {
         if let Some(shell) = self.shell {
             out.insert("shell".into(), Value::from(shell));
         }
+        if let Some(url) = self.url {
+            out.insert("url".into(), Value::from(url));
+        }
+        if let Some(headers) = self.headers {
+            let object: serde_json::Map<String, Value> = headers
+                .iter()
+                .map(|(n, v)| (n.clone(), Value::from(v.as_str())))
+                .collect();
+            out.insert("headers".into(), Value::Object(object));
+        }
+        if let Some(vars) = self.allowed_env_vars {
+            out.insert("allowedEnvVars".into(), Value::from(vars.to_vec()));
+        }
         out
     }
 }
@@ -240,7 +287,8 @@ impl<'a> Written<'a> {
 /// other subject is certain to run no handler. `None` when it cannot be told: a group that runs
 /// whatever the subject, a matcher that is a regular expression, a matcher in error. Sorted, each
 /// once. This is what lets a client answer a tool it has not asked about yet (docs/serve.md,
-/// `no_match_except`), so it must never leave out a subject that a group applies to.
+/// `no_match_except`), so it must never leave out a subject that a group applies to: `groups`
+/// are those of every layer that may run, the managed layer's included.
 pub fn subjects_that_may_match<'g>(
     groups: impl IntoIterator<Item = &'g Group>,
     kind: EventKind,
@@ -332,6 +380,7 @@ fn parse_with(
         }
     };
     let source = Arc::new(source);
+    let own_sandbox = source.layer.reads_layer_sandbox();
     // The hand-written reader takes the usual file; `serde_json` whatever it leaves.
     let fast = if hand_written {
         fast::hooks_of(text, &source, events)
@@ -339,19 +388,23 @@ fn parse_with(
         Err(crate::settings::json::Unsure)
     };
     let hooks = match fast {
-        Ok(hooks) => Ok(hooks),
-        Err(crate::settings::json::Unsure) => top_level_hooks(text).map(|hooks| {
-            hooks.map(|hooks| {
-                let unread = hooks
-                    .into_iter()
-                    .map(|(event, raw)| (event, Reading::Unread(raw)));
-                unread.collect()
+        Ok(top) => Ok(top),
+        Err(crate::settings::json::Unsure) => {
+            top_level_hooks(text, own_sandbox).map(|(hooks, layer_sandbox)| {
+                let hooks = hooks.map(|hooks| {
+                    let unread = hooks
+                        .into_iter()
+                        .map(|(event, raw)| (event, Reading::Unread(raw)));
+                    unread.collect()
+                });
+                (hooks, layer_sandbox)
             })
-        }),
+        }
     };
-    let hooks = match hooks {
-        Ok(Some(hooks)) => hooks,
-        Ok(None) => return,
+    let first = groups.len();
+    let (hooks, layer_sandbox) = match hooks {
+        Ok((Some(hooks), layer_sandbox)) => (hooks, layer_sandbox),
+        Ok((None, _)) => return,
         Err(problem) => {
             warnings.push(format!(
                 "{}: {problem}; layer skipped: none of its hooks run until it is fixed (levelcode-hooks validate checks it)",
@@ -389,8 +442,46 @@ fn parse_with(
         let mut at = Location {
             file: &source.file,
             warnings,
+            plain_http: OnceLock::new(),
+            text,
         };
         parse_event(&source, &event, value, groups, &mut at);
+    }
+    if let Some(raw) = layer_sandbox {
+        layer_sandbox_over(&source, raw, groups, first, warnings);
+    }
+}
+
+/// The top-level `"sandbox"` of a layer's file (contract §20), written as `raw`, given to each
+/// handler of `groups[first..]` (this file's) that neither it nor its group gave one. A value
+/// this cannot read leaves the file's handlers out, rather than run them with more rights than
+/// it meant.
+fn layer_sandbox_over(
+    source: &Source,
+    raw: &str,
+    groups: &mut Vec<Group>,
+    first: usize,
+    warnings: &mut Vec<String>,
+) {
+    let value = serde_json::from_str(raw).unwrap_or(Value::Null);
+    match sandbox::parse(&value) {
+        Ok(None) => {}
+        Ok(Some(policy)) => {
+            for handler in groups[first..]
+                .iter_mut()
+                .flat_map(|g| g.handlers.iter_mut())
+            {
+                handler.sandbox.or_layer(&policy);
+            }
+        }
+        Err(problem) => {
+            warnings.push(format!(
+                "{}: {}: {problem}; every handler of this file is skipped",
+                source.file.display(),
+                sandbox::KEY
+            ));
+            groups.truncate(first);
+        }
     }
 }
 
@@ -419,15 +510,23 @@ impl<'a> Events<'a> {
 }
 
 /// The `hooks` object's entries in file order, without parsing their values; `None` when the
-/// file has no `hooks` (or `"hooks": null`). `serde_json`'s reading, for the files
-/// [`fast::hooks_of`] leaves to it.
+/// file has no `hooks` (or `"hooks": null`); and, when `own_sandbox`, the text of the top-level
+/// `"sandbox"`. `serde_json`'s reading, for the files [`fast::hooks_of`] leaves to it.
 #[allow(clippy::type_complexity)]
-fn top_level_hooks(text: &str) -> Result<Option<Vec<(Cow<'_, str>, &str)>>, String> {
+fn top_level_hooks(text: &str, own_sandbox: bool) -> Result<LayerTop<'_>, String> {
     /// One pass over the file: `hooks` is split into its events as it is read.
     #[derive(Deserialize)]
     struct Top<'a> {
         #[serde(borrow, default)]
         hooks: Option<Hooks<'a>>,
+    }
+    /// The same, with the layer's `"sandbox"`.
+    #[derive(Deserialize)]
+    struct WithSandbox<'a> {
+        #[serde(borrow, default)]
+        hooks: Option<Hooks<'a>>,
+        #[serde(borrow, default)]
+        sandbox: Option<&'a RawValue>,
     }
     let first = text.trim_start().chars().next();
     if first != Some('{') {
@@ -436,14 +535,24 @@ fn top_level_hooks(text: &str) -> Result<Option<Vec<(Cow<'_, str>, &str)>>, Stri
             Err(e) => invalid_json(text, &e),
         });
     }
-    let top: Top<'_> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
-    match top.hooks {
-        None | Some(Hooks::Null) => Ok(None),
-        Some(Hooks::Events(events)) => Ok(Some(
-            events
-                .into_iter()
-                .map(|(event, raw)| (Cow::Owned(event), raw.get()))
-                .collect(),
+    let invalid = |e: serde_json::Error| invalid_json(text, &e);
+    let (hooks, sandbox) = if own_sandbox {
+        let top: WithSandbox<'_> = serde_json::from_str(text).map_err(invalid)?;
+        (top.hooks, top.sandbox.map(RawValue::get))
+    } else {
+        let top: Top<'_> = serde_json::from_str(text).map_err(invalid)?;
+        (top.hooks, None)
+    };
+    match hooks {
+        None | Some(Hooks::Null) => Ok((None, sandbox)),
+        Some(Hooks::Events(events)) => Ok((
+            Some(
+                events
+                    .into_iter()
+                    .map(|(event, raw)| (Cow::Owned(event), raw.get()))
+                    .collect(),
+            ),
+            sandbox,
         )),
         Some(Hooks::Not(what)) => Err(format!("\"hooks\" must be an object of events, not {what}")),
     }
@@ -487,6 +596,10 @@ fn json_slip(text: &str, line: usize, column: usize) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// A file's top level as far as it is read: its `hooks` events, each as it was read, and the
+/// text of its own `"sandbox"`, when it has one.
+type LayerTop<'a> = (Option<Vec<(Cow<'a, str>, &'a str)>>, Option<&'a str>);
 
 /// The `hooks` value: its events, each kept as written, or what it is instead of an object.
 enum Hooks<'a> {

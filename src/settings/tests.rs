@@ -175,6 +175,7 @@ fn the_exec_form_and_the_shell_are_read_as_claude_code_writes_them() {
             action: Action::Process(program),
             ..
         }) => program,
+        Ok(other) => panic!("{h}: {other:?}"),
         Err(w) => panic!("{h}: {w:?}"),
     };
     assert_eq!(
@@ -346,4 +347,117 @@ fn subjects_that_may_match_leave_out_only_subjects_nothing_applies_to() {
         subjects_that_may_match(&[] as &[Group], EventKind::PreToolUse).unwrap(),
         Vec::<String>::new()
     );
+}
+
+/// Each handler's sandbox (contract §20): its own, else its group's, else its file's top-level
+/// one, read the same by the fast reader and the general path.
+#[test]
+fn a_sandbox_comes_from_the_handler_the_group_or_the_file() {
+    use crate::settings::sandbox::Origin;
+    let text = r#"{"hooks":{"Stop":[
+        {"hooks":[{"command":"a"},{"command":"b","sandbox":false}]},
+        {"sandbox":{"write":["build"]},"hooks":[{"command":"c"},{"command":"d","sandbox":"best-effort"}]}
+    ]},"sandbox":true}"#;
+    let (groups, warnings) = parse_text(text);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let seen: Vec<(Origin, Option<bool>, usize)> = groups
+        .iter()
+        .flat_map(|g| &g.handlers)
+        .map(|h| {
+            let policy = h.sandbox.policy.as_ref();
+            (
+                h.sandbox.origin,
+                policy.map(|p| p.best_effort),
+                policy.map_or(0, |p| p.write.len()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Origin::Layer, Some(false), 0),
+            (Origin::Handler, None, 0),
+            (Origin::Group, Some(false), 1),
+            (Origin::Handler, Some(true), 0),
+        ]
+    );
+    // The file's own value comes after its hooks here, and the reader still gives it.
+    let mut fast = Vec::new();
+    let mut slow = Vec::new();
+    for (hand_written, out) in [(true, &mut fast), (false, &mut slow)] {
+        let source = Source {
+            layer: LayerKind::Cli,
+            file: Path::new("s.json").into(),
+        };
+        let mut w = Vec::new();
+        parse_with(
+            source,
+            text.as_bytes(),
+            Events::All,
+            out,
+            &mut w,
+            hand_written,
+        );
+        assert!(w.is_empty(), "{w:?}");
+    }
+    assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
+}
+
+/// A sandbox that cannot be read never leaves a handler running with more rights than meant:
+/// the handler, the group or the whole file is skipped, with a warning naming where and why.
+#[test]
+fn a_sandbox_that_cannot_be_read_skips_what_it_was_on() {
+    let (groups, warnings) = parse_text(
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"a","sandbox":{"wrte":["x"]}},{"command":"b"}]},
+            {"sandbox":2,"hooks":[{"command":"c"}]}]}}"#,
+    );
+    let labels: Vec<String> = groups
+        .iter()
+        .flat_map(|g| &g.handlers)
+        .map(Handler::label)
+        .collect();
+    assert_eq!(labels, ["b"]);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("s.json: hooks.Stop[0].hooks[0].sandbox: has no key \"wrte\""),
+        "{warnings:?}"
+    );
+    assert!(warnings[0].ends_with("; handler skipped"), "{warnings:?}");
+    assert!(
+        warnings[1].contains("hooks.Stop[1].sandbox: must be true, false"),
+        "{warnings:?}"
+    );
+    let (groups, warnings) =
+        parse_text(r#"{"sandbox":"strict","hooks":{"Stop":[{"hooks":[{"command":"a"}]}]}}"#);
+    assert!(groups.is_empty(), "{groups:?}");
+    assert!(
+        warnings[0].starts_with("s.json: sandbox: must be true")
+            && warnings[0].ends_with("every handler of this file is skipped"),
+        "{warnings:?}"
+    );
+}
+
+/// Claude Code's own settings file has a top-level `sandbox` of its own meaning: it is not read
+/// as the hooks' (a `sandbox` inside its `hooks` is).
+#[test]
+fn an_agent_file_keeps_its_own_top_level_sandbox() {
+    let claude = crate::settings::layers::agent_layers()
+        .next()
+        .map(|(kind, _)| kind)
+        .expect("an agent's layer");
+    let mut groups = Vec::new();
+    let mut warnings = Vec::new();
+    let text = br#"{"sandbox":{"enabled":true},"hooks":{"Stop":[{"hooks":[{"command":"a"},{"command":"b","sandbox":true}]}]}}"#;
+    let source = Source {
+        layer: claude,
+        file: Path::new("c.json").into(),
+    };
+    parse(source, text, Events::All, &mut groups, &mut warnings);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let policies: Vec<bool> = groups[0]
+        .handlers
+        .iter()
+        .map(|h| h.sandbox.policy.is_some())
+        .collect();
+    assert_eq!(policies, [false, true]);
 }

@@ -2,10 +2,11 @@
 //! (`OTEL_EXPORTER_OTLP_*`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`), each traces-specific
 //! variable winning over its general one, as the specification says.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::environment::OtelVars;
-use crate::telemetry::http::Endpoint;
+use crate::http::{Roots, Url};
 
 /// How long a dispatch of `run` waits for the collector at most. docs/organisations.md promises
 /// 250 ms of added delay: this wait, and a margin for a loaded machine's scheduling.
@@ -36,7 +37,13 @@ impl Protocol {
 /// Everything an export needs.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub endpoint: Endpoint,
+    /// The URL the spans are posted to.
+    pub endpoint: String,
+    /// The certificates an `https://` endpoint is verified against: the system's, or those of
+    /// `OTEL_EXPORTER_OTLP_CERTIFICATE`.
+    pub roots: Roots,
+    /// `OTEL_EXPORTER_OTLP_COMPRESSION=gzip`: the body is sent gzipped.
+    pub gzip: bool,
     pub protocol: Protocol,
     pub headers: Vec<(String, String)>,
     /// One export's timeout (the background's); the foreground waits at most
@@ -73,20 +80,27 @@ pub fn from_vars(vars: &OtelVars) -> Result<Option<Config>, String> {
         }
         (None, None) => return Ok(None),
     };
-    let https = url
-        .get(..8)
-        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
-    let endpoint = Endpoint::parse(&url).map_err(|e| {
-        let what = if https {
-            format!(
-                "{variable} is an https:// URL, and this dispatcher speaks plain http only (it starts for every tool call, so it carries no TLS); run an OpenTelemetry Collector on this machine and set {variable}=http://127.0.0.1:4318{}, and let the Collector forward over TLS",
-                if variable.contains("TRACES") { "/v1/traces" } else { "" }
-            )
-        } else {
-            format!("{variable}: {e}")
-        };
-        format!("OpenTelemetry export is off: {what}")
+    Url::parse(&url).map_err(|e| {
+        format!("OpenTelemetry export is off: {variable}: {e}; set it to the collector's OTLP/HTTP address, such as http://127.0.0.1:4318 or https://collector.example.com:4318")
     })?;
+    let roots = match (&vars.traces_certificate, &vars.certificate) {
+        (Some(file), _) | (None, Some(file)) => Roots::File(PathBuf::from(file.trim())),
+        (None, None) => Roots::System,
+    };
+    let (variable, compression) = match (&vars.traces_compression, &vars.compression) {
+        (Some(c), _) => ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", Some(c.trim())),
+        (None, Some(c)) => ("OTEL_EXPORTER_OTLP_COMPRESSION", Some(c.trim())),
+        (None, None) => ("", None),
+    };
+    let gzip = match compression {
+        None | Some("none") => false,
+        Some("gzip") => true,
+        Some(other) => {
+            return Err(format!(
+                "OpenTelemetry export is off: {variable} is {other:?}, which this dispatcher does not send; set {variable} to gzip or none"
+            ))
+        }
+    };
     let (variable, protocol) = match (&vars.traces_protocol, &vars.protocol) {
         (Some(p), _) => ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", Some(p.trim())),
         (None, Some(p)) => ("OTEL_EXPORTER_OTLP_PROTOCOL", Some(p.trim())),
@@ -135,7 +149,9 @@ pub fn from_vars(vars: &OtelVars) -> Result<Option<Config>, String> {
     resource.insert(0, ("service.name".into(), service));
     resource.push(("service.version".into(), env!("CARGO_PKG_VERSION").into()));
     Ok(Some(Config {
-        endpoint,
+        endpoint: url,
+        roots,
+        gzip,
         protocol,
         headers,
         timeout,
@@ -197,12 +213,17 @@ mod tests {
     #[test]
     fn the_traces_endpoint_is_used_as_given_and_the_general_one_gets_the_path() {
         let config = from_vars(&vars("http://127.0.0.1:4318/")).unwrap().unwrap();
-        assert_eq!(config.endpoint.path, "/v1/traces");
+        assert_eq!(config.endpoint, "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(config.roots, Roots::System);
+        assert!(!config.gzip);
         let mut v = vars("http://127.0.0.1:4318");
-        v.traces_endpoint = Some("http://collector:9/custom".into());
+        v.traces_endpoint = Some("https://collector:9/custom".into());
+        v.certificate = Some("/etc/ca.pem".into());
+        v.compression = Some("gzip".into());
         let config = from_vars(&v).unwrap().unwrap();
-        assert_eq!(config.endpoint.host, "collector");
-        assert_eq!(config.endpoint.path, "/custom");
+        assert_eq!(config.endpoint, "https://collector:9/custom");
+        assert_eq!(config.roots, Roots::File("/etc/ca.pem".into()));
+        assert!(config.gzip);
         assert_eq!(config.protocol, Protocol::Protobuf);
     }
 
@@ -246,9 +267,12 @@ mod tests {
         let mut v = vars("http://localhost:4318");
         v.protocol = Some("grpc".into());
         assert!(from_vars(&v).unwrap_err().contains("grpc"));
-        assert!(from_vars(&vars("https://collector:4318"))
+        assert!(from_vars(&vars("ftp://collector:4318"))
             .unwrap_err()
-            .contains("https"));
+            .contains("not an http:// or https:// URL"));
+        let mut v = vars("http://localhost:4318");
+        v.traces_compression = Some("zstd".into());
+        assert!(from_vars(&v).unwrap_err().contains("zstd"));
         let mut v = vars("http://localhost:4318");
         v.sdk_disabled = Some("TRUE".into());
         assert!(from_vars(&v).unwrap().is_none());

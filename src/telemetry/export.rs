@@ -1,50 +1,76 @@
-//! Getting spans to the collector without ever holding a dispatch up for long, or failing one.
+//! Getting spans to the collector without ever holding a dispatch up for long, or failing one,
+//! through the dispatcher's one HTTP client (`crate::http`).
 //!
-//! In the foreground (`run`, `test`), the request is begun once the first handler is under way
-//! ([`open`], from [`super::handler_spawned`]): the connection, and a head that announces the
-//! body and asks for `100 Continue`, so that the collector accepts the connection and reads the
-//! head while the handlers run, and the handler's start does not wait for either. A collector
-//! on a loopback address is connected to right there, which takes microseconds; any other, or a
-//! name to resolve (which has no timeout of its own), on a thread. When the
-//! dispatch ends ([`send`]), the body follows, and the dispatch waits at most
-//! [`Config::foreground_bound`] in all, less what beginning took: for the collector's
-//! `100 Continue` (`run`), or for its verdict on the spans (`test`). A collector that refuses
-//! the head, is slower than the bound, or is not there costs one warning, never the dispatch. In
-//! the background (`serve`, after [`background`]), one thread posts the spans in order, each with
-//! its length, while the server answers; what it could not send is one warning in the next
-//! answer. A full queue drops the newest spans, with that warning too.
+//! In the foreground (`run`, `test`), a dispatch's spans are posted once it ends and its answer
+//! waits for the collector's at most [`Config::foreground_bound`]: a collector that refuses
+//! them, is slower than the bound, or is not there costs one warning, never the dispatch.
+//!
+//! In the background (`serve`, after [`background`]), the spans go to a bounded queue that one
+//! thread empties in batches, as the OpenTelemetry SDKs' batch span processor does: it posts
+//! once [`BATCH`] spans are waiting, or [`DELAY`] after the first of them was queued, each post
+//! with the export's own timeout. A full queue drops a dispatch's spans and counts them; what
+//! was dropped or could not be sent is one warning in the next answer. When the server's input
+//! ends, [`flush`] sends what is queued, waiting at most [`EXIT_FLUSH`].
 
-use std::net::{SocketAddr, TcpStream};
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::http::{self, Failure, Post};
 use crate::telemetry::config::Config;
-use crate::telemetry::{connect, encode, handoff, http, SpanRecord};
+use crate::telemetry::{encode, SpanRecord};
 
-/// Requests `serve` keeps waiting for its exporter before it drops new ones.
-const QUEUE: usize = 256;
+/// Spans `serve` keeps waiting for its exporter before it drops new ones (the SDKs' default
+/// `maxQueueSize`).
+pub const QUEUE: usize = 2048;
 
-/// How long a `serve` that is exiting waits for spans still queued.
+/// Spans posted in one request at most (the SDKs' default `maxExportBatchSize`).
+pub const BATCH: usize = 512;
+
+/// How long a span waits for others to join its batch (the SDKs wait 5 s; a server of tool calls
+/// is quieter, and its spans are read by people watching it).
+pub const DELAY: Duration = Duration::from_secs(1);
+
+/// How long a `serve` whose input has ended waits for the spans still queued.
 pub const EXIT_FLUSH: Duration = Duration::from_secs(2);
 
+/// How much of a collector's answer is read: a status and a short message.
+const ANSWER_LIMIT: usize = 4096;
+
 struct Background {
-    queue: SyncSender<Job>,
-    /// The first failure since it was last reported, and how many exports failed.
-    failed: Arc<Mutex<Option<(String, usize)>>>,
-    /// Jobs handed over and not yet finished.
-    outstanding: Arc<(Mutex<usize>, std::sync::Condvar)>,
+    state: Mutex<State>,
+    /// The exporter waits on it for spans, or for the flush.
+    wake: Condvar,
+    /// [`flush`] waits on it for the queue to empty.
+    idle: Condvar,
 }
 
-struct Job {
-    config: &'static Config,
-    body: Vec<u8>,
+#[derive(Default)]
+struct State {
+    config: Option<&'static Config>,
+    queue: VecDeque<SpanRecord>,
+    /// When the oldest span of the queue was queued.
+    since: Option<Instant>,
+    /// Spans taken off the queue and not yet posted.
+    sending: usize,
+    /// Spans dropped since it was last said.
+    dropped: usize,
+    /// The first failure since it was last said, and how many posts failed.
+    failed: Option<(String, usize)>,
+    /// Set by [`flush`]: post what is queued now.
+    flushing: bool,
+    /// The exporter thread could not be started.
+    no_thread: bool,
 }
-
-/// The endpoint's addresses, resolved by [`background`] on the server's one thread.
-static ADDRS: OnceLock<Result<Vec<std::net::SocketAddr>, String>> = OnceLock::new();
 
 static BACKGROUND: OnceLock<Background> = OnceLock::new();
+
+fn lock(background: &Background) -> MutexGuard<'_, State> {
+    background
+        .state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Returns true if and only if spans are exported in the background (`serve`).
 pub fn in_background() -> bool {
@@ -56,419 +82,168 @@ pub fn background() {
     if !super::enabled() {
         return;
     }
-    if let Ok(Some(config)) = super::settings() {
-        ADDRS.get_or_init(|| {
-            http::literal_addrs(&config.endpoint)
-                .map_or_else(|| http::resolve(&config.endpoint), Ok)
-        });
-    }
-    BACKGROUND.get_or_init(|| {
-        let (queue, jobs) = mpsc::sync_channel::<Job>(QUEUE);
-        let failed = Arc::new(Mutex::new(None));
-        let outstanding = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
-        let worker = (Arc::clone(&failed), Arc::clone(&outstanding));
-        let spawned = std::thread::Builder::new()
-            .name("otlp-export".into())
-            .spawn(move || work(&jobs, &worker.0, &worker.1));
-        if spawned.is_err() {
-            // Without the thread every job fails at once, loudly, in the answers.
-            *failed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                Some(("cannot start the export thread".into(), 0));
-        }
+    let mut started = false;
+    let background = BACKGROUND.get_or_init(|| {
+        started = true;
         Background {
-            queue,
-            failed,
-            outstanding,
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            idle: Condvar::new(),
         }
     });
+    if started {
+        let spawned = std::thread::Builder::new()
+            .name("otlp-export".into())
+            .spawn(move || work(background));
+        if spawned.is_err() {
+            lock(background).no_thread = true;
+        }
+    }
 }
 
-fn work(
-    jobs: &Receiver<Job>,
-    failed: &Mutex<Option<(String, usize)>>,
-    outstanding: &(Mutex<usize>, std::sync::Condvar),
-) {
-    while let Ok(job) = jobs.recv() {
-        let deadline = Instant::now() + job.config.timeout;
-        let sent = match ADDRS.get() {
-            Some(Ok(addrs)) => plain(job.config, addrs, &job.body, deadline, false),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err("the collector's address is not known".into()),
+/// The exporter: waits for a batch, posts it, and again, for as long as the process lives.
+fn work(background: &'static Background) {
+    let mut state = lock(background);
+    loop {
+        let due = state.since.map(|since| since + DELAY);
+        let ready = state.queue.len() >= BATCH
+            || (!state.queue.is_empty()
+                && (state.flushing || due.is_some_and(|d| d <= Instant::now())));
+        if !ready {
+            state = match due {
+                Some(due) => {
+                    let left = due.saturating_duration_since(Instant::now());
+                    background
+                        .wake
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0
+                }
+                None => background
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            };
+            continue;
+        }
+        let take = state.queue.len().min(BATCH);
+        let batch: Vec<SpanRecord> = state.queue.drain(..take).collect();
+        state.since = (!state.queue.is_empty()).then(Instant::now);
+        state.sending = batch.len();
+        let Some(config) = state.config else {
+            state.sending = 0;
+            continue;
         };
-        if let Err(e) = sent {
-            let mut failed = failed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match failed.as_mut() {
+        drop(state);
+        let sent = post(config, batch, config.timeout);
+        state = lock(background);
+        state.sending = 0;
+        if let Err(why) = sent {
+            match state.failed.as_mut() {
                 Some((_, n)) => *n += 1,
-                None => *failed = Some((e, 1)),
+                None => state.failed = Some((why, 1)),
             }
         }
-        let (count, done) = outstanding;
-        let mut count = count
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *count = count.saturating_sub(1);
-        done.notify_all();
+        background.idle.notify_all();
     }
 }
 
-/// A request to the collector, begun once the first handler of a foreground dispatch (`run`,
-/// `test`) is under way: the connection and the request's head, so that the collector accepts the
-/// connection and reads the head while the handlers run, instead of after them.
-pub struct Opening {
-    begun: Begun,
-    /// What beginning it held the dispatch up: taken off the bound of the wait at its end.
-    spent: Duration,
-}
-
-enum Begun {
-    /// A collector on this machine, on Linux: the connection set going as the handler
-    /// starts, which takes microseconds, and as much of the head written as it took at once
-    /// (`sent` bytes; all of it when it was up); `others` are the addresses to try should it fail.
-    Started {
-        started: connect::Started,
-        head: Vec<u8>,
-        sent: usize,
-        others: Vec<SocketAddr>,
-    },
-    /// A collector on this machine elsewhere: connected to, and the head written, as the
-    /// handler starts.
-    Here(Result<(TcpStream, SocketAddr), String>),
-    /// Anywhere else, or a name to resolve (which has no timeout of its own): on a thread,
-    /// while the handlers run.
-    Thread(Receiver<Result<(TcpStream, SocketAddr), String>>),
-}
-
-/// The thread's stack: name resolution and a connect need little.
-const OPENING_STACK: usize = 256 << 10;
-
-/// Begins the request of a dispatch exported in the foreground; `None` in `serve`, whose
-/// exports have a thread of their own, or when no thread can be started.
-pub fn open(config: &'static Config) -> Option<Opening> {
-    if BACKGROUND.get().is_some() {
-        return None;
+/// Posts `spans` to the collector within `timeout`; `Ok` when it took them (2xx).
+fn post(config: &Config, spans: Vec<SpanRecord>, timeout: Duration) -> Result<(), String> {
+    let mut body = encode::body(config, spans);
+    if config.gzip {
+        body = gzip(&body);
     }
-    let started = Instant::now();
-    let mut head = Vec::with_capacity(256);
-    http::head(
-        &mut head,
-        &config.endpoint,
-        &config.headers,
-        config.protocol.content_type(),
-        http::Framing::Announced,
+    let answer = http::post(&Post {
+        url: &config.endpoint,
+        headers: &config.headers,
+        content_type: config.protocol.content_type(),
+        encoding: config.gzip.then_some("gzip"),
+        body: &body,
+        timeout,
+        limit: ANSWER_LIMIT,
+        roots: &config.roots,
+    });
+    match answer {
+        Ok(answer) if (200..300).contains(&answer.status) => Ok(()),
+        Ok(answer) => Err(format!(
+            "the collector at {} answered {}",
+            config.endpoint, answer.status
+        )),
+        Err(Failure::Timeout) => Err(format!("no answer within {} ms", timeout.as_millis())),
+        Err(Failure::Other(why)) => Err(why),
+    }
+}
+
+/// `body` gzipped (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`), at the fast end of the levels: spans
+/// are small and repetitive.
+fn gzip(body: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4 + 64),
+        flate2::Compression::fast(),
     );
-    let begun = match http::literal_addrs(&config.endpoint) {
-        Some(addrs) if addrs.iter().all(|a| a.ip().is_loopback()) => {
-            match connect::start(addrs[0]) {
-                Ok(mut started) => {
-                    let sent = started.write_now(&head);
-                    Begun::Started {
-                        started,
-                        head,
-                        sent,
-                        others: addrs[1..].to_vec(),
-                    }
-                }
-                Err(_) => {
-                    let deadline = started + config.foreground_bound();
-                    Begun::Here(begin(config, Some(&addrs), &head, deadline))
-                }
-            }
-        }
-        _ => {
-            let (tx, begun) = mpsc::sync_channel(1);
-            std::thread::Builder::new()
-                .name("otlp-export".into())
-                .stack_size(OPENING_STACK)
-                .spawn(move || {
-                    // Abandoned, with the process, once the dispatch stops waiting for it.
-                    let deadline = Instant::now() + config.timeout;
-                    let _ = tx.send(begin(config, None, &head, deadline));
-                })
-                .ok()?;
-            Begun::Thread(begun)
-        }
-    };
-    Some(Opening {
-        begun,
-        spent: started.elapsed(),
-    })
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(body);
+    encoder.finish().unwrap_or_default()
 }
 
-/// A connection to the collector (at `addrs`, or its endpoint's), with `head` written on it.
-fn begin(
-    config: &Config,
-    addrs: Option<&[SocketAddr]>,
-    head: &[u8],
-    deadline: Instant,
-) -> Result<(TcpStream, SocketAddr), String> {
-    let (mut stream, addr) = http::connect(&config.endpoint, addrs, deadline)?;
-    http::send(&mut stream, &config.endpoint, head, deadline)?;
-    Ok((stream, addr))
-}
-
-/// The connection `begun`, up and with the request's head written, by `deadline`, in
-/// non-blocking mode.
-fn begun(
-    config: &Config,
-    begun: Begun,
-    deadline: Instant,
-) -> Result<(TcpStream, SocketAddr), String> {
-    match begun {
-        Begun::Started {
-            started,
-            head,
-            sent,
-            others,
-        } => {
-            let addr = started.addr;
-            match started.finish(&head[sent..], deadline) {
-                Ok(stream) => Ok((stream, addr)),
-                // Refused, say, before any of the head went: the next address, as `connect`
-                // would have tried.
-                Err(_) if sent == 0 && !others.is_empty() => {
-                    nonblocking(begin(config, Some(&others), &head, deadline))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err("timed out".into()),
-                Err(e) => Err(format!("cannot connect to {addr}: {e}")),
-            }
-        }
-        Begun::Here(begun) => nonblocking(begun),
-        Begun::Thread(begun) => {
-            let left = deadline.saturating_duration_since(Instant::now());
-            nonblocking(
-                begun
-                    .recv_timeout(left)
-                    .unwrap_or_else(|_| Err("timed out".into())),
-            )
-        }
-    }
-}
-
-fn nonblocking(
-    begun: Result<(TcpStream, SocketAddr), String>,
-) -> Result<(TcpStream, SocketAddr), String> {
-    let (stream, addr) = begun?;
-    stream.set_nonblocking(true).map_err(|e| e.to_string())?;
-    Ok((stream, addr))
-}
-
-/// Whether a foreground export waits for the collector's verdict on the spans once it has
-/// said `100 Continue` (`test`, where a person checks the setup), or not (`run`).
-static VERDICT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// From now on a foreground export waits for the collector's verdict (`test`).
-pub fn wait_for_verdict() {
-    VERDICT.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Exports `spans`; one warning in `warnings` when that fails, or failed earlier in the
-/// background. `opening` is the request a foreground dispatch began while its handlers ran.
-pub fn send(
-    config: &'static Config,
-    spans: Vec<SpanRecord>,
-    opening: Option<Opening>,
-    warnings: &mut Vec<String>,
-) {
-    let body = encode::body(config, spans);
+/// Exports `spans`: in the foreground posted now, waiting at most the bound; in the background
+/// queued. One warning in `warnings` when that fails, or when earlier exports of the background
+/// failed or were dropped.
+pub fn send(config: &'static Config, spans: Vec<SpanRecord>, warnings: &mut Vec<String>) {
     if let Some(background) = BACKGROUND.get() {
-        queue(background, config, body, warnings);
+        queue(background, config, spans, warnings);
         return;
     }
-    let bound = config.foreground_bound();
-    let spent = opening.as_ref().map_or(Duration::ZERO, |o| o.spent);
-    let result = foreground(
-        config,
-        opening,
-        &body,
-        Instant::now() + bound.saturating_sub(spent),
-    );
-    if let Err(why) = result {
-        let why = if why.starts_with("timed out") {
-            format!("no answer within {} ms", bound.as_millis())
-        } else {
-            why
-        };
+    if let Err(why) = post(config, spans, config.foreground_bound()) {
         warnings.push(format!(
             "OpenTelemetry: the spans of this dispatch were not exported to {}: {why}; the dispatch was not affected",
-            config.endpoint.url
+            config.endpoint
         ));
     }
-}
-
-/// Finishes the request `opening` began with `body`, within `deadline`.
-///
-/// The collector's `100 Continue`, once the body is sent, is the sign that it is there, has
-/// read the head and takes the spans: a foreground dispatch (`run`) goes on from there without
-/// waiting for its verdict on them, which would hold every dispatch up by the collector's
-/// decoding. What a collector decides before that (a wrong token, path or content type: 401,
-/// 403, 404, 415) is read, and is a warning. One that never says `100 Continue` is waited for
-/// until its final answer, as one that is not there at all is until the bound.
-fn foreground(
-    config: &Config,
-    opening: Option<Opening>,
-    body: &[u8],
-    deadline: Instant,
-) -> Result<(), String> {
-    let endpoint = &config.endpoint;
-    let opening = opening.ok_or("cannot start the export thread")?;
-    let (mut stream, addr) = begun(config, opening.begun, deadline)?;
-    let verdict = VERDICT.load(std::sync::atomic::Ordering::Relaxed);
-    // What is left once the collector has shown it is there may be done after the answer.
-    let handoff = !crate::environment::otel().is_some_and(|v| v.in_process);
-    let later = handoff && !verdict;
-    let mut answers = http::Answers::default();
-    let mut continued = false;
-    // What the collector said of the head while the handlers ran.
-    answers.read_now(&mut stream);
-    if let Some(code) = final_status(&mut answers, &mut continued) {
-        return final_answer(config, addr, body, deadline, code, later);
-    }
-    if answers.closed {
-        // The collector gave up on the idle connection while a long handler ran.
-        return plain(config, &[addr], body, deadline, later);
-    }
-    let mut chunked = http::chunked(body);
-    if continued && later {
-        // The collector has taken the head: nothing it says now changes the answer, and the
-        // body can follow it (`handoff`).
-        match handoff::defer(stream, chunked, config.timeout) {
-            Ok(()) => return Ok(()),
-            Err((back, bytes)) => (stream, chunked) = (back, bytes),
-        }
-    }
-    if let Err(e) = http::send_now(&mut stream, endpoint, &chunked, deadline) {
-        // A collector that refused the head just now, and closed the connection.
-        answers.read_now(&mut stream);
-        return match final_status(&mut answers, &mut continued) {
-            Some(code) => final_answer(config, addr, body, deadline, code, later),
-            None => Err(e),
-        };
-    }
-    if continued && !verdict {
-        return Ok(());
-    }
-    stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-    loop {
-        if !answers.wait(&mut stream, deadline)? {
-            return Err(format!(
-                "the collector at {} gave no HTTP answer",
-                endpoint.url
-            ));
-        }
-        if let Some(code) = final_status(&mut answers, &mut continued) {
-            return final_answer(config, addr, body, deadline, code, later);
-        }
-        if continued && !verdict {
-            // The collector's answer is waited for after the dispatch's (`handoff`): some
-            // collectors drop a request whose connection ends before they have answered.
-            if later {
-                let _ = handoff::defer(stream, Vec::new(), config.timeout);
-            }
-            return Ok(());
-        }
-    }
-}
-
-/// Takes the complete answers off `answers`: the first final one's status, if one is there;
-/// `continued` when one was `100 Continue`.
-fn final_status(answers: &mut http::Answers, continued: &mut bool) -> Option<u16> {
-    while let Some(code) = answers.next() {
-        match code {
-            100 => *continued = true,
-            101..=199 => {}
-            code => return Some(code),
-        }
-    }
-    None
-}
-
-/// The export's end once the collector has given its final answer `code`.
-fn final_answer(
-    config: &Config,
-    addr: SocketAddr,
-    body: &[u8],
-    deadline: Instant,
-    code: u16,
-    later: bool,
-) -> Result<(), String> {
-    match code {
-        // A collector that does not take a body announced this way (411 Length Required,
-        // 417 Expectation Failed, 501 Not Implemented): the plain request, once more.
-        411 | 417 | 501 => plain(config, &[addr], body, deadline, later),
-        code => http::verdict(&config.endpoint, code),
-    }
-}
-
-/// `body` posted with its length given, on a connection of its own to `addrs`, waiting for
-/// the collector's final answer; or, `later`, once connected, leaving the request and the wait
-/// for after the dispatch's answer (`handoff`): the collector has answered on the first
-/// connection already, so it is there.
-fn plain(
-    config: &Config,
-    addrs: &[SocketAddr],
-    body: &[u8],
-    deadline: Instant,
-    later: bool,
-) -> Result<(), String> {
-    let (mut stream, _) = http::connect(&config.endpoint, Some(addrs), deadline)?;
-    let mut request = Vec::with_capacity(body.len() + 512);
-    http::head(
-        &mut request,
-        &config.endpoint,
-        &config.headers,
-        config.protocol.content_type(),
-        http::Framing::Length(body.len()),
-    );
-    request.extend_from_slice(body);
-    if later {
-        match handoff::defer(stream, request, config.timeout) {
-            Ok(()) => return Ok(()),
-            Err((back, bytes)) => (stream, request) = (back, bytes),
-        }
-    }
-    http::exchange(&mut stream, &config.endpoint, &request, deadline)
 }
 
 fn queue(
     background: &Background,
     config: &'static Config,
-    body: Vec<u8>,
+    spans: Vec<SpanRecord>,
     warnings: &mut Vec<String>,
 ) {
-    let earlier = background
-        .failed
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some((why, n)) = earlier {
+    let mut state = lock(background);
+    if state.no_thread {
+        warnings.push(format!(
+            "OpenTelemetry: cannot start the export thread; the spans of this dispatch were not exported to {}",
+            config.endpoint
+        ));
+        return;
+    }
+    if let Some((why, n)) = state.failed.take() {
         warnings.push(format!(
             "OpenTelemetry: {n} earlier export(s) to {} failed: {why}; the dispatches were not affected",
-            config.endpoint.url
+            config.endpoint
         ));
     }
-    {
-        let mut count = background
-            .outstanding
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *count += 1;
-    }
-    if background.queue.try_send(Job { config, body }).is_err() {
-        let mut count = background
-            .outstanding
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *count = count.saturating_sub(1);
+    let dropped = std::mem::take(&mut state.dropped);
+    if dropped > 0 {
         warnings.push(format!(
-            "OpenTelemetry: the export queue to {} is full ({QUEUE} requests waiting); this dispatch's spans were dropped",
-            config.endpoint.url
+            "OpenTelemetry: the export queue to {} was full ({QUEUE} spans waiting): {dropped} span(s) of earlier dispatches were dropped",
+            config.endpoint
         ));
+    }
+    if state.queue.len() + spans.len() > QUEUE {
+        state.dropped += spans.len();
+        return;
+    }
+    state.config = Some(config);
+    let first = state.queue.is_empty();
+    if first {
+        state.since = Some(Instant::now());
+    }
+    state.queue.extend(spans);
+    // The exporter waits without a deadline while the queue is empty: the first spans set it.
+    if first || state.queue.len() >= BATCH {
+        background.wake.notify_one();
     }
 }
 
@@ -478,17 +253,45 @@ pub fn flush(limit: Duration) {
         return;
     };
     let deadline = Instant::now() + limit;
-    let (count, done) = &*background.outstanding;
-    let mut count = count
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    while *count > 0 {
+    let mut state = lock(background);
+    state.flushing = true;
+    background.wake.notify_one();
+    while !state.queue.is_empty() || state.sending > 0 {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return;
         };
-        count = done
-            .wait_timeout(count, left)
+        state = background
+            .idle
+            .wait_timeout(state, left)
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .0;
+    }
+}
+
+/// What the background holds now, for the tests: spans queued, sending and dropped.
+#[cfg(test)]
+fn counts() -> (usize, usize, usize) {
+    BACKGROUND.get().map_or((0, 0, 0), |b| {
+        let state = lock(b);
+        (state.queue.len(), state.sending, state.dropped)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gzip_is_a_gzip_stream_of_the_body() {
+        use std::io::Read as _;
+        let body = b"spans spans spans spans".repeat(100);
+        let packed = gzip(&body);
+        assert!(packed.len() < body.len() / 4);
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&packed[..])
+            .read_to_end(&mut back)
+            .unwrap();
+        assert_eq!(back, body);
+        assert_eq!(counts(), (0, 0, 0));
     }
 }

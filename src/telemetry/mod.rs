@@ -2,23 +2,20 @@
 //! child span per handler, posted over OTLP/HTTP to the collector the standard variables name.
 //!
 //! This module knows nothing of settings or the pipeline: the chain tells it when a handler is
-//! about to start ([`handler_started`], which gives the handler its `TRACEPARENT`) and when it
-//! is under way ([`handler_spawned`]), and the dispatch hands it the finished spans' attributes
-//! ([`finish`]). With export off (no endpoint variable) every entry point returns at once, and a
-//! dispatch that starts no handler creates no id, builds no span and opens no connection.
+//! about to start ([`handler_started`], which gives the handler its `TRACEPARENT`), and the
+//! dispatch hands it the finished spans' attributes ([`finish`]). With export off (no endpoint
+//! variable) every entry point returns at once, and a dispatch that starts no handler creates no
+//! id, builds no span and opens no connection.
 //!
-//! `run` begins its request to the collector once the first handler is under way, so that the
-//! handler's start does not wait for it, and waits for the collector at most
-//! [`config::FOREGROUND_BOUND`] before it answers; `serve` hands the spans to a thread of its own
-//! ([`export`]) and answers at once.
+//! `run` posts its spans once the dispatch ends and waits for the collector at most
+//! [`config::FOREGROUND_BOUND`] before it answers; `serve` queues them for a thread of its own
+//! that posts them in batches ([`export`]), and answers at once. The posts go through the
+//! dispatcher's one HTTP client (`crate::http`), `https://` included.
 
 pub mod config;
-pub mod connect;
 pub mod context;
 pub mod encode;
 pub mod export;
-pub mod handoff;
-pub mod http;
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -96,10 +93,6 @@ struct Active {
     handlers: Vec<(usize, [u8; 8], u64)>,
     /// Warnings for the dispatch's report, given when it ends.
     warnings: Vec<String>,
-    /// The connection to the collector, opened while the handlers run (foreground only).
-    opening: Option<export::Opening>,
-    /// Whether [`export::open`] was called for `opening`.
-    opened: bool,
 }
 
 enum Trace {
@@ -138,8 +131,6 @@ pub fn begin_dispatch(traceparent: Option<&str>, started: Instant) {
             trace: None,
             handlers: Vec::new(),
             warnings: Vec::new(),
-            opening: None,
-            opened: false,
         });
     });
 }
@@ -197,26 +188,6 @@ pub fn handler_started(index: usize) -> Option<(&'static str, String)> {
             .push((index, span_id, unix_nanos(SystemTime::now())));
         Some(("TRACEPARENT", context::format(&trace_id, &span_id)))
     })
-}
-
-/// The handler [`handler_started`] was told of is under way (started, or it could not be): the
-/// first time in a dispatch that is exported, the request to the collector is begun
-/// ([`export::open`]), so that connecting and sending its head overlap the handler's own start
-/// instead of delaying it.
-pub fn handler_spawned() {
-    ACTIVE.with(|active| {
-        let mut active = active.borrow_mut();
-        let Some(active) = active.as_mut() else {
-            return;
-        };
-        if active.opened {
-            return;
-        }
-        if let Some(Trace::Recorded { config, .. }) = &active.trace {
-            active.opened = true;
-            active.opening = export::open(config);
-        }
-    });
 }
 
 /// The span of a handler that goes on after its dispatch has answered (a background handler,
@@ -283,8 +254,7 @@ pub fn export_detached(
         attributes,
         error,
     };
-    let opening = export::open(config);
-    export::send(config, vec![span], opening, warnings);
+    export::send(config, vec![span], warnings);
 }
 
 /// Returns true if and only if the dispatch in progress has spans to export: export is on and
@@ -351,11 +321,5 @@ pub fn finish(finished: Finished, warnings: &mut Vec<String>) {
             error: handler.error,
         });
     }
-    // Should no action have said that its handler was under way, the request is begun now.
-    let opening = if active.opened {
-        active.opening
-    } else {
-        export::open(config)
-    };
-    export::send(config, spans, opening, warnings);
+    export::send(config, spans, warnings);
 }

@@ -29,6 +29,11 @@ use crate::settings::{Action, Group, Program};
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
 /// Once this much has been hashed, further files are identified, not hashed.
 pub const MAX_TOTAL_BYTES: u64 = 64 << 20;
+/// A word this long names no file: the system refuses to open a path of that many bytes.
+#[cfg(unix)]
+const MAX_PATH_BYTES: usize = 4096;
+#[cfg(not(unix))]
+const MAX_PATH_BYTES: usize = 32 << 10;
 /// Distinct words that may name a file in the project (every relative word, and absolute ones
 /// under the root); more makes the hooks untrustable.
 pub const MAX_NAMED_PATHS: usize = 4096;
@@ -63,6 +68,9 @@ pub struct Digest {
     /// The handlers (`hooks.Stop[0].hooks[1]`) whose command could not be split as a shell
     /// would: every token of theirs that names a file in the project is covered instead.
     pub fallback: Vec<String>,
+    /// The words `/bin/sh` and bash read differently, each with its handler and both readings
+    /// (every one is covered), for the review.
+    pub readings: Vec<String>,
 }
 
 /// One covered file inside the project.
@@ -92,31 +100,47 @@ pub fn compute(
 ) -> Result<Digest, String> {
     let root = crate::fs::canonical(root)
         .map_err(|e| format!("cannot resolve the project root {}: {e}", root.display()))?;
-    let hooks = canonical_hooks(bytes)?;
+    let hooks = canonical_top(bytes, layer.reads_layer_sandbox())?;
     let folder = hooks_folder(&root, layer.hooks_folder().unwrap_or(HOOKS_FOLDER))?;
 
     // Each distinct word once: resolving a path costs more than comparing a string.
     let mut words = Words::default();
     let mut fallback = Vec::new();
+    let mut readings = Vec::new();
     for group in groups {
         for handler in &group.handlers {
-            let mut own = Words {
-                words: std::mem::take(&mut words.words),
-                fallback: false,
-            };
+            words.fallback = false;
+            words.readings.clear();
             match &handler.action {
                 Action::Process(Program::Shell(command) | Program::PowerShell(command)) => {
-                    own.add_command(command)
+                    words.add_command(command)
                 }
-                Action::Process(Program::Argv(argv)) => own.add_argv(argv),
+                Action::Process(Program::Argv(argv)) => words.add_argv(argv),
                 Action::Process(Program::Exec { program, args }) => {
-                    own.add_argv(std::iter::once(program).chain(args));
+                    words.add_argv(std::iter::once(program).chain(args));
                 }
+                // It names no file: its url, headers and allowedEnvVars are in the hooks'
+                // canonical JSON, which the digest covers whole (contract §19).
+                Action::Http(_) => {}
             }
-            if own.fallback {
-                fallback.push(format!("{}.hooks[{}]", group.path(), handler.index));
+            let place = format!("{}.hooks[{}]", group.path(), handler.index);
+            if let Some(why) = &words.refused {
+                return Err(format!(
+                    "{why} (past it at {place}); such hooks cannot be reviewed, so they cannot \
+                     be trusted"
+                ));
             }
-            words.words = own.words;
+            if words.fallback {
+                fallback.push(place.clone());
+            }
+            for reading in &words.readings {
+                readings.push(format!(
+                    "{place}: {:?} is {} to /bin/sh and {} to bash",
+                    reading.written,
+                    quoted_list(&reading.sh),
+                    quoted_list(&reading.bash)
+                ));
+            }
         }
     }
     // A tree, not a list: a settings file of many megabytes can repeat a word millions of times.
@@ -193,7 +217,17 @@ pub fn compute(
         scripts,
         watched,
         fallback,
+        readings,
     })
+}
+
+/// `"a"`, or `"a", "b"`: words as the review shows them.
+fn quoted_list(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("{w:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The hooks folder's files, by their paths through the folder, and its folders (whose entries
@@ -457,7 +491,8 @@ fn path_bytes(path: &Path) -> Vec<u8> {
 /// file while the handler runs another. Whether the file is inside the root is decided once
 /// every link is resolved ([`examine`]).
 fn candidate(root: &Path, word: &str) -> Option<PathBuf> {
-    if word.is_empty() || word.contains('\0') {
+    // The system opens no path that long: such a word names no file a handler could run.
+    if word.is_empty() || word.len() >= MAX_PATH_BYTES || word.contains('\0') {
         return None;
     }
     let path = Path::new(word);
@@ -472,18 +507,36 @@ fn candidate(root: &Path, word: &str) -> Option<PathBuf> {
     if path.starts_with(root) {
         return (path != root).then(|| path.to_path_buf());
     }
-    // Through symlinks: the nearest folder that exists, resolved, and the rest as written.
-    let mut base = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = base.canonicalize() {
-            let mut full = real;
-            full.extend(rest.iter().rev());
-            return (full.starts_with(root) && full != root).then_some(full);
+    // Through symlinks: the longest leading part that resolves, resolved, and the rest as
+    // written. A part resolves only if every shorter one does, so it is found by halving, in
+    // a few resolutions whatever the word's length.
+    let parts: Vec<std::path::Component<'_>> = path.components().collect();
+    let prefix = |n: usize| -> PathBuf { parts[..n].iter().collect() };
+    let lead = parts
+        .iter()
+        .take_while(|c| {
+            matches!(
+                c,
+                std::path::Component::Prefix(_) | std::path::Component::RootDir
+            )
+        })
+        .count()
+        .max(1);
+    let (mut good, mut bad) = (lead, parts.len() + 1);
+    let mut real = prefix(lead).canonicalize().ok()?;
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        match prefix(mid).canonicalize() {
+            Ok(resolved) => {
+                good = mid;
+                real = resolved;
+            }
+            Err(_) => bad = mid,
         }
-        rest.push(base.file_name()?);
-        base = base.parent()?;
     }
+    let mut full = real;
+    full.extend(parts[good..].iter());
+    (full.starts_with(root) && full != root).then_some(full)
 }
 
 /// The relative path and hash of the regular file at `path`, when it is one and, all symlinks
@@ -558,16 +611,38 @@ fn identity(meta: &std::fs::Metadata) -> String {
 /// repeated keys keep their order and are all kept: the dispatch reads every one of them),
 /// no white space. Every top-level `hooks` member is included, in order.
 pub fn canonical_hooks(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    canonical_top(bytes, false)
+}
+
+/// [`canonical_hooks`], then, when `with_sandbox` and the file has a top-level `"sandbox"` (the
+/// policy of its handlers, contract §20), a newline, `sandbox:` and each one's canonical JSON:
+/// a file that loosens its sandbox is trusted again. Canonical JSON holds no raw newline, and a
+/// file without the key keeps the digest it had.
+pub fn canonical_top(bytes: &[u8], with_sandbox: bool) -> Result<Vec<u8>, String> {
     let top: Canon = serde_json::from_slice(bytes)
         .map_err(|e| format!("the settings file cannot be read for its digest: {e}"))?;
     let mut out = Vec::new();
+    let mut sandbox = Vec::new();
+    let mut plain_http = Vec::new();
     if let Canon::Object(members) = top {
         for (key, value) in members {
             if key == "hooks" {
                 value.write(&mut out);
+            } else if with_sandbox && key == crate::settings::sandbox::KEY {
+                sandbox.extend_from_slice(b"\nsandbox:");
+                value.write(&mut sandbox);
+            } else if key == crate::settings::ALLOW_PLAIN_HTTP {
+                // It decides whether an http handler is sent (contract §19), so it is trusted
+                // with the hooks; a file without it digests as it always did.
+                plain_http.extend_from_slice(b"\0");
+                plain_http.extend_from_slice(key.as_bytes());
+                plain_http.push(b'=');
+                value.write(&mut plain_http);
             }
         }
     }
+    out.extend(sandbox);
+    out.extend(plain_http);
     Ok(out)
 }
 

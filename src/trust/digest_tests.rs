@@ -42,6 +42,14 @@ fn canonical_json_sorts_keys_keeps_repeats_and_drops_space() {
         "the order of repeated events is the order they run in"
     );
     assert_eq!(canonical_hooks(br#"{"a":1}"#).unwrap(), b"");
+    // allowPlainHttp decides whether an http handler is sent: trusted with the hooks.
+    let plain = canonical_hooks(br#"{"allowPlainHttp":true,"hooks":{"Stop":[]}}"#).unwrap();
+    assert_eq!(plain, b"{\"Stop\":[]}\0allowPlainHttp=true");
+    assert_ne!(
+        plain,
+        canonical_hooks(br#"{"hooks":{"Stop":[]}}"#).unwrap(),
+        "turning it on is an edit"
+    );
     assert_eq!(
         canonical_hooks(br#"{"hooks":{"on":true,"off":false,"none":null}}"#).unwrap(),
         br#"{"none":null,"off":false,"on":true}"#
@@ -212,4 +220,33 @@ fn too_many_named_paths_cannot_be_trusted() {
     )
     .unwrap_err();
     assert!(err.contains("cannot be trusted"), "{err}");
+}
+
+/// A project that loosens its sandbox (contract §20), on a handler, a group or the whole file,
+/// has another digest; a file that never names one keeps the digest it had.
+#[test]
+fn the_sandbox_is_part_of_what_is_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let with = |top: &str, handler: &str| {
+        format!(r#"{{{top}"hooks":{{"Stop":[{{"hooks":[{{"command":"true"{handler}}}]}}]}}}}"#)
+    };
+    let plain = digest(root, &with("", "")).digest;
+    let digests = [
+        digest(root, &with("", r#","sandbox":true"#)).digest,
+        digest(root, &with("", r#","sandbox":{"network":true}"#)).digest,
+        digest(root, &with(r#""sandbox":true,"#, "")).digest,
+        digest(root, &with(r#""sandbox":{"write":["~"]},"#, "")).digest,
+    ];
+    for (i, d) in digests.iter().enumerate() {
+        assert_ne!(*d, plain, "{i}");
+        for (j, e) in digests.iter().enumerate().skip(i + 1) {
+            assert_ne!(d, e, "{i} and {j}");
+        }
+    }
+    assert_eq!(
+        canonical_top(with("", "").as_bytes(), true).unwrap(),
+        canonical_hooks(with("", "").as_bytes()).unwrap(),
+        "no key, no change"
+    );
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{assess_read, trust_all_in, Assessment, ProjectTrust, State};
 use crate::settings::layers::{self, LayerKind, LayerPath};
+use crate::settings::sandbox;
 
 /// Applies the user and data layers' settings and each project layer's trust to the layers of
 /// one dispatch, in layer order.
@@ -15,6 +16,8 @@ pub struct Gate {
     trust_all: bool,
     /// The agents' switches the user or data layer turned on (`claudeCodeHooks`).
     switches: Vec<&'static str>,
+    /// The user or data layer's file that sets `sandboxProjectHooks` (contract §20).
+    sandbox_projects: Option<PathBuf>,
     /// The assessment of each layer inside the project that had hooks to assess, in layer
     /// order.
     pub assessments: Vec<Assessment>,
@@ -26,6 +29,7 @@ impl Gate {
             root: root.to_path_buf(),
             trust_all: false,
             switches: Vec::new(),
+            sandbox_projects: None,
             assessments: Vec::new(),
         }
     }
@@ -34,6 +38,12 @@ impl Gate {
     /// when a user or data layer read before it turns it on (contract §12).
     pub fn opens(&self, kind: LayerKind) -> bool {
         kind.switch().is_none_or(|s| self.switches.contains(&s))
+    }
+
+    /// The user or data layer's file that puts the project's handlers in a sandbox
+    /// (`sandboxProjectHooks`), once one read so far does.
+    pub fn sandboxes_projects(&self) -> Option<&Path> {
+        self.sandbox_projects.as_deref()
     }
 
     /// The agents' switches turned on so far.
@@ -61,6 +71,11 @@ impl Gate {
                     Err(problem) => warnings.push(format!("{}: {problem}", layer.path.display())),
                 }
                 layers::switches_in(bytes, &layer.path, &mut self.switches, warnings);
+                if self.sandbox_projects.is_none()
+                    && sandbox::projects_sandboxed(bytes, &layer.path, warnings)
+                {
+                    self.sandbox_projects = Some(layer.path.clone());
+                }
                 true
             }
             kind if kind.project_file().is_some() => {
@@ -102,7 +117,7 @@ mod tests {
     /// The one search that spares the others finds every setting they look for.
     #[test]
     fn every_personal_setting_is_found_by_the_first_search() {
-        let mut names = vec![super::super::TRUST_ALL];
+        let mut names = vec![super::super::TRUST_ALL, sandbox::PROJECT_SWITCH];
         names.extend(layers::agent_layers().filter_map(|(kind, _)| kind.switch()));
         for name in names {
             let text = format!("{{\"{name}\": true}}");

@@ -12,6 +12,7 @@
 pub mod digest;
 mod gate;
 pub mod memo;
+pub mod reviewed;
 pub mod seal;
 pub mod status;
 pub mod store;
@@ -253,6 +254,9 @@ pub struct Assessment {
     pub untrustable: Option<String>,
     /// Another root at which the same hooks were trusted, when that makes them `changed`.
     pub trusted_at: Option<String>,
+    /// The digest the store recorded for this layer, when it is not the one computed now: what
+    /// the review compares with ([`reviewed`]).
+    pub trusted_digest: Option<String>,
     /// Warnings: the store, the variable.
     pub warnings: Vec<String>,
     /// Files whose change can change this assessment, besides the settings layers: the store
@@ -370,6 +374,7 @@ pub fn assess_read(
         digest: None,
         untrustable: None,
         trusted_at: None,
+        trusted_digest: None,
         warnings: Vec::new(),
         watched: Vec::new(),
     };
@@ -435,6 +440,7 @@ pub fn assess_read(
             scripts: Vec::new(),
             watched: recalled.seal.paths().skip(1).collect(),
             fallback: Vec::new(),
+            readings: Vec::new(),
         },
         None => match digest::compute(root, layer, bytes, &groups) {
             Ok(digest) => digest,
@@ -468,7 +474,8 @@ pub fn assess_read(
         State::Trusted(By::Store)
     } else if *opt_in == OptIn::Digest(digest.digest.clone()) {
         State::Trusted(By::Environment)
-    } else if recorded.is_some() {
+    } else if let Some(recorded) = recorded {
+        assessment.trusted_digest = Some(recorded.to_string());
         State::Changed
     } else if let Some(other) = layer_key
         .as_deref()
@@ -593,6 +600,7 @@ fn sealed(root: &Path, layer: LayerKind, read: &std::fs::Metadata) -> Option<Ass
         digest: None,
         untrustable: None,
         trusted_at: None,
+        trusted_digest: None,
         warnings: Vec::new(),
         watched,
     })

@@ -12,7 +12,7 @@ use super::store::{self, Entry};
 use super::Digest;
 use super::{Assessment, State};
 use crate::settings::layers::{self, LayerKind, Loaded};
-use crate::settings::{Action, Written};
+use crate::settings::Written;
 
 /// The bytes of `layer`'s file in the project at `root` (empty when there is none), and a
 /// warning when it is unusable.
@@ -131,8 +131,7 @@ fn layer_json(
     let mut hooks = Vec::new();
     for group in super::all_groups(assessment.layer, &assessment.path, bytes) {
         for handler in &group.handlers {
-            let Action::Process(program) = &handler.action;
-            let written = Written::of(program);
+            let written = Written::of_action(&handler.action);
             let mut entry = json!({
                 "event": group.event,
                 "path": format!("{}.hooks[{}]", group.path(), handler.index),
@@ -149,6 +148,15 @@ fn layer_json(
             }
             if handler.background {
                 entry["async"] = json!(true);
+            }
+            if let Some(policy) = &handler.sandbox.policy {
+                entry["sandbox"] = policy.json();
+            }
+            // An http handler's request (contract §19): what it posts to, and with what.
+            for (field, value) in written.json_members() {
+                if matches!(field.as_str(), "url" | "headers" | "allowedEnvVars") {
+                    entry[field] = value;
+                }
             }
             hooks.push(entry);
         }
@@ -167,6 +175,7 @@ fn layer_json(
         "hooks": hooks,
         "scripts": digest.map_or_else(Vec::new, |d| d.scripts.iter().map(|s| json!({"path": s.path, "hash": s.hash, "in_hooks_folder": s.in_folder, "via": s.via})).collect()),
         "fallback": digest.map_or_else(Vec::new, |d| d.fallback.clone()),
+        "readings": digest.map_or_else(Vec::new, |d| d.readings.clone()),
         "trusted_at": assessment.trusted_at,
         "untrustable": assessment.untrustable,
         "warnings": warnings,
@@ -174,7 +183,14 @@ fn layer_json(
 }
 
 /// Records the assessed digest as trusted in the store at `store_path`.
-pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updated, String> {
+/// Records `layer` as trusted, with what was reviewed kept beside the store for the next
+/// review ([`super::reviewed`]; a failure to keep it is a warning, not an error).
+pub fn record(
+    store_path: &Path,
+    layer: &Layer,
+    warnings: &mut Vec<String>,
+) -> Result<store::Updated, String> {
+    let assessment = &layer.assessment;
     let Some(digest) = &assessment.digest else {
         return Err("no digest to record".into());
     };
@@ -186,13 +202,20 @@ pub fn record(store_path: &Path, assessment: &Assessment) -> Result<store::Updat
         at: Some(crate::fs::now_ms()),
         seal: seal(assessment, digest),
     };
-    store::update(store_path, |s| {
+    let updated = store::update(store_path, |s| {
         // Trusting any layer of a denied project lifts the denial: a person said yes.
         if matches!(s.projects.get(&root), Some(Entry::Denied { .. })) {
             s.projects.remove(&root);
         }
         s.projects.insert(key, entry);
-    })
+    })?;
+    let reviewed = super::reviewed::Reviewed::of(&layer.bytes, digest);
+    if let Err(why) = super::reviewed::save(store_path, &digest.digest, &reviewed) {
+        warnings.push(format!(
+            "what was reviewed was not kept, so the next review cannot show what changed: {why}"
+        ));
+    }
+    Ok(updated)
 }
 
 /// The seal of what `digest` hashed, when the files are settled and still the ones hashed: the

@@ -1,27 +1,60 @@
 //! The words of a handler's `command` that may name a file it runs, split as `/bin/sh` splits
 //! them (contract §13), for the files the digest covers outside the hooks folder.
 //!
-//! The splitter knows quotes (`'…'`, `"…"`, `$'…'`, backslashes), comments, line breaks, the
-//! operators (`;`, `&`, `|`, `(`, `)`) and redirections, glued to a word or not (`g.sh>log`,
-//! `2>&1`, `sh<g.sh`, `0<g.sh`, `<>g.sh`, `&>log`). The target of an output redirection is left
+//! The words are the shell's reading ([`crate::shell`], the one the `if` filter and `validate`
+//! use): quotes (`'…'`, `"…"`, `$'…'`, backslashes), comments, line breaks, the operators (`;`,
+//! `&`, `|`, `(`, `)`) and redirections, glued to a word or not (`g.sh>log`, `2>&1`, `sh<g.sh`,
+//! `0<g.sh`, `<>g.sh`, `&>log`), here-documents. The target of an output redirection is left
 //! out: a file a hook writes to is not a file it runs, and hashing it would change the digest
 //! with every run. The target of an input redirection is kept: `sh < g.sh` runs `g.sh`.
+//!
+//! A command is read as `/bin/sh` reads it and as bash does, and every word of both readings
+//! counts: `sh $'g.sh'` runs `g.sh` in bash and `$g.sh` in dash, `sh {g,h}.sh` two scripts in
+//! bash and one in dash. [`Words::readings`] lists the words the two read differently, for the
+//! review to show.
 //!
 //! No splitter short of a shell gets every command right, so what it cannot follow (a quote left
 //! open, command substitution, a command nested deeper than [`NESTING`]) makes it fall back to
 //! something that hashes more, never less: every token of the text, cut at white space, quotes
 //! and operators. [`Words::fallback`] says so, and the review shows it.
+//!
+//! The work is bounded: past [`MAX_READ_BYTES`] of commands read (words read again as commands
+//! included), or a word that bash's braces make more than [`shell::MAX_FIELDS`] words of, the
+//! words cannot be known, and [`Words::refused`] says why.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::shell::{self, text_of, Dialect, Part, Word};
 
 /// How deep commands inside commands (`sh -c '…'`) are split.
 pub const NESTING: usize = 3;
+
+/// How much text a layer's handlers' commands may hold, words read again as commands included:
+/// no review takes in more, and the reading stays short.
+pub const MAX_READ_BYTES: usize = 256 << 10;
+
+/// A word that `/bin/sh` and bash read differently.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// As written.
+    pub written: String,
+    /// What `/bin/sh` (dash) makes of it.
+    pub sh: Vec<String>,
+    /// What bash makes of it.
+    pub bash: Vec<String>,
+}
 
 /// The candidate words of a handler, and whether any part of it had to fall back.
 #[derive(Debug, Default)]
 pub struct Words {
     pub words: BTreeSet<String>,
     pub fallback: bool,
+    /// The words `/bin/sh` and bash read differently, each reading among [`Self::words`].
+    pub readings: Vec<Reading>,
+    /// Why the words cannot be known at all, once the reading went past its bounds.
+    pub refused: Option<String>,
+    /// The bytes read so far.
+    read: usize,
 }
 
 impl Words {
@@ -39,16 +72,67 @@ impl Words {
         }
     }
 
+    /// Counts `bytes` more read as a command; false once past [`MAX_READ_BYTES`]. (A word that
+    /// is not read as a command costs a comparison, and one too long to be a path no look-up.)
+    fn budget(&mut self, bytes: usize) -> bool {
+        if self.refused.is_some() {
+            return false;
+        }
+        self.read = self.read.saturating_add(bytes);
+        if self.read > MAX_READ_BYTES {
+            self.refused = Some(format!(
+                "the handlers' commands hold more than {} KiB of text to read for the files \
+                 they name",
+                MAX_READ_BYTES >> 10
+            ));
+            return false;
+        }
+        true
+    }
+
     fn command(&mut self, command: &str, depth: usize) {
+        if !self.budget(command.len()) {
+            return;
+        }
         let split = split(command);
+        if split.too_many_fields {
+            self.refused = Some(format!(
+                "a word of the handlers' commands makes more than {} words by bash's brace \
+                 expansion",
+                shell::MAX_FIELDS
+            ));
+            return;
+        }
         if split.fallback {
             self.fallback = true;
             for token in tokens(command) {
                 self.insert(token);
             }
         }
+        for reading in split.readings {
+            if !self.readings.contains(&reading) {
+                self.readings.push(reading);
+            }
+        }
         for word in split.words {
             self.word(word, depth);
+        }
+        // A here-document's lines are split as commands: a shell reading them runs them, and
+        // splitting them can only add words.
+        for body in split.heredocs {
+            self.nested(&body, depth);
+        }
+    }
+
+    /// The words of `text`, a command inside a command, as deep as [`NESTING`] allows.
+    fn nested(&mut self, text: &str, depth: usize) {
+        if depth < NESTING {
+            self.command(text, depth + 1);
+        } else {
+            self.fallback = true;
+            for token in tokens(text) {
+                self.insert(token);
+            }
         }
     }
 
@@ -59,14 +143,7 @@ impl Words {
         if !new || !looks_like_a_command(&word) {
             return;
         }
-        if depth < NESTING {
-            self.command(&word, depth + 1);
-        } else {
-            self.fallback = true;
-            for token in tokens(&word) {
-                self.insert(token);
-            }
-        }
+        self.nested(&word, depth);
     }
 
     /// One word, with the forms a handler may see it in: the project-directory variables at its
@@ -136,238 +213,70 @@ fn expand_project_dir(word: &str) -> Option<String> {
 /// What one pass of the splitter gave.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Split {
+    /// The words of both readings.
     pub words: Vec<String>,
     /// Something in the text the splitter cannot follow as a shell would.
     pub fallback: bool,
+    /// The bodies of its here-documents: a shell reading one (`sh <<EOF`) runs its lines.
+    pub heredocs: Vec<String>,
+    /// The words `/bin/sh` and bash read differently.
+    pub readings: Vec<Reading>,
+    /// A word makes more than [`shell::MAX_FIELDS`] words by bash's brace expansion.
+    pub too_many_fields: bool,
 }
 
-/// What the next word is to a redirection before it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// An ordinary word.
-    None,
-    /// The target of an output redirection: left out.
-    Output,
-    /// The target of an input redirection, or a here-document's delimiter: kept.
-    Input,
-}
-
-/// Splits `command` as `/bin/sh` would, quotes removed, operators and redirections taken off.
+/// Splits `command` as the shell reads it ([`crate::shell`]), quotes removed, operators and
+/// redirections taken off: the words of every command, subshells and substitutions included,
+/// and the targets of the input redirections among them, in the order they are written, as
+/// `/bin/sh` reads them and then as bash does.
 pub fn split(command: &str) -> Split {
-    let chars: Vec<char> = command.chars().collect();
     let mut out = Split::default();
-    let mut w = Pending {
-        word: String::new(),
-        started: false,
-        quoted: false,
-        target: Target::None,
-    };
-    let mut i = 0;
-
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            ' ' | '\t' | '\n' => {
-                w.end(&mut out.words);
-                i += 1;
-            }
-            '#' if !w.started => {
-                // A comment, to the end of the line.
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '\\' => {
-                match chars.get(i + 1) {
-                    Some('\n') => {}
-                    Some(&next) => {
-                        w.word.push(next);
-                        w.started = true;
-                        w.quoted = true;
-                    }
-                    None => {
-                        w.word.push('\\');
-                        w.started = true;
-                    }
-                }
-                i += 2;
-            }
-            '\'' => {
-                w.started = true;
-                w.quoted = true;
-                let Some(end) = find(&chars, i + 1, '\'') else {
+    let mut kept: BTreeSet<String> = BTreeSet::new();
+    // Each word by where it is and how it is written, with what each shell makes of it.
+    let mut seen: BTreeMap<(usize, String), [Option<Vec<String>>; 2]> = BTreeMap::new();
+    for (d, dialect) in Dialect::ALL.into_iter().enumerate() {
+        let parse = shell::parse(command, dialect);
+        out.fallback |= parse.error.is_some();
+        for cmd in &parse.commands {
+            let targets = cmd
+                .redirects
+                .iter()
+                .filter(|r| r.op.reads())
+                .map(|r| &r.target);
+            let mut named: Vec<&Word> = cmd.words.iter().chain(targets).collect();
+            named.sort_by_key(|w| w.start);
+            for word in named {
+                // What a substitution prints becomes words nobody can know here.
+                if word.parts.iter().any(|p| matches!(p, Part::Command { .. })) {
                     out.fallback = true;
-                    break;
+                }
+                let Ok(fields) = word.fields(dialect) else {
+                    out.too_many_fields = true;
+                    return out;
                 };
-                w.word.extend(&chars[i + 1..end]);
-                i = end + 1;
-            }
-            '$' if chars.get(i + 1) == Some(&'\'') => {
-                // `$'…'`: the escapes are taken as the characters they escape, which is right for
-                // the common ones and may miss others: fall back too.
-                w.started = true;
-                w.quoted = true;
-                let mut j = i + 2;
-                let mut closed = false;
-                while j < chars.len() {
-                    match chars[j] {
-                        '\\' if j + 1 < chars.len() => {
-                            w.word.push(chars[j + 1]);
-                            j += 2;
-                        }
-                        '\'' => {
-                            closed = true;
-                            j += 1;
-                            break;
-                        }
-                        other => {
-                            w.word.push(other);
-                            j += 1;
-                        }
+                let texts: Vec<String> = fields.iter().map(|f| text_of(f)).collect();
+                for text in &texts {
+                    if kept.insert(text.clone()) {
+                        out.words.push(text.clone());
                     }
                 }
-                out.fallback = true;
-                if !closed {
-                    break;
+                seen.entry((word.start, word.written.clone())).or_default()[d] = Some(texts);
+            }
+            for doc in cmd.redirects.iter().filter_map(|r| r.heredoc.as_ref()) {
+                if !doc.body.is_empty() && !out.heredocs.contains(&doc.body) {
+                    out.heredocs.push(doc.body.clone());
                 }
-                i = j;
-            }
-            '$' if chars.get(i + 1) == Some(&'(') => {
-                // Command substitution: what it prints becomes words nobody can know here. Its
-                // inside is split on as commands are; the operators end the current word.
-                out.fallback = true;
-                w.end(&mut out.words);
-                i += 2;
-            }
-            '`' => {
-                out.fallback = true;
-                w.end(&mut out.words);
-                i += 1;
-            }
-            '"' => {
-                w.started = true;
-                w.quoted = true;
-                let mut j = i + 1;
-                let mut closed = false;
-                while j < chars.len() {
-                    match chars[j] {
-                        '\\' if matches!(chars.get(j + 1), Some('$' | '`' | '"' | '\\')) => {
-                            w.word.push(chars[j + 1]);
-                            j += 2;
-                        }
-                        '\\' if chars.get(j + 1) == Some(&'\n') => j += 2,
-                        '"' => {
-                            closed = true;
-                            j += 1;
-                            break;
-                        }
-                        '`' => {
-                            out.fallback = true;
-                            w.word.push('`');
-                            j += 1;
-                        }
-                        '$' if chars.get(j + 1) == Some(&'(') => {
-                            out.fallback = true;
-                            w.word.push('$');
-                            j += 1;
-                        }
-                        other => {
-                            w.word.push(other);
-                            j += 1;
-                        }
-                    }
-                }
-                if !closed {
-                    out.fallback = true;
-                    break;
-                }
-                i = j;
-            }
-            '>' | '<' => {
-                // A word of digits alone before it is the descriptor redirected, not a word.
-                if w.started && !w.quoted && w.word.bytes().all(|b| b.is_ascii_digit()) {
-                    w.word.clear();
-                    w.started = false;
-                } else {
-                    w.end(&mut out.words);
-                }
-                let next = chars.get(i + 1).copied();
-                let (kind, len) = match (c, next) {
-                    ('>', Some('>' | '|' | '&')) => (Target::Output, 2),
-                    ('>', _) => (Target::Output, 1),
-                    ('<', Some('<')) => {
-                        // `<<`, `<<-` and `<<<`: the delimiter or the string is kept, and the
-                        // lines of a here-document are split as commands (a shell reading
-                        // them runs them), which can only add words.
-                        let len = if matches!(chars.get(i + 2), Some('-' | '<')) {
-                            3
-                        } else {
-                            2
-                        };
-                        (Target::Input, len)
-                    }
-                    ('<', Some('>' | '&')) => (Target::Input, 2),
-                    _ => (Target::Input, 1),
-                };
-                w.target = kind;
-                i += len;
-            }
-            '&' if chars.get(i + 1) == Some(&'>') => {
-                w.end(&mut out.words);
-                w.target = Target::Output;
-                i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
-            }
-            ';' | '&' | '|' | '(' | ')' => {
-                w.end(&mut out.words);
-                w.target = Target::None;
-                i += 1;
-            }
-            other => {
-                w.word.push(other);
-                w.started = true;
-                i += 1;
             }
         }
     }
-    if w.started && !out.fallback {
-        w.end(&mut out.words);
-    } else if w.started {
-        // The word a quote left open: a shell would not run that line, but keep it anyway.
-        out.words.push(w.word);
+    for ((_, written), [sh, bash]) in seen {
+        if let (Some(sh), Some(bash)) = (sh, bash) {
+            if sh != bash {
+                out.readings.push(Reading { written, sh, bash });
+            }
+        }
     }
     out
-}
-
-/// The word being read, and what a redirection before it makes of it.
-struct Pending {
-    word: String,
-    /// Whether a word has begun (a quoted empty string is a word).
-    started: bool,
-    /// Whether any of it was quoted.
-    quoted: bool,
-    target: Target,
-}
-
-impl Pending {
-    /// Ends the word, if one has begun: kept in `words` unless it is an output's target.
-    fn end(&mut self, words: &mut Vec<String>) {
-        if self.started {
-            let done = std::mem::take(&mut self.word);
-            if self.target != Target::Output {
-                words.push(done);
-            }
-            self.target = Target::None;
-            self.started = false;
-            self.quoted = false;
-        }
-    }
-}
-
-fn find(chars: &[char], from: usize, wanted: char) -> Option<usize> {
-    chars[from.min(chars.len())..]
-        .iter()
-        .position(|&c| c == wanted)
-        .map(|p| p + from)
 }
 
 #[cfg(test)]
@@ -435,6 +344,43 @@ mod tests {
             assert!(all.words.contains(word), "{word}: {:?}", all.words);
         }
         assert!(!all.fallback);
+    }
+
+    #[test]
+    fn every_reading_of_bash_and_sh_is_a_word_and_is_listed() {
+        let mut all = Words::default();
+        all.add_command("sh $'g.sh' {a,b}.sh");
+        for word in ["g.sh", "$g.sh", "a.sh", "b.sh", "{a,b}.sh"] {
+            assert!(all.words.contains(word), "{word}: {:?}", all.words);
+        }
+        assert!(!all.fallback, "both readings are known");
+        let written: Vec<&str> = all.readings.iter().map(|r| r.written.as_str()).collect();
+        assert_eq!(written, ["$'g.sh'", "{a,b}.sh"]);
+        assert_eq!(all.readings[0].sh, ["$g.sh"]);
+        assert_eq!(all.readings[0].bash, ["g.sh"]);
+        assert_eq!(all.readings[1].bash, ["a.sh", "b.sh"]);
+        // What dash cannot read at all falls back; bash's reading still counts.
+        let mut quoted = Words::default();
+        quoted.add_command("sh $'it\\'s.sh'");
+        assert!(quoted.fallback);
+        assert!(quoted.words.contains("it's.sh"), "{:?}", quoted.words);
+    }
+
+    #[test]
+    fn the_text_read_is_bounded() {
+        let mut all = Words::default();
+        all.add_command(&format!("sh /{}", "a/".repeat(MAX_READ_BYTES)));
+        assert!(all.refused.as_deref().unwrap().contains("256 KiB"));
+        let mut braces = Words::default();
+        braces.add_command(&format!("sh {}", "{a,b}".repeat(10)));
+        assert!(braces
+            .refused
+            .as_deref()
+            .unwrap()
+            .contains("brace expansion"));
+        let mut fine = Words::default();
+        fine.add_command(&format!("sh /{} ./g.sh", "a/".repeat(MAX_READ_BYTES / 4)));
+        assert!(fine.refused.is_none() && fine.words.contains("./g.sh"));
     }
 
     #[test]

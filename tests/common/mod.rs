@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod certs;
 mod sandbox;
 pub use sandbox::{bin, command, Sandbox, CLEARED, TRUST};
 

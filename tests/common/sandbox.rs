@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 36] = [
+pub const CLEARED: [&str; 44] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -36,6 +36,9 @@ pub const CLEARED: [&str; 36] = [
     "NEXT_PUBLIC_CB_ENVIRONMENT",
     "LEVELCODE_MANAGED_SETTINGS",
     "ProgramData",
+    // The temporary folder a sandboxed handler may write in: a test that sandboxes one gives
+    // its own.
+    "TMPDIR",
     // OpenTelemetry export (src/environment.rs's `otel`).
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -51,14 +54,23 @@ pub const CLEARED: [&str; 36] = [
     "OTEL_TRACES_EXPORTER",
     "TRACEPARENT",
     "TRACESTATE",
+    "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
     "LEVELCODE_HOOKS_OTEL_CONTENT",
-    "LEVELCODE_HOOKS_OTEL_IN_PROCESS",
+    // The certificates an https:// request trusts (src/environment.rs's `ssl_cert_paths`).
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
     // What handlers are given.
     "LEVELCODE_HOOK_EVENT",
     "LEVELCODE_TOOL_NAME",
     "LEVELCODE_PROJECT_DIR",
     "CLAUDE_PROJECT_DIR",
     "CLAUDE_ENV_FILE",
+    "PYTHONSAFEPATH",
+    // The pager `trust` offers the scripts' text in.
+    "PAGER",
     // Colors for people (anstream).
     "NO_COLOR",
     "CLICOLOR",

@@ -77,16 +77,23 @@ fn schema_describes_the_hooks_key() {
             "args",
             "shell",
             "argv",
+            "url",
+            "headers",
+            "allowedEnvVars",
             "timeout",
             "enabled",
             "name",
             "onFailure",
             "protocol",
             "if",
-            "async"
+            "async",
+            "sandbox"
         ]
     );
     assert_eq!(handler["properties"]["async"]["default"], false);
+    for at in [&schema, &defs["group"], handler] {
+        assert_eq!(at["properties"]["sandbox"]["$ref"], "#/$defs/sandbox");
+    }
     assert_eq!(defs["group"]["properties"]["if"]["$ref"], "#/$defs/if");
     assert_eq!(handler["properties"]["if"]["$ref"], "#/$defs/if");
     assert_eq!(

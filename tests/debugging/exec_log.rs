@@ -250,3 +250,97 @@ fn log_without_a_file_says_how_to_get_one() {
     out.status(0);
     assert!(out.stdout.contains("0 dispatch(es)"), "{}", out.stdout);
 }
+
+/// A log line says which project the dispatch ran for and what the tool was given (its first
+/// 200 bytes), and `stats` counts the same handler in two projects as two rows, each naming
+/// its project.
+#[test]
+fn lines_name_the_project_and_the_input_and_stats_split_by_project() {
+    let env = Env::new();
+    env.user_settings(
+        r#"{"hooks":{"PreToolUse":[{"matcher":"run_terminal_command","hooks":[{"command":"true"}]}]}}"#,
+    );
+    let log = env.scratch("hooks.jsonl");
+    let other = env.scratch("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let long = "x".repeat(500);
+    for (dir, command) in [
+        (env.project(), "git push --force".to_string()),
+        (other.clone(), long.clone()),
+    ] {
+        let input = json!({ "command": command }).to_string();
+        env.run_env(
+            &[
+                "test",
+                "--event",
+                "PreToolUse",
+                "--tool",
+                "run_terminal_command",
+                "--input",
+                &input,
+                "--project-dir",
+                dir.to_str().unwrap(),
+            ],
+            &[("LEVELCODE_HOOKS_LOG", log.to_str().unwrap())],
+        )
+        .status(0);
+    }
+    let entries = lines(&log);
+    assert_eq!(entries[0]["project"], env.project().to_str().unwrap());
+    assert_eq!(entries[0]["input"], r#"{"command":"git push --force"}"#);
+    assert!(
+        entries[0].get("input_truncated").is_none(),
+        "{}",
+        entries[0]
+    );
+    assert_eq!(entries[1]["project"], other.to_str().unwrap());
+    assert_eq!(entries[1]["input"].as_str().unwrap().len(), 200);
+    assert_eq!(entries[1]["input_truncated"], true);
+
+    let file = log.to_str().unwrap();
+    let text = env.run(&["log", "--file", file]).status(0).stdout.clone();
+    assert!(
+        text.contains(&format!("  in {}", env.project().display()))
+            && text.contains(r#"input: {"command":"git push --force"}"#),
+        "{text}"
+    );
+    let stats = env
+        .run(&["stats", "--json", "--file", file])
+        .status(0)
+        .json();
+    let handlers = &stats["handlers"];
+    assert_eq!(strings(handlers, "label"), ["true", "true"], "{stats:#}");
+    let mut projects = strings(handlers, "project");
+    projects.sort_unstable();
+    let mut expected = [env.project(), other];
+    expected.sort();
+    assert_eq!(
+        projects,
+        expected
+            .iter()
+            .map(|p| p.to_str().unwrap())
+            .collect::<Vec<_>>()
+    );
+    let table = env.run(&["stats", "--file", file]).status(0).stdout.clone();
+    assert!(table.contains("PROJECT"), "{table}");
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("true ")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert_ne!(rows[0], rows[1], "{table}");
+}
+
+#[test]
+fn log_with_logging_off_says_how_to_keep_it_on() {
+    let env = Env::new();
+    let out = env.run(&["log"]);
+    out.status(1);
+    assert!(
+        out.stderr.contains("shell profile") && out.stderr.contains("export LEVELCODE_HOOKS_LOG="),
+        "{}",
+        out.stderr
+    );
+    let log = env.scratch("old.jsonl");
+    env.write(&log, "");
+    let out = env.run(&["log", "--file", log.to_str().unwrap()]);
+    out.status(0);
+    assert!(out.stderr.contains("logging is off"), "{}", out.stderr);
+}

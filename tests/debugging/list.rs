@@ -300,3 +300,38 @@ fn a_matcher_naming_no_tool_is_marked_with_the_tool_meant() {
     // The dispatch itself warns of nothing: the names are checked by the commands above.
     assert_eq!(out.status(0).json()["warnings"], serde_json::json!([]));
 }
+
+/// `--project-dir .` (or `sub/..`) names the project plainly: the trace, `list` and the
+/// handlers' `LEVELCODE_PROJECT_DIR` say `…/project`, never `…/project/.`.
+#[cfg(unix)]
+#[test]
+fn a_relative_project_dir_is_shown_and_given_without_dots() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"Stop":[{"hooks":[{"command":"printf %s \"$LEVELCODE_PROJECT_DIR\""}]}]}}"#,
+    );
+    std::fs::create_dir_all(env.project().join("sub")).unwrap();
+    let project = env.project().display().to_string();
+    for dir in [".", "sub/..", "./sub/../."] {
+        let out = env.run_stdin(&["-v", "--project-dir", dir], &[], r#"{"event":"Stop"}"#);
+        let json = out.status(0).json();
+        assert_eq!(json["handlers"][0]["stdout"], project.as_str(), "{dir}");
+        assert!(
+            out.stderr.contains(&format!(
+                "project layer: {project}/.levelcode/settings.json"
+            )),
+            "{dir}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("/./") && !out.stderr.contains("/.."),
+            "{dir}: {}",
+            out.stderr
+        );
+        let listed = env
+            .run(&["list", "--json", "--project-dir", dir])
+            .status(0)
+            .json();
+        assert_eq!(listed["project_root"], project.as_str(), "{dir}");
+    }
+}

@@ -341,7 +341,13 @@ fn trace_shows_each_handler_the_reason_and_the_decision() {
     );
     assert!(line("reason:").contains("no writes on Fridays"));
     assert!(line(" never ").contains("skipped"));
-    assert!(line("levelcode-hooks: decision").contains("block (no writes on Fridays)"));
+    // The reason is said under the handler that gave it, not again in the decision line.
+    assert!(line("levelcode-hooks: decision").contains("decision block;"));
+    assert_eq!(
+        trace.matches("reason: no writes on Fridays").count(),
+        1,
+        "{trace}"
+    );
     assert!(!trace.contains('\x1b'), "colors on a pipe:\n{trace}");
 }
 
@@ -380,4 +386,243 @@ fn colors_only_when_asked_and_never_with_no_color() {
     assert!(list.stdout.contains("\x1b["), "{}", list.stdout);
     let list = env.run_env(&["list"], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
     assert!(!list.stdout.contains('\x1b'), "{}", list.stdout);
+}
+
+/// `--dry-run` shows what each handler would read: a Claude Code handler gets Claude Code's
+/// payload (`Bash`, `tool_input.command`), each run of its own (`Read` once per path), while
+/// levelcode's handlers read levelcode's.
+#[cfg(unix)]
+#[test]
+fn dry_run_shows_each_handler_the_payload_of_its_own_protocol() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"PreToolUse":[
+            {"matcher":"Bash|Read","protocol":"claude","hooks":[{"name":"claude-guard","command":"true"}]},
+            {"hooks":[{"name":"ours","command":"echo ours"}]}]}}"#,
+    );
+    let dry = |tool: &str, input: &str| {
+        env.run(&[
+            "test",
+            "--event",
+            "PreToolUse",
+            "--tool",
+            tool,
+            "--input",
+            input,
+            "--dry-run",
+            "--json",
+        ])
+        .status(0)
+        .json()
+    };
+    let json = dry("run_terminal_command", r#"{"command":"git push --force"}"#);
+    assert_eq!(json["payload"]["tool_name"], "run_terminal_command");
+    let claude = &json["would_run"][0];
+    assert_eq!(claude["label"], "claude-guard");
+    let payloads = claude["payloads"].as_array().unwrap();
+    assert_eq!(payloads.len(), 1, "{json:#}");
+    assert_eq!(payloads[0]["tool_name"], "Bash");
+    assert_eq!(payloads[0]["hook_event_name"], "PreToolUse");
+    assert_eq!(payloads[0]["tool_input"]["command"], "git push --force");
+    let ours = &json["would_run"][1];
+    assert_eq!(ours["payloads"][0]["tool_name"], "run_terminal_command");
+    assert_eq!(ours["payloads"][0], json["payload"]);
+
+    let json = dry("read_files", r#"{"paths":["a.txt","b.txt"]}"#);
+    let reads: Vec<&str> = json["would_run"][0]["payloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tool_input"]["file_path"].as_str().unwrap())
+        .collect();
+    let root = env.project();
+    assert_eq!(
+        reads,
+        [
+            root.join("a.txt").to_str().unwrap(),
+            root.join("b.txt").to_str().unwrap()
+        ]
+    );
+
+    let out = env.run(&[
+        "test",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "run_terminal_command",
+        "--input",
+        r#"{"command":"ls"}"#,
+        "--dry-run",
+    ]);
+    let text = &out.status(0).stdout;
+    assert!(text.contains("reads (claude): {"), "{text}");
+    assert!(text.contains(r#""tool_name":"Bash""#), "{text}");
+}
+
+/// A pseudo-terminal: the master end the test reads and types into, the slave end the child
+/// gets, and what the child wrote to it, read on a thread of its own so that the test never
+/// waits for more than its bound.
+#[cfg(unix)]
+struct Terminal {
+    master: std::fs::File,
+    slave: std::os::fd::OwnedFd,
+    shown: std::sync::mpsc::Receiver<Vec<u8>>,
+    text: String,
+}
+
+#[cfg(unix)]
+impl Terminal {
+    fn open() -> Terminal {
+        use std::io::Read;
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two descriptors; the null pointers ask for default settings.
+        let made = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(made, 0, "openpty");
+        // SAFETY: both descriptors were just opened and are owned here alone.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut reader = std::fs::File::from(master.try_clone().unwrap());
+        let (send, shown) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            // Ends with an error (EIO) once every slave end is closed.
+            while let Ok(n @ 1..) = reader.read(&mut buffer) {
+                if send.send(buffer[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Terminal {
+            master: std::fs::File::from(master),
+            slave,
+            shown,
+            text: String::new(),
+        }
+    }
+
+    fn end(&self) -> std::process::Stdio {
+        std::process::Stdio::from(self.slave.try_clone().unwrap())
+    }
+
+    /// Waits until the terminal shows `needle`; false after a generous bound.
+    fn wait_for(&mut self, needle: &str) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.text.contains(needle) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.shown.recv_timeout(left) {
+                Ok(bytes) => self.text.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Everything shown until the child closed its end (the test's own end is dropped first).
+    fn rest(mut self) -> String {
+        drop(self.slave);
+        while let Ok(bytes) = self.shown.recv_timeout(std::time::Duration::from_secs(30)) {
+            self.text.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        self.text
+    }
+}
+
+/// A bare `levelcode-hooks` at a terminal says, before it waits, that it reads a payload and
+/// how to end it; a payload typed then is dispatched as usual. A pipe gets no such line.
+#[cfg(unix)]
+#[test]
+fn a_bare_dispatcher_at_a_terminal_says_it_reads_a_payload() {
+    use std::io::Write;
+    let env = Env::new();
+    let mut terminal = Terminal::open();
+    let mut command = env.command(&[]);
+    command
+        .stdin(terminal.end())
+        .stderr(terminal.end())
+        .stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    drop(command);
+    let hinted = terminal.wait_for("end with Ctrl-D");
+    if !hinted {
+        let _ = child.kill();
+    }
+    assert!(hinted, "no hint on the terminal: {:?}", terminal.text);
+    assert!(
+        terminal.text.contains("levelcode-hooks test"),
+        "{}",
+        terminal.text
+    );
+    terminal
+        .master
+        .write_all(b"{\"event\":\"Stop\"}\n\x04")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = terminal.rest();
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["event"], "Stop", "{shown}");
+
+    let piped = env.run_stdin(&[], &[], r#"{"event":"Stop"}"#);
+    assert!(
+        !piped.status(0).stderr.contains("Ctrl-D"),
+        "{}",
+        piped.stderr
+    );
+}
+
+/// `test` at a terminal traces the dispatch: the reason of a block is shown once, under the
+/// handler that gave it, not again in the decision line and as a bare line after it; with
+/// stderr a pipe, the bare line a program reads is still there.
+#[cfg(unix)]
+#[test]
+fn test_at_a_terminal_shows_the_block_reason_once() {
+    let env = Env::new();
+    env.project_settings(GUARD);
+    let args = [
+        "test",
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "write_file",
+        "--input",
+        r#"{"path":"src/generated/api.ts","content":"x"}"#,
+    ];
+    let terminal = Terminal::open();
+    let mut command = env.command(&args);
+    command
+        .env("NO_COLOR", "1")
+        .stderr(terminal.end())
+        .stdout(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    drop(command);
+    let out = child.wait_with_output().unwrap();
+    let shown = terminal.rest();
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    assert_eq!(
+        shown
+            .matches("src/generated/ is produced by codegen")
+            .count(),
+        1,
+        "{shown}"
+    );
+    assert!(shown.contains("decision block"), "{shown}");
+    let piped = env.run(&args);
+    assert!(
+        piped
+            .status(2)
+            .stderr
+            .lines()
+            .any(|l| l == "src/generated/ is produced by codegen"),
+        "{}",
+        piped.stderr
+    );
 }

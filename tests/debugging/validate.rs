@@ -422,3 +422,71 @@ fn a_misspelled_event_gets_advice_that_holds_once_the_name_is_fixed() {
         "{warnings}"
     );
 }
+
+/// A `~` in a program started without a shell reaches it as written: `validate` says so, for
+/// `argv` and the exec form alike, and leaves a `command` run by the shell alone.
+#[cfg(unix)]
+#[test]
+fn a_tilde_without_a_shell_is_reported() {
+    let env = Env::new();
+    env.write(&env.home().join("hooks/guard.sh"), "exit 0\n");
+    env.user_settings(
+        r#"{"hooks":{"Stop":[{"hooks":[
+            {"argv":["sh","~/hooks/guard.sh"]},
+            {"command":"sh","args":["~/hooks/guard.sh"]},
+            {"command":"sh ~/hooks/guard.sh"}]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    assert_eq!(
+        problems(&json),
+        [
+            (
+                "hooks.Stop[0].hooks[0].argv".to_string(),
+                "tilde_not_expanded".to_string()
+            ),
+            (
+                "hooks.Stop[0].hooks[1].args".to_string(),
+                "tilde_not_expanded".to_string()
+            ),
+        ],
+        "{json:#}"
+    );
+    let message = message(&json, "hooks.Stop[0].hooks[0].argv", "tilde_not_expanded");
+    assert!(
+        message.starts_with("element 1 \"~/hooks/guard.sh\" starts with ~"),
+        "{message}"
+    );
+}
+
+/// `validate` reads a command as `/bin/sh` does, operators glued to their words or not: it once
+/// reported `./missing.sh` in `true && ./missing.sh` and said nothing of `true&&./missing2.sh`,
+/// which `/bin/sh` runs just the same.
+#[cfg(unix)]
+#[test]
+fn a_missing_program_is_reported_whether_or_not_blanks_surround_the_operator() {
+    let env = Env::new();
+    env.project_settings(
+        r#"{"hooks":{"Stop":[{"hooks":[
+            {"command":"true && ./missing.sh"},
+            {"command":"true&&./missing2.sh"},
+            {"command":"true;./missing3.sh|cat"},
+            {"command":"(./missing4.sh)"}
+        ]}]}}"#,
+    );
+    let json = env.run(&["validate", "--json"]).status(1).json();
+    for (i, script) in [
+        "./missing.sh",
+        "./missing2.sh",
+        "./missing3.sh",
+        "./missing4.sh",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let at = format!("hooks.Stop[0].hooks[{i}].command");
+        assert!(
+            message(&json, &at, "program_not_found").contains(script),
+            "{at}: {json:#}"
+        );
+    }
+}

@@ -2,22 +2,15 @@
 project's own protobuf definitions (the opentelemetry-proto package), never with code of ours,
 and prints one JSON line per request on stdout.
 
-Usage: receiver.py [--delay SECONDS] [--status CODE] [--reject CODE] [--read-timeout SECONDS]
-                   [--hold-until PATH] [--trickle] [--drop-if-closed] [--late-continue]
-                   [--lifetime SECONDS]
+Usage: receiver.py [--delay SECONDS] [--status CODE] [--read-timeout SECONDS] [--trickle]
+                   [--tls CERT KEY] [--lifetime SECONDS]
 
-A body comes with its Content-Length or chunked (HTTP/1.1's two framings). A request that says
-`Expect: 100-continue` is answered `100 Continue` once its head is read, as a collector does,
-or, with --reject, with that final status instead, as a collector that checks the head first (an
-authentication extension, say) does; that is printed as {"rejected": CODE, "path", "headers"}. With --read-timeout, a connection
-that sends nothing for that long is closed, as servers close idle connections. With
---hold-until, a body is not read until PATH exists, through a receive buffer kept small, so that
-a client's send of a large body waits for it. With --trickle, a body is read a little at a time
-(at most 1 KiB every 0.1 s) and never decoded; {"trickled": BYTES} is printed when the client
-gives up. With --drop-if-closed, a request whose client has closed its side of the connection
-by the time of the answer is dropped, as hyper's HTTP/1 server drops one (it then reads the end
-of the connection in the middle of a request); that is printed as {"dropped": true}. With --late-continue, `100 Continue` is said only once the
-body has begun to arrive, as hyper says it once the request's body is first read.
+A body comes with its Content-Length or chunked (HTTP/1.1's two framings), gzipped when it says
+`Content-Encoding: gzip`. Each is answered --status (200 by default), --delay seconds after it
+was decoded. With --read-timeout, a connection that sends nothing for that long is closed, as
+servers close idle connections. With --trickle, a body is read a little at a time (at most 1 KiB
+every 0.1 s) through a receive buffer kept small, and never decoded; {"trickled": BYTES} is
+printed when the client gives up. With --tls it speaks HTTPS with CERT (a PEM chain) and KEY.
 
 It listens on 127.0.0.1 only, on a port of the system's choosing, which it prints first as
 `port N`. Each request line is {"path", "content_type", "headers", "request"}, where "request"
@@ -29,9 +22,9 @@ seconds (default 60) whatever happens, so a failing test never leaves it behind.
 import argparse
 import base64
 import json
-import os
-import select
+import gzip
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -81,12 +74,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--status", type=int, default=200)
-    parser.add_argument("--reject", type=int, default=0)
     parser.add_argument("--read-timeout", type=float, default=None)
-    parser.add_argument("--hold-until", default=None)
     parser.add_argument("--trickle", action="store_true")
-    parser.add_argument("--drop-if-closed", action="store_true")
-    parser.add_argument("--late-continue", action="store_true")
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     parser.add_argument("--lifetime", type=float, default=60.0)
     args = parser.parse_args()
     lock = threading.Lock()
@@ -103,23 +93,6 @@ def main():
         def log_message(self, *_):
             pass
 
-        def handle_expect_100(self):
-            if args.late_continue:
-                select.select([self.connection], [], [], 30)
-            if not args.reject:
-                return super().handle_expect_100()
-            self.send_response(args.reject)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            emit(
-                {
-                    "rejected": args.reject,
-                    "path": self.path,
-                    "headers": {k.lower(): v for k, v in self.headers.items()},
-                }
-            )
-            return False
-
         def read_body(self):
             if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
                 return self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -135,8 +108,6 @@ def main():
                 self.rfile.readline()
 
         def do_POST(self):
-            while args.hold_until and not os.path.exists(args.hold_until):
-                time.sleep(0.01)
             if args.trickle:
                 total = 0
                 while chunk := self.rfile.read1(1024):
@@ -145,10 +116,15 @@ def main():
                 emit({"trickled": total})
                 return
             body = self.read_body()
+            encoding = self.headers.get("Content-Encoding", "")
+            sent = len(body)
+            if encoding == "gzip":
+                body = gzip.decompress(body)
             content_type = self.headers.get("Content-Type", "")
             record = {
                 "path": self.path,
-                "length": len(body),
+                "length": sent,
+                "content_encoding": encoding,
                 "content_type": content_type,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
             }
@@ -166,11 +142,6 @@ def main():
                 record["error"] = repr(error)
             if args.delay:
                 time.sleep(args.delay)
-            if args.drop_if_closed:
-                readable, _, _ = select.select([self.connection], [], [], 0)
-                if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
-                    emit({"dropped": True})
-                    return
             # Answered as soon as decoded, as a collector does; rendered for the test after,
             # even when the client is gone by then.
             status = 400 if "error" in record else args.status
@@ -196,7 +167,7 @@ def main():
 
     class Server(ThreadingHTTPServer):
         def server_bind(self):
-            if args.hold_until or args.trickle:
+            if args.trickle:
                 # Inherited by each connection accepted: a small window while the body waits.
                 self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             super().server_bind()
@@ -204,11 +175,15 @@ def main():
         def handle_error(self, request, client_address):
             # A client that went away before the answer (a server that exited) is no error of
             # the request's: it was decoded and printed already.
-            if not isinstance(sys.exc_info()[1], ConnectionError):
+            if not isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
                 super().handle_error(request, client_address)
 
     server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if args.tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls[0], args.tls[1])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Timer(args.lifetime, server.shutdown).start()
     emit({"port": server.server_address[1]})
     server.serve_forever()

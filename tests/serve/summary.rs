@@ -133,3 +133,63 @@ fn a_probe_that_would_leave_a_trace_is_declined() {
     drop(server);
     assert!(!log.exists(), "a probe wrote to the execution log");
 }
+
+/// The managed layer's file, mode 0644, named by the variable while nothing is at the system path.
+fn with_managed(world: World, settings: &Value) -> World {
+    use std::os::unix::fs::PermissionsExt;
+    let path = world.root().join("policy/managed-settings.json");
+    write(&path, settings.to_string());
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    world.env("LEVELCODE_MANAGED_SETTINGS", path.to_string_lossy())
+}
+
+/// A client that answers `write_file` from the summary of a `read_files` call that ran nothing
+/// would skip the organisation's guard: the managed layer's groups are in the list, beside every
+/// other layer's, whatever turns the other layers off.
+#[test]
+fn a_summary_lists_the_managed_layer_s_subjects_too() {
+    let guard = json!({"hooks": {"PreToolUse": [
+        {"matcher": "write_file", "hooks": [{"command": "echo 'managed: no writes' >&2; exit 2"}]}]}});
+    let user = json!({"hooks": {"PreToolUse": [{"matcher": "str_replace", "hooks": [{"command": "true"}]}]}});
+    let watch = json!({"watch": true});
+    let only = {
+        let mut only = guard.clone();
+        only["managedHooksOnly"] = json!(true);
+        only
+    };
+    for (managed, extra, expected) in [
+        (&guard, None, json!(["str_replace", "write_file"])),
+        // The other layers do not run: the list may name their subjects, never leave out the
+        // managed layer's.
+        (&only, None, json!(["str_replace", "write_file"])),
+        (
+            &guard,
+            Some(("LEVELCODE_HOOKS", "0")),
+            json!(["write_file"]),
+        ),
+    ] {
+        let mut world = with_managed(World::new(), managed);
+        if let Some((key, value)) = extra {
+            world = world.env(key, value);
+        }
+        write(&world.user_settings(), user.to_string());
+        let mut server = world.serve(&[]);
+        let read = server.ask(&request(1, "PreToolUse", "read_files", watch.clone()));
+        assert_eq!(read["decision"], "proceed", "{read}");
+        assert_eq!(read["handlers"], json!([]), "{read}");
+        let except = &read["no_match_except"];
+        assert!(
+            except.is_null() || *except == expected,
+            "{managed} {extra:?}: {read}"
+        );
+        assert!(
+            except
+                .as_array()
+                .is_none_or(|list| list.contains(&json!("write_file"))),
+            "the managed guard's tool is left out of the summary: {read}"
+        );
+        let write = server.ask(&request(2, "PreToolUse", "write_file", watch.clone()));
+        assert_eq!(write["decision"], "block", "{write}");
+        assert_eq!(write["reason"], "managed: no writes", "{write}");
+    }
+}

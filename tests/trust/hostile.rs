@@ -18,7 +18,7 @@ fn settle() {
 }
 
 /// A script at `path` in `project` that leaves `marker` in the project when it runs.
-fn marking_script(project: &Path, path: &str, marker: &str) {
+pub(super) fn marking_script(project: &Path, path: &str, marker: &str) {
     let file = project.join(path);
     write(
         &file,
@@ -30,7 +30,7 @@ fn marking_script(project: &Path, path: &str, marker: &str) {
 /// Trusts the world's project with `hooks` and its script at `script`, checks that the trusted
 /// script runs, then edits it and checks that the edited script does not run before a new
 /// trust, and that the project reads as `changed`.
-fn an_edit_never_runs_untrusted(world: &World, hooks: &Value, script: &str) {
+pub(super) fn an_edit_never_runs_untrusted(world: &World, hooks: &Value, script: &str) {
     let project = world.project();
     world.settings(&project, hooks);
     marking_script(&project, script, "good-ran");
@@ -51,7 +51,7 @@ fn an_edit_never_runs_untrusted(world: &World, hooks: &Value, script: &str) {
     assert_eq!(out["project_trust"]["state"], "changed", "{hooks} {out}");
 }
 
-fn command(command: &str) -> Value {
+pub(super) fn command(command: &str) -> Value {
     json!({"hooks": {"Stop": [{"hooks": [{"command": command}]}]}})
 }
 

@@ -32,6 +32,7 @@ function handlerResult(handler: Json): HookDispatchResult {
     source: str(handler.source) ?? null,
     matcher: str(handler.matcher) ?? null,
     signal: num(handler.signal),
+    httpStatus: num(handler.http_status),
     stdoutTruncated: handler.stdout_truncated === true,
     stderrTruncated: handler.stderr_truncated === true,
     message,

@@ -17,7 +17,8 @@
 import { lstatSync, readlinkSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, sep } from "node:path";
 
-import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, Inotify, WATCH_ALL, WATCH_ENTRIES } from "./inotify.js";
+import { IN_DELETE_SELF, IN_IGNORED, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_UNMOUNT, WATCH_ALL, WATCH_ENTRIES, Watches, type WatchEvent, type WatchOwner } from "./inotify.js";
+import { mayBeLastTurn } from "./process.js";
 import type { HookDispatchOutcome } from "./types.js";
 
 export type CacheStats = { hits: number; misses: number; stored: number; invalidations: number };
@@ -50,6 +51,8 @@ export function nowNs(): bigint {
 const MAX_LINKS = 40;
 /** How long after a store the folders further up are watched whole (see `upgrade`). */
 const UPGRADE_DELAY_MS = 20;
+/** How late that may be before the next answer from memory does it first, whatever it costs. */
+const UPGRADE_OVERDUE_MS = 1000;
 
 /** A folder's owner and permissions, as `lstat` gives them; null when it cannot be read. */
 function attributesOf(dir: string): string | null {
@@ -83,12 +86,22 @@ export function stampOf(path: string, nowNs: bigint): { text: string; recent: bo
 
 export class NoMatchCache {
   private readonly answers = new Map<string, HookDispatchOutcome>();
-  private inotify: Inotify | null = null;
+  /** The process's watches (inotify.ts), once this cache watches anything. */
+  private watches: Watches | null = null;
+  /** What the watches tell of this cache's own (see `notice`). */
+  private readonly owner: WatchOwner = (event) => this.notice(event);
+  /** A watch saw something that matters since the last `check`. */
+  private stale = false;
   /** For each watch, the names in its folder that matter (null: every name). */
   private readonly interests = new Map<number, Set<string> | null>();
   private readonly watched = new Map<string, number>();
   /** Paths whose whole way is watched already. */
   private readonly covered = new Set<string>();
+  /**
+   * Folders on a way, found to be folders (not links) once their parent was watched for their
+   * name: until a watch fires, another way through them need not look at them again.
+   */
+  private readonly folders = new Set<string>();
   /** Keys whose last answer could not be remembered: their twins are not held back. */
   private readonly unremembered = new Set<string>();
   /** Stamps found to be the files' own since their ways were watched. */
@@ -103,14 +116,14 @@ export class NoMatchCache {
    */
   private readonly partial = new Map<string, { wd: number; attributes: string | null }>();
   private upgradeTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When (`Date.now()`) `partial` was due to be watched whole; 0 for never. */
+  private upgradeDue = 0;
   private generation = 0;
   readonly stats: CacheStats = { hits: 0, misses: 0, stored: 0, invalidations: 0 };
 
   /** Whether this platform and runtime can watch synchronously (Linux, Bun). */
   static available(): boolean {
-    const probe = Inotify.open();
-    probe?.close();
-    return probe !== null;
+    return Watches.get() !== null;
   }
 
   /**
@@ -124,6 +137,8 @@ export class NoMatchCache {
       return null;
     }
     this.check();
+    // A host whose event loop turns only for its answers may put the upgrade off for good.
+    if (this.upgradeDue !== 0 && Date.now() >= this.upgradeDue + UPGRADE_OVERDUE_MS) this.upgrade();
     const hit = this.answers.get(key) ?? this.summarized(scope, subject);
     if (hit === undefined) {
       this.stats.misses++;
@@ -230,6 +245,7 @@ export class NoMatchCache {
     this.interests.clear();
     this.watched.clear();
     this.covered.clear();
+    this.folders.clear();
     this.verified.clear();
     this.unremembered.clear();
     this.summaries.clear();
@@ -237,8 +253,11 @@ export class NoMatchCache {
     this.partial.clear();
     clearTimeout(this.upgradeTimer);
     this.upgradeTimer = undefined;
-    this.inotify?.close();
-    this.inotify = null;
+    this.upgradeDue = 0;
+    // The kernel's watches stay (other caches may share them, and closing is what costs): this
+    // cache is only no longer told of them.
+    this.watches?.release(this.owner);
+    this.stale = false;
     this.generation++;
     this.stats.invalidations++;
   }
@@ -251,7 +270,9 @@ export class NoMatchCache {
    * watch was set, and from here on by the watch itself.
    */
   private upgrade(): void {
+    clearTimeout(this.upgradeTimer);
     this.upgradeTimer = undefined;
+    this.upgradeDue = 0;
     for (const dir of [...this.partial.keys()]) {
       if (!this.watchWhole(dir)) {
         this.invalidate();
@@ -260,30 +281,43 @@ export class NoMatchCache {
     }
   }
 
+  /**
+   * Upgrades in `ms`, on a turn of the event loop, unless that may be its last turn (process.ts):
+   * watching a busy folder whole takes the kernel tens of milliseconds (7 to 34 for a `/tmp`),
+   * which a host that is done would wait for before it exits. Then it is put off again.
+   */
+  private upgradeLater(ms: number): void {
+    clearTimeout(this.upgradeTimer);
+    this.upgradeTimer = setTimeout(() => {
+      this.upgradeTimer = undefined;
+      if (this.upgradeDue === 0) return;
+      if (mayBeLastTurn()) this.upgradeLater(UPGRADE_DELAY_MS);
+      else this.upgrade();
+    }, ms);
+    (this.upgradeTimer as { unref?: () => void }).unref?.();
+  }
+
   /** Watches a folder of `partial` whole; false when it changed since its entry watch was set. */
   private watchWhole(dir: string): boolean {
     const entry = this.partial.get(dir);
     if (entry === undefined) return true;
     this.partial.delete(dir);
-    const wd = this.inotify?.watch(dir, WATCH_ALL) ?? -1;
+    const wd = this.watches?.watch(dir, WATCH_ALL, this.owner) ?? -1;
     return wd === entry.wd && attributesOf(dir) === entry.attributes;
   }
 
   /** Reads the watches; drops everything when one of them saw something that matters. */
   private check(): void {
-    if (this.inotify === null) return;
-    const events = this.inotify.drain();
-    if (events === null) {
-      this.invalidate();
-      return;
-    }
-    for (const event of events) {
-      const names = this.interests.get(event.wd);
-      if (event.mask & ALARMS || names === undefined || names === null || event.name === null || names.has(event.name)) {
-        this.invalidate();
-        return;
-      }
-    }
+    if (this.watches === null) return;
+    this.watches.poll();
+    if (this.stale) this.invalidate();
+  }
+
+  /** An event of one of this cache's watches: whether it may change what the cache remembers. */
+  private notice(event: WatchEvent): void {
+    if (this.stale) return;
+    const names = this.interests.get(event.wd);
+    if (event.mask & ALARMS || names === undefined || names === null || event.name === null || names.has(event.name)) this.stale = true;
   }
 
   /**
@@ -295,8 +329,8 @@ export class NoMatchCache {
    */
   private watchWay(file: string): boolean {
     if (this.covered.has(file)) return true;
-    this.inotify ??= Inotify.open();
-    if (this.inotify === null) return false;
+    this.watches ??= Watches.get();
+    if (this.watches === null) return false;
     let pending = file.split(sep).filter((part) => part !== "");
     let at: string = sep;
     let links = 0;
@@ -311,6 +345,11 @@ export class NoMatchCache {
       // entries only, until `upgrade`.
       if (!this.interest(at, name, pending.length === 0)) return false;
       const next = join(at, name);
+      // A folder already found on another way: its watched parent would have seen it change.
+      if (pending.length > 0 && this.folders.has(next)) {
+        at = next;
+        continue;
+      }
       let stat;
       try {
         stat = lstatSync(next);
@@ -333,6 +372,7 @@ export class NoMatchCache {
       // A folder stands for what is in it (a seal's nearest folder of a path not there yet).
       if (pending.length === 0 && stat.isDirectory() && !this.interest(next, null, true)) return false;
       if (pending.length > 0 && !stat.isDirectory()) return true; // the way ends in a file: nothing further to watch
+      if (pending.length > 0) this.folders.add(next);
       at = next;
     }
     this.covered.add(file);
@@ -350,11 +390,13 @@ export class NoMatchCache {
     }
     if (wd === undefined) {
       const attributes = whole ? null : attributesOf(dir);
-      wd = this.inotify!.watch(dir, whole ? WATCH_ALL : WATCH_ENTRIES);
+      wd = this.watches!.watch(dir, whole ? WATCH_ALL : WATCH_ENTRIES, this.owner);
       if (wd >= 0 && !whole) {
         this.partial.set(dir, { wd, attributes });
-        this.upgradeTimer ??= setTimeout(() => this.upgrade(), UPGRADE_DELAY_MS);
-        (this.upgradeTimer as { unref?: () => void }).unref?.();
+        if (this.upgradeDue === 0) {
+          this.upgradeDue = Date.now() + UPGRADE_DELAY_MS;
+          this.upgradeLater(UPGRADE_DELAY_MS);
+        }
       }
       if (wd < 0) {
         // A folder that is not there is fine (the one above sees it appear); one that is there

@@ -8,11 +8,12 @@
  *
  * The request is written to a server before the function returns, so a host that exits right
  * after still gets its line. A line that could not be written is told to the person at the next
- * SessionStart (docs/levelcode.md).
+ * SessionStart (docs/levelcode.md). Once it is in use, a `PostToolUse` of any runner of the
+ * process tells the dispatcher not to record the call again (process.ts): one line per call.
  */
 import { findBinary } from "./binary.js";
 import { newId, poolFor } from "./pool.js";
-import { hostEnvironment, noteForPerson } from "./process.js";
+import { hostEnvironment, markCallerRecordsCompliance, noteForPerson } from "./process.js";
 
 /** levelcode's event type, with the same members. */
 export interface ComplianceEvent {
@@ -53,6 +54,8 @@ export function logToolCall(
   result: "success" | "failure",
 ): ComplianceEvent {
   const event: ComplianceEvent = { traceId, timestamp: Date.now(), eventType: "tool-call", agentId, payload: { tool, args, result }, signature: "" };
+  // From now on the dispatch of a PostToolUse writes no line of its own (process.ts).
+  markCallerRecordsCompliance();
   try {
     event.signature = legacySignature(event);
     const { key, env } = hostEnvironment();

@@ -24,6 +24,8 @@ export type {
   HookPayload,
   HookProtocol,
   HookRunResult,
+  HookSandbox,
+  HookSandboxPolicy,
   HookRunDetail,
   HookDispatchResult,
   HookDispatchOutcome,

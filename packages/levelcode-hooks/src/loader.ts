@@ -7,7 +7,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 import { findBinary } from "./binary.js";
-import { HOOK_PROTOCOLS, type HookHandler, type HookMatcher, type HookProtocol, type HooksConfig, type ProjectTrust } from "./types.js";
+import { HOOK_PROTOCOLS, type HookHandler, type HookMatcher, type HookProtocol, type HookSandbox, type HookSandboxPolicy, type HooksConfig, type ProjectTrust } from "./types.js";
 
 export type LoadedHooks = {
   /** The enabled hooks of every layer, in layer order, grouped as they were written. */
@@ -107,6 +107,15 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (Array.isArray(h.args)) handler.args = h.args.map(String);
     if (h.shell === "powershell") handler.shell = h.shell;
     if (Array.isArray(h.argv)) handler.argv = h.argv.map(String);
+    // An http handler (contract §19) is passed on with what it sends and where.
+    if (typeof h.url === "string") {
+      handler.type = "http";
+      handler.url = h.url;
+      if (h.headers !== null && typeof h.headers === "object" && !Array.isArray(h.headers)) {
+        handler.headers = Object.fromEntries(Object.entries(h.headers as Json).map(([k, v]) => [k, String(v)]));
+      }
+      if (Array.isArray(h.allowedEnvVars)) handler.allowedEnvVars = h.allowedEnvVars.map(String);
+    }
     if (typeof h.timeout === "number") handler.timeout = h.timeout;
     if (typeof h.name === "string") handler.name = h.name;
     // Only a protocol that is not the default: what a person would have had to write. One this
@@ -117,6 +126,8 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     }
     if (typeof h.if === "string") handler.if = h.if;
     if (h.async === true) handler.async = true;
+    const sandbox = sandboxOf(h.sandbox);
+    if (sandbox !== undefined) handler.sandbox = sandbox;
     const groups = (hooks[event] ??= []);
     if (groupKey !== lastGroup || groups.length === 0) {
       const group: HookMatcher = { hooks: [] };
@@ -142,6 +153,24 @@ export function loadHooks(projectRoot: string): LoadedHooks {
     if (typeof t.layer === "string") loaded.projectTrust.layer = t.layer;
   }
   return loaded;
+}
+
+/**
+ * A handler's sandbox as `list --json` gives it (its policy, wherever it was written) in the
+ * form settings write it: `true` for the default policy, `"best-effort"`, or an object.
+ */
+function sandboxOf(listed: unknown): HookSandbox | undefined {
+  if (listed === null || typeof listed !== "object") return undefined;
+  const policy = listed as Json;
+  const write = Array.isArray(policy.write) ? policy.write.map(String) : [];
+  const network = policy.network === true;
+  const bestEffort = policy.best_effort === true;
+  if (write.length === 0 && !network) return bestEffort ? "best-effort" : true;
+  const widened: HookSandboxPolicy = {};
+  if (write.length > 0) widened.write = write;
+  if (network) widened.network = true;
+  if (bestEffort) widened.bestEffort = true;
+  return widened;
 }
 
 function configEnvSuffix(env: NodeJS.ProcessEnv): string {

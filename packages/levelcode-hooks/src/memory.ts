@@ -13,12 +13,15 @@ import { isAbsolute } from "node:path";
 import { outcomeFromAnswer } from "./answer.js";
 import { isNoMatch, NoMatchCache, nowNs, type CacheStats } from "./cache.js";
 import { keptFolder, keptKey, readKept, realDirectory, writeKept } from "./kept.js";
+import { callerRecordsCompliance, mayBeLastTurn } from "./process.js";
 import type { Reply } from "./server.js";
 import { MATCHER_MEMBERS, TOOL_EVENT_NAMES } from "./types.js";
 import type { HookDispatchOutcome, HookEventName, HookPayload } from "./types.js";
 
 /** How long a tool call waits for another tool's answer that may say no group applies to it. */
 const HOLD_MS = 10;
+/** How long remembering an answer is put off when it would run in what may be the last turn. */
+const STORE_AFTER_MS = 5;
 const TOOL_EVENTS: ReadonlySet<string> = new Set(TOOL_EVENT_NAMES);
 
 /**
@@ -125,7 +128,9 @@ export class AnswerMemory {
     const cwd = payload.cwd;
     // A dispatch that writes a log leaves a trace that an answer from memory would not.
     if (typeof cwd !== "string" || !isAbsolute(cwd) || "team" in payload) return null;
-    if (this.env.LEVELCODE_HOOKS_LOG || (event === "PostToolUse" && this.env.LEVELCODE_TEAM)) return null;
+    // A team's PostToolUse writes a compliance line, unless `logToolCall` of this package writes
+    // it instead (process.ts): then its dispatch leaves no trace and may be answered from memory.
+    if (this.env.LEVELCODE_HOOKS_LOG || (event === "PostToolUse" && this.env.LEVELCODE_TEAM && !callerRecordsCompliance())) return null;
     const scope = `${this.envId}\u0002${cwd}\u0002${event}`;
     const member = MATCHER_MEMBERS[event as HookEventName];
     if (typeof payload.tool_name === "string") return { event, cwd, key: `${scope}\u0002${payload.tool_name}`, scope, subject: payload.tool_name };
@@ -229,7 +234,7 @@ export class AnswerMemory {
       if (call === null) continue;
       const { scope } = call;
       if (this.scopeAhead.has(scope) || !this.cache.mayBeSummarized(scope)) continue;
-      this.takeKept(bin, call);
+      this.takeKept(bin, call, true);
       const ticket = this.cache.ticket();
       const sentNs = nowNs();
       const keepAs = this.keepingAs(bin, cwd, event);
@@ -323,8 +328,14 @@ export class AnswerMemory {
     const entry = { verdict, uses: 0, storeNow };
     if (keepNow) beforeExit(keepNow);
     if (summary) this.fresh.set(summary.scope, entry);
-    const timer = setTimeout(storeNow, 0);
-    (timer as Unrefable).unref?.();
+    // On a later turn, and not on one that may be the event loop's last (process.ts): the answer
+    // is kept at exit anyway, and a host that is done would wait for the watches.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const later = (ms: number): void => {
+      timer = setTimeout(() => (done ? undefined : mayBeLastTurn() ? later(STORE_AFTER_MS) : storeNow()), ms);
+      (timer as Unrefable).unref?.();
+    };
+    later(0);
   }
 
   /** What an answer to a request going out now would be kept as (kept.ts). */
@@ -346,9 +357,10 @@ export class AnswerMemory {
   /**
    * Takes in what the last process in this directory kept of a scope: an answer for every tool
    * its summary covers, given, like any answer not remembered yet, only while its files hold what
-   * the server read (`answerFrom`), and remembered as soon as its files are watched.
+   * the server read (`answerFrom`), and remembered as soon as its files are watched: at once when
+   * the runner is being made (`now`), after the call's answer otherwise.
    */
-  private takeKept(bin: string, call: Call): void {
+  private takeKept(bin: string, call: Call, now = false): void {
     const { scope, cwd, event } = call;
     this.keptTried.add(scope);
     // An inline configuration is not what any kept answer was read from.
@@ -360,7 +372,12 @@ export class AnswerMemory {
     this.keptTexts.set(scope, found.text);
     const outcome = outcomeFromAnswer({ decision: "proceed" });
     const verdict: Verdict = { outcome, key: null, except: new Set(found.kept.except), watch: found.kept.watch };
-    this.storeLater(verdict, this.cache.ticket(), { scope, except: found.kept.except });
+    const summary = { scope, except: found.kept.except };
+    const ticket = this.cache.ticket();
+    // As the runner is made (`now`), no call waits: its folders are watched at once, and the
+    // first calls are answered from memory. On the way of a call, after its answer.
+    if (now && this.cache.store(null, ticket, outcome, verdict.watch, summary)) return;
+    this.storeLater(verdict, ticket, summary);
   }
 }
 

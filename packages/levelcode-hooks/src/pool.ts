@@ -54,13 +54,13 @@ export class Pool {
   /** The server the next request goes to (started if need be). */
   pick(): Server {
     const now = Date.now();
-    const turn = currentTurn();
     let best: Server | null = null;
     let fallback: Server | null = null;
     for (const server of this.servers) {
       if (!server.alive) continue;
       if (fallback === null || server.outstanding < fallback.outstanding) fallback = server;
-      const stalled = server.outstanding > 0 && turn > server.progressTurn && now - server.lastProgress > STALL_MS;
+      // Turns are counted only while requests are out (server.ts).
+      const stalled = server.outstanding > 0 && currentTurn() > server.progressTurn && now - server.lastProgress > STALL_MS;
       if (stalled && !server.concurrent) continue;
       if (best === null || server.outstanding < best.outstanding) best = server;
     }

@@ -25,8 +25,27 @@ export const ENV_KEYS = [
   "ProgramData",
 ] as const;
 
-/** The variable a host sets for its agent's commands (see `hostEnvironment`). */
-const AGENT_MARK = "LEVELCODE_AGENT";
+/**
+ * The variables that say a process descends from the agent's tool calls or a hook: levelcode's
+ * own, which the dispatcher also sets for every handler, and Claude Code's (the dispatcher's
+ * `AGENT` in src/environment.rs; tests/client_agreement.rs checks them).
+ */
+export const AGENT_MARKS = [
+  "LEVELCODE_AGENT",
+  "CLAUDECODE",
+] as const;
+
+/**
+ * The first of `AGENT_MARKS` that is on (`1`, `true`, `on`, any case) in this process's own
+ * environment, as `levelcode-hooks trust` tells it; null when none is.
+ */
+export function agentMark(): string | null {
+  for (const name of AGENT_MARKS) {
+    const value = process.env[name]?.trim().toLowerCase();
+    if (value === "1" || value === "true" || value === "on") return name;
+  }
+  return null;
+}
 
 let lastValues: Array<string | undefined> = [];
 let lastExtra: Record<string, string | undefined> | undefined;
@@ -56,10 +75,8 @@ export function hostEnvironment(extra?: Record<string, string | undefined>): { k
   if (key !== last.key) {
     const env: Record<string, string> = {};
     const merged: Record<string, string | undefined> = { ...process.env, ...extra };
-    // The host marks its agent's own commands with LEVELCODE_AGENT, so that a `trust` the agent
-    // starts records nothing (docs/trust.md). The servers answer the host itself, whose `trust`
-    // calls carry its person's answer: they are started without the mark, unless `extra` sets it.
-    if (!(extra && AGENT_MARK in extra)) delete merged[AGENT_MARK];
+    // The servers keep the mark of a process started by the agent (AGENT_MARKS): their `trust`
+    // refuses then, as the client's own `trust()` does (docs/trust.md).
     for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
     last = { key, env };
   }
@@ -101,6 +118,50 @@ export function keyId(key: string): number {
     keyIds.set(key, id);
   }
   return id;
+}
+
+/** When (`performance.now()`) a server last went busy, and when the last one went idle. */
+let busyAt = 0;
+let idleAt = -1;
+/** Within this of the servers going idle, a callback is taken to run in the same turn. */
+const SAME_TURN_MS = 2;
+
+/** A server has a request out that someone waits for (server.ts). */
+export function noteServerBusy(): void {
+  busyAt = performance.now();
+}
+
+/** A server has no request out any more (server.ts). */
+export function noteServerIdle(): void {
+  idleAt = performance.now();
+}
+
+/**
+ * Whether this may be the event loop's last turn: an answer just left the servers with nothing
+ * out, in this very turn as far as a clock can tell, and the host may have nothing else to do.
+ * Callbacks still due then run in that turn before the process exits, so work that can wait
+ * (watching folders, remembering an answer) is put off from it to a later turn, if there is one.
+ */
+export function mayBeLastTurn(): boolean {
+  return idleAt >= busyAt && performance.now() - idleAt < SAME_TURN_MS;
+}
+
+let callerRecords = false;
+
+/**
+ * `logToolCall` of this package is in use in this process: from its first call on, every
+ * `PostToolUse` tells the dispatcher that the caller records the call (docs/serve.md,
+ * `caller_records_compliance`), so that a team's tool call gets one compliance line, the one
+ * `logToolCall` writes, whatever `LEVELCODE_TEAM` says. levelcode's tool executor calls
+ * `logToolCall` before it awaits the call's `PostToolUse`, so its first call is covered too.
+ */
+export function markCallerRecordsCompliance(): void {
+  callerRecords = true;
+}
+
+/** Whether `logToolCall` of this package has been called in this process (see above). */
+export function callerRecordsCompliance(): boolean {
+  return callerRecords;
 }
 
 const told = new Set<string>();

@@ -25,11 +25,21 @@ import { inotifyLoaded } from "./inotify.js";
 import { AnswerMemory, type Call, type Settle } from "./memory.js";
 import { runOnce } from "./oneshot.js";
 import { newId, poolFor, type Pool } from "./pool.js";
-import { hostEnvironment, keyId, noteForPerson, noticesFor } from "./process.js";
+import {
+  agentMark,
+  callerRecordsCompliance,
+  hostEnvironment,
+  keyId,
+  noteForPerson,
+  noticesFor,
+} from "./process.js";
 import type { Reply, Server } from "./server.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
 type Json = Record<string, unknown>;
+
+/** `run`'s flag for `options.caller_records_compliance` (docs/serve.md). */
+const CALLER_RECORDS_FLAG = "--caller-records-compliance";
 
 export type HookRunnerOptions = {
   /** An inline configuration used instead of every settings layer (no trust needed). */
@@ -81,6 +91,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   let binaryError: string | null = null;
   let serveFailure: string | null = null;
   let reportedServeFailure = false;
+  /** `run` takes `--caller-records-compliance`: taken to be so until it refuses the flag. */
+  let runKnowsCallerRecords = true;
   let closed = false;
   const seenWarnings = new Set<string>();
   /** undefined: not decided yet; null: off or unavailable. */
@@ -147,11 +159,14 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return JSON.stringify({ ...rest, event });
   }
 
-  function requestLine(json: string, id: number, server: Server, watch: boolean): string {
+  function requestLine(event: string, json: string, id: number, server: Server, watch: boolean): string {
     let options = "";
     if (inlineJson !== null) {
       options = server.inline ? `"hooks":${inlineJson}` : `"settings":${JSON.stringify([inlineSettingsFile()])}`;
     } else if (watch && server.watch) options = `"watch":true`;
+    if (event === "PostToolUse" && server.callerRecords && callerRecordsCompliance()) {
+      options += `${options ? "," : ""}"caller_records_compliance":true`;
+    }
     const member = options ? `,"options":{${options}}` : "";
     return `{"id":${id}${member}${json.length > 2 ? "," : ""}${json.slice(1)}\n`;
   }
@@ -193,7 +208,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const server = chosen.pick();
       if (!server.watch) return null;
       const id = newId();
-      const line = `{"id":${id},"options":{"watch":true,"probe":true},${payloadJson(event, payload).slice(1)}\n`;
+      const caller = event === "PostToolUse" && server.callerRecords && callerRecordsCompliance() ? `,"caller_records_compliance":true` : "";
+      const line = `{"id":${id},"options":{"watch":true,"probe":true${caller}},${payloadJson(event, payload).slice(1)}\n`;
       return { reply: chosen.send(server, line, id, true), wake: () => server.wake(id) };
     });
   }
@@ -215,7 +231,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       const chosen = poolOf(bin);
       const server = chosen.pick();
       const id = newId();
-      const line = requestLine(json, id, server, learn !== null);
+      const line = requestLine(event, json, id, server, learn !== null);
       const stop = watchdog(limits(), bin, event, payload, () => !server.concurrent && !server.isOldest(id), (ms) =>
         server.kill(`levelcode-hooks serve gave no answer within ${ms} ms; it was stopped and will be replaced`),
       );
@@ -224,7 +240,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         if (reply.kind === "answer" && server.refused(reply.answer)) {
           // A binary older than an option the line used: nothing ran; once more without it.
           const again = newId();
-          reply = await chosen.send(server, requestLine(json, again, server, learn !== null), again);
+          reply = await chosen.send(server, requestLine(event, json, again, server, learn !== null), again);
         }
         if (reply.kind === "fault" && reply.neverStarted) {
           serveFailure = reply.warning;
@@ -255,7 +271,14 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const args = ["run"];
     if (inlineJson !== null) args.push("--settings", inlineSettingsFile());
     const bounds = limits();
-    const reply = await runOnce(bin, args, env, json, (onHung) => watchdog(bounds, bin, event, payload, () => false, onHung));
+    const once = (flags: string[]) => runOnce(bin, flags, env, json, (onHung) => watchdog(bounds, bin, event, payload, () => false, onHung));
+    const tellsCaller = event === "PostToolUse" && runKnowsCallerRecords && callerRecordsCompliance();
+    let reply = await once(tellsCaller ? [...args, CALLER_RECORDS_FLAG] : args);
+    if (tellsCaller && reply.kind === "answer" && typeof reply.answer.error === "string" && reply.answer.error.includes(CALLER_RECORDS_FLAG)) {
+      // A binary older than the flag refused the arguments: nothing ran; once more without it.
+      runKnowsCallerRecords = false;
+      reply = await once(args);
+    }
     return remember(reply, finish(event, reply, fallbackNote ? [fallbackNote] : []));
   }
 
@@ -354,8 +377,18 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     return trustOf(await trustRequest("trust_status", projectDir, ""));
   }
 
-  /** Records the person's trust in exactly the hooks of this digest (from `trustStatus`). */
+  /**
+   * Records the person's trust in exactly the hooks of this digest (from `trustStatus`). Refused
+   * (the promise rejects, nothing is sent) in a process started from the agent's tool calls or a
+   * hook, which its environment says (`agentMark`): only a person can trust a project's hooks.
+   */
   async function trust(digest: string, projectDir: string = process.cwd()): Promise<TrustStatus> {
+    const mark = agentMark();
+    if (mark !== null) {
+      throw new Error(
+        `levelcode-hooks: ${mark} is set, so this was started from inside the agent's tool calls or a hook, and only a person can trust a project's hooks: nothing was recorded. Review and trust them in your own terminal with: levelcode-hooks trust --project-dir ${shellQuoted(projectDir)}`,
+      );
+    }
     return trustOf(await trustRequest("trust", projectDir, `,"digest":${JSON.stringify(digest)}`));
   }
 
@@ -381,3 +414,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
 }
 
 export type HookRunner = ReturnType<typeof createHookRunner>;
+
+/** `text` as one word of a POSIX shell: as it is when nothing in it is special, else quoted. */
+function shellQuoted(text: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}

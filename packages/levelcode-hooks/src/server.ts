@@ -11,6 +11,7 @@
  * exits: its stdin then closes, and it finishes what it was given and exits by itself.
  */
 import { startChild, type Child } from "./child.js";
+import { noteServerBusy, noteServerIdle } from "./process.js";
 
 type Json = Record<string, unknown>;
 
@@ -27,16 +28,21 @@ export type Reply =
 /** The error of a binary older than an option this client sends. */
 const UNKNOWN_HOOKS = "unknown field `hooks`";
 const UNKNOWN_WATCH = "unknown field `watch`";
+const UNKNOWN_CALLER_RECORDS = "unknown field `caller_records_compliance`";
 
 type Unrefable = { ref?: () => void; unref?: () => void };
 
 /**
- * Turns of the event loop seen since this module loaded (counted only while someone asks). An
- * answer can only be read on a later turn than its request was written, so a server that has not
- * answered within the turn its request was sent in is not slow: the host has not read yet.
+ * Turns of the event loop seen since this module loaded, counted only while a request is out
+ * (`currentTurn`). An answer can only be read on a later turn than its request was written, so a
+ * server that has not answered within the turn its request was sent in is not slow: the host has
+ * not read yet. Nothing is scheduled once every answer is in: a callback due as the host ends
+ * would run in the event loop's last turn, and Bun then collects the heap before it exits.
  */
 let turn = 0;
 let turnScheduled = false;
+
+/** The turn now, counting on from here (for a request that is out). */
 export function currentTurn(): number {
   if (!turnScheduled) {
     turnScheduled = true;
@@ -45,6 +51,11 @@ export function currentTurn(): number {
       turnScheduled = false;
     });
   }
+  return turn;
+}
+
+/** The turn now, counting nothing more (no request is out). */
+export function turnSeen(): number {
   return turn;
 }
 
@@ -68,12 +79,14 @@ export class Server {
    */
   inline = true;
   watch = true;
+  /** The binary takes `options.caller_records_compliance`; likewise until an answer says otherwise. */
+  callerRecords = true;
   /** The server answered a request before an older one: it serves requests side by side. */
   concurrent = false;
   /** When the server last answered, or last went from idle to busy (ms, `Date.now()`). */
   lastProgress = Date.now();
   /** The turn of the event loop of `lastProgress`. */
-  progressTurn = currentTurn();
+  progressTurn = turnSeen();
   private startTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly spawnedAt = Date.now();
 
@@ -105,6 +118,10 @@ export class Server {
     }
     if (this.watch && error.includes(UNKNOWN_WATCH)) {
       this.watch = false;
+      return true;
+    }
+    if (this.callerRecords && error.includes(UNKNOWN_CALLER_RECORDS)) {
+      this.callerRecords = false;
       return true;
     }
     return false;
@@ -168,6 +185,7 @@ export class Server {
 
   /** From idle to busy: the host waits for the server, and its answers are read. */
   private busy(): void {
+    noteServerBusy();
     this.lastProgress = Date.now();
     this.progressTurn = currentTurn();
     this.refAll();
@@ -216,6 +234,7 @@ export class Server {
       // already gone
     }
     this.unrefAll();
+    noteServerIdle();
     const held = [...this.pending.values()];
     this.pending.clear();
     this.quiet.clear();
@@ -256,8 +275,9 @@ export class Server {
     this.answeredAny = true;
     clearTimeout(this.startTimer);
     this.lastProgress = Date.now();
-    this.progressTurn = currentTurn();
+    this.progressTurn = this.outstanding > 0 ? currentTurn() : turnSeen();
     if (this.outstanding === 0) {
+      noteServerIdle();
       this.unrefAll();
       this.armIdle();
     }

@@ -54,12 +54,37 @@ export const HOOK_PROTOCOLS = [
   "claude",
 ] as const;
 
+/**
+ * What a sandboxed handler may do beyond the default policy, which writes only in the project,
+ * the temporary folder and `/dev/null`, with no network and no signal outside (docs/hooks.md,
+ * "Sandboxed handlers").
+ */
+export type HookSandboxPolicy = {
+  /** More paths it may write beneath: absolute, relative to the project root, or `~/…`. */
+  write?: string[] | undefined;
+  /** `true` allows IP and Unix sockets alike. */
+  network?: boolean | undefined;
+  /** `true` runs it with what the kernel can enforce, naming the rest in its message. */
+  bestEffort?: boolean | undefined;
+};
+
+/**
+ * A handler's sandbox: `true` the default policy, `false` none, `"best-effort"` the default
+ * policy with what the kernel can enforce, an object the default policy widened.
+ */
+export type HookSandbox = boolean | "best-effort" | HookSandboxPolicy;
+
+
 /** Which protocol a handler speaks: levelcode's own (default) or Claude Code's. */
 export type HookProtocol = (typeof HOOK_PROTOCOLS)[number];
 
-/** One handler: a command run through the shell, or a program run directly (argv, or command with args). */
+/**
+ * One handler: a command run through the shell, a program run directly (argv, or command with
+ * args), or (`type: "http"`) a POST of the event to a URL, whose 2xx JSON answer is read as a
+ * command's stdout on exit 0.
+ */
 export type HookHandler = {
-  type?: "command" | undefined;
+  type?: "command" | "http" | undefined;
   /**
    * Shell command string, run with `/bin/sh -c` (`cmd.exe /d /s /c` on Windows); with `args`,
    * the program itself, run without a shell (Claude Code's exec form).
@@ -71,6 +96,16 @@ export type HookHandler = {
   shell?: "bash" | "powershell" | undefined;
   /** Direct argv, `argv[0]` looked up on `PATH`, no shell. */
   argv?: string[] | undefined;
+  /**
+   * `type: "http"`: where the event is POSTed. `https://` is verified against the system's
+   * certificates; plain `http://` goes to loopback only unless the settings file says
+   * `"allowPlainHttp": true`.
+   */
+  url?: string | undefined;
+  /** `type: "http"`: headers; `$NAME` and `${NAME}` are filled in for `allowedEnvVars` only. */
+  headers?: Record<string, string> | undefined;
+  /** `type: "http"`: the variables its headers may name. */
+  allowedEnvVars?: string[] | undefined;
   /** Seconds, fractions allowed; default 10, at most 600. */
   timeout?: number | undefined;
   /**
@@ -96,6 +131,8 @@ export type HookHandler = {
    * is 600 s unless given.
    */
   async?: boolean | undefined;
+  /** What it and everything it starts may do; default: its group's, else its file's. */
+  sandbox?: HookSandbox | undefined;
 };
 
 /** One group: a matcher and the handlers it runs. */
@@ -106,6 +143,8 @@ export type HookMatcher = {
   protocol?: HookProtocol | undefined;
   /** A permission rule each handler of the group must match too (see `HookHandler.if`). */
   if?: string | undefined;
+  /** The sandbox of each handler that gives none of its own. */
+  sandbox?: HookSandbox | undefined;
   hooks: HookHandler[];
 };
 
@@ -199,6 +238,8 @@ export type HookRunDetail = {
   matcher: string | null;
   /** The signal that ended it, when one did. */
   signal: number | null;
+  /** An http handler's status, in place of a process's `exitCode`; `null` for a process. */
+  httpStatus: number | null;
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   /** Why the outcome is what it is, when that needs saying. */

@@ -189,6 +189,38 @@ describe.skipIf(!cacheAvailable)("the no-match cache", () => {
     expect(runner.cacheStats().hits).toBe(1);
   });
 
+  test("runners of one process share their watches: an edit is seen by each, and one closing, or dropping its memory, blinds none", async () => {
+    const home = join(dir, "home");
+    const project = join(dir, "project");
+    mkdirSync(join(project, ".levelcode"), { recursive: true });
+    mkdirSync(home, { recursive: true });
+    const file = join(project, ".levelcode", "settings.json");
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "other_tool", hooks: [reply("other")] }] }));
+    await sleep(2100);
+    const env = { HOME: home, LEVELCODE_DIR: undefined };
+    const make = () => {
+      const runner = createHookRunner({ env });
+      runners.push(runner);
+      return runner;
+    };
+    const [a, b, c] = [make(), make(), make()];
+    const call = (runner: ReturnType<typeof make>) => runner.runEvent("PreToolUse", { event: "PreToolUse", cwd: project, tool_name: "write_file", tool_input: {} });
+    for (const runner of [a, b, c]) {
+      await call(runner);
+      await sleep(50);
+      await call(runner);
+      expect(runner.cacheStats().hits).toBeGreaterThan(0);
+    }
+    // One runner closes, another drops what it remembered: the third still watches.
+    a.close();
+    b.invalidate();
+    writeFileSync(file, settings({ PreToolUse: [{ matcher: "write_file", hooks: [reply("now guarded")] }] }));
+    for (const runner of [c, b]) {
+      const outcome = await call(runner);
+      expect(outcome.additionalContext).toBe("now guarded");
+    }
+  });
+
   test("nothing is remembered in a team's PostToolUse, which writes the compliance log", async () => {
     const runner = createHookRunner({ env: { LEVELCODE_TEAM: "alpha", LEVELCODE_DIR: join(dir, "data") } });
     runners.push(runner);

@@ -112,6 +112,18 @@ describe("differs from the in-process engine", () => {
     expect(outcome.results).toHaveLength(1);
   });
 
+  test("a fractional timeout is honoured, and the file is kept (the engine's schema takes whole seconds and dropped the file)", async () => {
+    const project = join(dir, "p");
+    writeProjectHooks(project, { PreToolUse: [{ hooks: [{ command: "sleep 5", timeout: 0.5 }] }, { hooks: [{ command: "echo kept >&2; exit 2" }] }] });
+    const started = performance.now();
+    const outcome = await runnerWith().runEvent("PreToolUse", { ...pre(), cwd: project });
+    expect(outcome.results.map((r) => r.outcome)).toEqual(["timeout", "block"]);
+    expect(outcome.reason).toBe("kept");
+    expect(outcome.warnings).toEqual([]);
+    // Half a second, not the default ten (with room for the kill and a loaded machine).
+    expect(performance.now() - started).toBeLessThan(4000);
+  });
+
   test.skipIf(!serverSupports("trust"))("project hooks wait for trust (the engine ran any project's hooks)", async () => {
     const project = join(dir, "p");
     writeProjectHooks(project, { PreToolUse: [{ hooks: [{ command: "exit 2" }] }] });

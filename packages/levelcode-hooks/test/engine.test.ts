@@ -120,6 +120,20 @@ describe("loadHooks", () => {
     expect(loaded.warnings).toEqual([]);
   });
 
+  test("passes each handler's sandbox through, wherever it was written", () => {
+    const project = join(dir, "project");
+    writeProjectHooks(project, {
+      Stop: [
+        { sandbox: { write: ["build"] }, hooks: [{ command: "a" }, { command: "b", sandbox: "best-effort" }] },
+        { hooks: [{ command: "c", sandbox: true }, { command: "d" }, { command: "e", sandbox: { network: true } }] },
+      ],
+    });
+    const loaded = loadHooks(project);
+    const sandboxes = (loaded.hooks.Stop ?? []).flatMap((group) => group.hooks.map((h) => h.sandbox));
+    expect(sandboxes).toEqual([{ write: ["build"] }, "best-effort", true, undefined, { network: true }]);
+    expect(loaded.warnings).toEqual([]);
+  });
+
   test("warns about invalid JSON in a layer, and throws nothing", () => {
     writeFileSync(join(dir, "settings.json"), "{not json");
     const before = process.env.LEVELCODE_DIR;

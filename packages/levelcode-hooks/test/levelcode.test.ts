@@ -3,7 +3,8 @@
  * the tool executor's module-level runner with no options; the SDK's `run()`, which makes a new
  * runner for every prompt, never closes it and fires Stop without waiting, right before the CLI
  * calls `process.exit`; a model step whose tool calls all start at once; an untrusted project;
- * and the compliance log of a team run with `logToolCall` switched too. After each, the number
+ * and the compliance log of a team run with `logToolCall` switched too, with and without
+ * `LEVELCODE_TEAM` (one line per executed call either way). After each, the number
  * of `serve` processes: a few at most while the host runs, none once it is gone.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -11,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
-import { alive, BINARY, BUN, perTestDir, writeProjectHooks } from "./helpers.ts";
+import { alive, BINARY, BUN, perTestDir, writeProjectHooks, writeScript } from "./helpers.ts";
 
 // Real processes, on a machine that may be loaded.
 setDefaultTimeout(90_000);
@@ -194,6 +195,35 @@ say({ first: first.blocked, afterFirst, guarded: guarded.blocked, reason: guarde
     expect(survivors((seen?.counts as { pids: number[] }).pids)).toEqual([]);
   });
 
+  test("a runner made where an earlier process kept its answers remembers them as it is made, and still sees an edit at once", async () => {
+    const project = guardedProject();
+    await Bun.sleep(2100);
+    const first = host(`${EXECUTOR}\nsay(await executeToolCall("read_files", { paths: ["a"] }));\nawait new Promise((r) => setTimeout(r, 300));`, project);
+    expect(first.status).toBe(0);
+    const settings = join(project, ".levelcode", "settings.json");
+    const guarded = JSON.stringify({ hooks: { PreToolUse: [{ matcher: "read_files", hooks: [{ command: "echo 'now guarded' >&2; exit 2" }] }] } });
+    const got = host(
+      `import { renameSync, writeFileSync } from "node:fs";
+${EXECUTOR}
+const made = hookRunner.cacheStats();
+const before = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "read_files", tool_input: {} });
+const answered = hookRunner.cacheStats();
+writeFileSync(${JSON.stringify(`${settings}.tmp`)}, ${JSON.stringify(guarded)});
+renameSync(${JSON.stringify(`${settings}.tmp`)}, ${JSON.stringify(settings)});
+const after = await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: "read_files", tool_input: {} });
+say({ made, answered, before: before.blocked, after: after.blocked, reason: after.reason });`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [seen] = got.lines as Array<{ made: { stored: number }; answered: { hits: number }; before: boolean; after: boolean; reason: string }>;
+    // Remembered (watched, then checked) before any call; the first call is answered from it.
+    expect(seen!.made.stored).toBeGreaterThan(0);
+    expect(seen!.answered.hits).toBe(1);
+    expect(seen!.before).toBe(false);
+    expect(seen).toMatchObject({ after: true, reason: "now guarded" });
+  });
+
   test("Stop fired without await, then process.exit (levelcode -p): its handler still runs", () => {
     const project = join(dir, "project");
     mkdirSync(project);
@@ -232,6 +262,81 @@ process.exit(0);`,
     while (!existsSync(mark) && Date.now() < deadline) Bun.sleepSync(25);
     expect(existsSync(mark)).toBe(true);
     expect(survivors(got.lines[0]?.pids)).toEqual([]);
+  });
+
+  test("a host that returns from its main without close() exits as fast as with the engine", async () => {
+    const project = guardedProject({ SessionStart: [{ hooks: [{ command: "true" }] }] });
+    // Settings older than two seconds: answers are remembered, their folders watched, and kept.
+    await Bun.sleep(2100);
+    const script = join(dir, "host-returns.ts");
+    // The tool executor's runner, and a runner for each of three prompts, as levelcode's run()
+    // makes them (never closed); every event awaited.
+    writeFileSync(
+      script,
+      `import * as hooks from ${SRC};\n${EXECUTOR}
+async function main() {
+  for (let i = 0; i < 3; i++) {
+    const prompt = hooks.createHookRunner();
+    await prompt.runEvent("SessionStart", { event: "SessionStart", cwd: process.cwd() });
+    for (const tool of ["write_file", "read_files", "str_replace", "read_files"]) await executeToolCall(tool, { path: "a.ts" });
+    await prompt.runEvent("Stop", { event: "Stop", cwd: process.cwd() });
+  }
+  // Done: the host has nothing left to do but exit.
+  console.log(performance.timeOrigin + performance.now());
+}
+await main();
+`,
+    );
+    const exits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const child = Bun.spawn([BUN, script], { cwd: project, stdout: "pipe", stderr: "pipe", env: { ...process.env } });
+      const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      const ended = performance.timeOrigin + performance.now();
+      expect(stderr).toBe("");
+      exits.push(ended - Number(stdout.trim()));
+    }
+    exits.sort((a, b) => a - b);
+    if (exits[0]! >= 10 || exits[2]! >= 50) console.error(`exits after the last await, in ms: ${exits.map((ms) => ms.toFixed(1)).join(" ")}`);
+    // The goal, on the run the machine's load disturbed least (load only adds), and a generous
+    // bound for the median on a loaded 2-core machine; the engine's is 2 to 3 ms (docs/BENCHMARKS.md).
+    expect(exits[0]!).toBeLessThan(10);
+    expect(exits[2]!).toBeLessThan(50);
+  });
+
+  test("as the host exits, a process of their own takes the watches' last reference, holds nothing else, and ends", async () => {
+    const project = guardedProject();
+    await Bun.sleep(2100);
+    const got = host(
+      `import { readdirSync, readlinkSync, writeSync } from "node:fs";
+import { Watches } from ${JSON.stringify(resolve(import.meta.dir, "../src/inotify.ts"))};
+${EXECUTOR}
+for (let i = 0; i < 3; i++) {
+  await executeToolCall("read_files", { paths: ["a"] });
+  await new Promise((r) => setTimeout(r, 20));
+}
+say({ hits: hookRunner.cacheStats().hits, holder: Watches.get()?.holderPid ?? null });
+// After the client's own exit handler, which started the holder.
+process.on("exit", () => {
+  const pid = Watches.get()?.holderPid ?? null;
+  const fds = pid === null ? [] : readdirSync("/proc/" + pid + "/fd").map((fd) => [fd, readlinkSync("/proc/" + pid + "/fd/" + fd)]);
+  writeSync(1, JSON.stringify({ pid, fds }) + "\\n");
+});`,
+      project,
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const [during, atExit] = got.lines as [{ hits: number; holder: number | null }, { pid: number | null; fds: Array<[string, string]> }];
+    expect(during.hits).toBeGreaterThan(0);
+    // Nothing runs beside the host while it lives.
+    expect(during.holder).toBeNull();
+    expect(atExit.pid).toBeGreaterThan(1);
+    const fds = Object.fromEntries(atExit.fds);
+    expect(fds["3"]).toBe("anon_inode:inotify");
+    // Its output goes nowhere, and nothing of the host's but its input and the instance is open.
+    expect(fds["1"]).toBe("/dev/null");
+    expect(fds["2"]).toBe("/dev/null");
+    expect(Object.keys(fds).sort()).toEqual(["0", "1", "2", "3"]);
+    expect(survivors([atExit.pid])).toEqual([]);
   });
 
   test("an untrusted project: SessionStart tells the person once, with the command that trusts it; the model is told nothing", () => {
@@ -311,5 +416,111 @@ process.exit(0);`,
     for (const line of lines) {
       expect(hash(`${line.traceId}:${line.timestamp}:${line.eventType}:${JSON.stringify(line.payload)}`)).toBe(line.signature as string);
     }
+  });
+
+  test("a team run with LEVELCODE_TEAM set as well: one compliance line per executed call, as with the engine", () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    const got = host(
+      `${EXECUTOR}
+const team = (id: string) => ({ name: "alpha", agent: "agent-7", id });
+say(await executeToolCall("write_file", { path: "a.ts" }, team("tc-1")));
+say(await executeToolCall("read_files", { paths: ["a.ts"] }, team("tc-2")));
+say(hooks.serverCounts());`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    // The PostToolUse handler still ran: only the dispatch's own compliance line is left out.
+    expect(got.lines[0]).toMatchObject({ blocked: false, context: "post ran", warnings: [] });
+    expect(survivors(got.lines[2]?.pids)).toEqual([]);
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const lines = readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => line.traceId)).toEqual(["tc-1", "tc-2"]);
+    const verify = spawnSync(BINARY, ["compliance", "verify", "--team", "alpha"], { env: { ...process.env, LEVELCODE_DIR: data }, encoding: "utf8" });
+    expect(verify.stdout + verify.stderr).toContain("chain intact");
+    expect(verify.status).toBe(0);
+  });
+
+  test("once logToolCall writes the lines, a team's PostToolUse that matches nothing is answered from memory, and every call keeps its line", async () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    // Settings older than two seconds: their stamps alone tell that nothing changed.
+    await Bun.sleep(2100);
+    const got = host(
+      `${EXECUTOR}
+const team = (id: string) => ({ name: "alpha", agent: "agent-7", id });
+for (let i = 0; i < 8; i++) {
+  await executeToolCall("read_files", { paths: ["x"] }, team("tc-" + i));
+  await new Promise((r) => setTimeout(r, 20));
+}
+say(hookRunner.cacheStats());`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    // More answers from memory than the eight PreToolUse calls could give: PostToolUse's too.
+    expect((got.lines[0] as { hits: number }).hits).toBeGreaterThan(8);
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const deadline = Date.now() + 10_000;
+    const traces = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { traceId: string }).traceId) : []);
+    while (traces().length < 8 && Date.now() < deadline) Bun.sleepSync(25);
+    expect(traces()).toEqual(Array.from({ length: 8 }, (_, i) => `tc-${i}`));
+  });
+
+  test("a host that never calls logToolCall keeps the dispatcher's line for each PostToolUse of a team run", () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    const got = host(
+      `${EXECUTOR}
+say(await executeToolCall("write_file", { path: "a.ts" }));
+say(await executeToolCall("read_files", { paths: ["a.ts"] }));`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const tools = readFileSync(log, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as { payload: { tool: string } }).payload.tool);
+    expect(tools).toEqual(["write_file", "read_files"]);
+  });
+
+  test("when serve cannot start, the run of a PostToolUse is told that logToolCall records the call", () => {
+    const project = guardedProject();
+    const data = join(dir, "data");
+    const argsLog = join(dir, "run-args");
+    // `serve` fails as a binary without it would; `run` says what it was given, then runs.
+    const fake = writeScript(
+      dir,
+      "fake-levelcode-hooks",
+      `#!/bin/sh\nif [ "$1" = serve ]; then echo "error: unrecognized subcommand 'serve'" >&2; exit 2; fi\necho "$*" >> ${JSON.stringify(argsLog)}\nexec ${JSON.stringify(BINARY)} "$@"\n`,
+    );
+    const got = host(
+      `const hookRunner = hooks.createHookRunner({ binary: ${JSON.stringify(fake)} });
+for (const [i, tool] of ["write_file", "read_files"].entries()) {
+  await hookRunner.runEvent("PreToolUse", { event: "PreToolUse", cwd: process.cwd(), tool_name: tool, tool_input: {} });
+  hooks.logToolCall("alpha", "tc-" + i, "agent-7", tool, {}, "success");
+  const post = await hookRunner.runEvent("PostToolUse", { event: "PostToolUse", cwd: process.cwd(), tool_name: tool, tool_input: {}, tool_result: "ok" });
+  say({ context: post.additionalContext.trim() });
+}`,
+      project,
+      { LEVELCODE_DIR: data, LEVELCODE_TEAM: "alpha" },
+    );
+    expect(got.stderr).toBe("");
+    expect(got.status).toBe(0);
+    expect(got.lines[0]).toEqual({ context: "post ran" });
+    const runs = readFileSync(argsLog, "utf8").split("\n").filter(Boolean);
+    expect(runs).toEqual(["run", "run --caller-records-compliance", "run", "run --caller-records-compliance"]);
+    // logToolCall's lines, through the real binary's serve, and none of the runs'.
+    const log = join(data, "swarm", "alpha", "compliance", "events.jsonl");
+    const deadline = Date.now() + 10_000;
+    const count = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0);
+    while (count() < 2 && Date.now() < deadline) Bun.sleepSync(25);
+    expect(readFileSync(log, "utf8").split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { traceId: string }).traceId)).toEqual(["tc-0", "tc-1"]);
   });
 });

@@ -110,19 +110,48 @@ describe.skipIf(!serverSupports("trust"))("trust (§13, §14)", () => {
     expect(after.projectTrust).toBeUndefined();
   });
 
-  test("a host that marks its agent's commands with LEVELCODE_AGENT still records its person's trust", async () => {
+  // A tool call of the agent (a script it runs that imports this package) or a hook: its
+  // process carries the mark, and the client starts its servers from that environment.
+  for (const [mark, value] of [
+    ["LEVELCODE_AGENT", "1"],
+    ["CLAUDECODE", " True "],
+  ] as const) {
+    test(`a process whose environment has ${mark}=${value.trim()} records no trust through trust()`, async () => {
+      writeProjectHooks(dir, { PreToolUse: [{ hooks: [{ command: "echo guarded >&2; exit 2" }] }] });
+      const saved = process.env[mark];
+      process.env[mark] = value;
+      try {
+        // Even with the mark removed from the servers' environment by the caller.
+        for (const env of [untrusted, { ...untrusted, [mark]: undefined }]) {
+          const runner = runnerWith({ env });
+          const status = await runner.trustStatus(dir);
+          // `changed` when the folder reuses the identity of an earlier test's trusted one.
+          expect(status.state).not.toBe("trusted");
+          const refused = runner.trust(status.digest, dir);
+          await expect(refused).rejects.toThrow(`${mark} is set`);
+          await expect(refused).rejects.toThrow("nothing was recorded");
+          await expect(refused).rejects.toThrow(`levelcode-hooks trust --project-dir ${dir}`);
+          expect((await runner.trustStatus(dir)).state).not.toBe("trusted");
+          const after = await runner.runEvent("PreToolUse", pre());
+          expect(after.blocked).toBe(false);
+          expect(after.projectTrust).toBeDefined();
+        }
+      } finally {
+        if (saved === undefined) delete process.env[mark];
+        else process.env[mark] = saved;
+      }
+    });
+  }
+
+  test("a mark that is not on (LEVELCODE_AGENT=0) refuses nothing", async () => {
     writeProjectHooks(dir, { PreToolUse: [{ hooks: [{ command: "echo guarded >&2; exit 2" }] }] });
     const saved = process.env.LEVELCODE_AGENT;
-    process.env.LEVELCODE_AGENT = "1";
+    process.env.LEVELCODE_AGENT = "0";
     try {
       const runner = runnerWith({ env: untrusted });
       const status = await runner.trustStatus(dir);
-      // `changed` when the folder reuses the identity of an earlier test's trusted one.
-      expect(status.state).not.toBe("trusted");
-      const trusted = await runner.trust(status.digest, dir);
-      expect(trusted.state).toBe("trusted");
-      const after = await runner.runEvent("PreToolUse", pre());
-      expect(after.blocked).toBe(true);
+      expect((await runner.trust(status.digest, dir)).state).toBe("trusted");
+      expect((await runner.runEvent("PreToolUse", pre())).blocked).toBe(true);
     } finally {
       if (saved === undefined) delete process.env.LEVELCODE_AGENT;
       else process.env.LEVELCODE_AGENT = saved;

@@ -16,7 +16,9 @@ process.env.LEVELCODE_HOOKS_BINARY = binary;
 
 const home = mkdtempSync(join(tmpdir(), "levelcode-hooks-test-home-"));
 process.env.HOME = home;
-for (const name of ["LEVELCODE_DIR", "LEVELCODE_HOOKS", "LEVELCODE_HOOKS_NO_PROJECT", "LEVELCODE_HOOKS_DEPTH", "LEVELCODE_HOOKS_LOG", "LEVELCODE_TEAM", "NEXT_PUBLIC_CB_ENVIRONMENT", "LEVELCODE_MANAGED_SETTINGS", "XDG_CACHE_HOME"]) {
+// LEVELCODE_AGENT and CLAUDECODE: a suite run from inside an agent's shell must still be able
+// to record trust (the client's `trust()` refuses under them).
+for (const name of ["LEVELCODE_AGENT", "CLAUDECODE", "LEVELCODE_DIR", "LEVELCODE_HOOKS", "LEVELCODE_HOOKS_NO_PROJECT", "LEVELCODE_HOOKS_DEPTH", "LEVELCODE_HOOKS_LOG", "LEVELCODE_TEAM", "NEXT_PUBLIC_CB_ENVIRONMENT", "LEVELCODE_MANAGED_SETTINGS", "XDG_CACHE_HOME"]) {
   delete process.env[name];
 }
 // Tests that are not about trust run the project layer as before trust existed (contract §13).

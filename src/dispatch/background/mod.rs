@@ -22,7 +22,9 @@ use std::time::Duration;
 use crate::dispatch::outcome::Outcome;
 use crate::dispatch::output::{Report, Trace};
 use crate::dispatch::payload::Payload;
+use crate::runner::confine::Rules;
 use crate::settings::events::EventKind;
+use crate::settings::layers::LayerKind;
 use crate::settings::Action;
 use record::Ended;
 use session::Session;
@@ -51,6 +53,10 @@ pub struct Deferred<'a> {
     pub timeout: Duration,
     /// Its stdin: the payload as its protocol gives it, with the input as rewritten so far.
     pub input: Vec<u8>,
+    /// Its layer, for the variables it gets.
+    pub layer: LayerKind,
+    /// Its sandbox's rules (contract §20), which its supervisor prepares again.
+    pub sandbox: Option<Rules>,
 }
 
 /// Starts the background handlers the chain deferred, unless the dispatch blocked or was
@@ -95,9 +101,6 @@ pub fn start(
         }
         (None, Ok(session)) => session,
     };
-    let (env, unset) = super::handler_env(payload, root, None);
-    let env: Vec<(String, String)> = env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    let unset: Vec<String> = unset.into_iter().map(str::to_string).collect();
     let waited = WAITED.load(Ordering::Relaxed);
     // In `run`, the session's spool, locked while its handlers are counted and recorded.
     let spool = match (&session, waited || memory::kept()) {
@@ -146,7 +149,18 @@ pub fn start(
     let event = payload.event.clone();
     let mut specs = Vec::new();
     for d in deferred {
-        let Action::Process(program) = d.action;
+        let Action::Process(program) = d.action else {
+            // Only a command runs in the background (`settings` reads `async` on no other).
+            set(
+                report,
+                d.entry,
+                Outcome::Error,
+                "not started: only a command handler runs in the background".into(),
+            );
+            continue;
+        };
+        let (env, unset) = super::handler_env(payload, root, None, d.layer);
+        let unset: Vec<String> = unset.into_iter().map(str::to_string).collect();
         let entry = &report.handlers[d.entry];
         let template = Ended {
             label: entry.label.clone(),
@@ -159,7 +173,8 @@ pub fn start(
             ..Ended::default()
         };
         let protocol = entry.protocol.name().to_string();
-        let mut env = env.clone();
+        let mut env: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         let span = crate::telemetry::handler_started(d.entry).and_then(|(name, value)| {
             env.push((name.to_string(), value));
             crate::telemetry::detached(d.entry)
@@ -168,12 +183,13 @@ pub fn start(
             program: Form::from(program),
             dir: dir.to_path_buf(),
             env,
-            unset: unset.clone(),
+            unset,
             timeout_ms: u64::try_from(d.timeout.as_millis()).unwrap_or(u64::MAX),
             input: String::from_utf8_lossy(&d.input).into_owned(),
             protocol,
             handler: template,
             span,
+            sandbox: d.sandbox,
             delivery: Delivery::Nowhere,
         };
         if waited {

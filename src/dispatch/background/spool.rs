@@ -117,7 +117,7 @@ pub struct Locked<'s> {
 
 /// The folder of every spool, `None` without a data directory.
 fn root() -> Option<PathBuf> {
-    crate::settings::layers::data_dir().map(|dir| dir.join(FOLDER))
+    crate::environment::data_dir().map(|dir| dir.join(FOLDER))
 }
 
 /// Returns true if and only if some spool may hold something: one look at the folder of

@@ -19,10 +19,12 @@ use super::process;
 use super::record::Ended;
 use super::spool::Spool;
 use crate::dispatch::action::{self, Answer, Done, Ending, Stop};
+use crate::dispatch::confine::Confine;
 use crate::dispatch::exec_log;
 use crate::dispatch::outcome::{self, Judgement, Outcome};
 use crate::dispatch::output::{HandlerReport, Report};
 use crate::dispatch::protocol::Context;
+use crate::runner::confine::{self, Rules};
 use crate::runner::Program;
 use crate::settings::events::EventKind;
 use crate::settings::protocol::Protocol;
@@ -49,6 +51,8 @@ pub struct Spec {
     pub handler: Ended,
     /// Its span, when the dispatch is exported (contract §18).
     pub span: Option<crate::telemetry::Detached>,
+    /// Its sandbox's rules (contract §20), prepared again here and applied to the handler alone.
+    pub sandbox: Option<Rules>,
     pub delivery: Delivery,
 }
 
@@ -148,13 +152,26 @@ pub fn run(spec: &Spec, started: &dyn Fn()) -> (Ended, HandlerReport) {
         .collect();
     let unset: Vec<&str> = spec.unset.iter().map(String::as_str).collect();
     let timeout = Duration::from_millis(spec.timeout_ms);
+    // The dispatch could prepare these rules; should this process not, the handler is refused,
+    // never run with fewer restrictions.
+    let prepared = spec.sandbox.as_ref().map(confine::prepare);
+    let confined = match &prepared {
+        None => Confine::None,
+        Some(Ok(prepared)) => Confine::In(prepared),
+        Some(Err(why)) => {
+            Confine::Refused(format!("not run: its sandbox cannot be enforced: {why}"))
+        }
+    };
     let done = action::perform(
         &action,
         &spec.dir,
         spec.input.as_bytes(),
         timeout,
-        &env,
-        &unset,
+        action::Environment {
+            set: &env,
+            unset: &unset,
+        },
+        confined,
         started,
     );
     let handler = &spec.handler;
@@ -182,7 +199,13 @@ fn ended(mut ended: Ended, done: &Done, judgement: Judgement, timeout: Duration)
             ended.exit_code = Some(code);
         }
         Ending::Signaled(sig) => ended.signal = Some(sig),
-        Ending::NotStarted(_) | Ending::Lost | Ending::Unkillable => {}
+        Ending::Answered(Answer::Status(_))
+        | Ending::NotStarted(_)
+        | Ending::Missing(_)
+        | Ending::NotConfined(_)
+        | Ending::Failed(_)
+        | Ending::Lost
+        | Ending::Unkillable => {}
     }
     ended.context = judgement.context;
     ended.system_message = judgement.system_message;
@@ -240,9 +263,16 @@ fn failure(done: &Done, message: Option<&str>, timeout: Duration) -> String {
             format!("killed by signal {sig} ({})", signals::name(*sig))
         }
         (None, Ending::NotStarted(why)) => format!("could not start: {why}"),
-        (None, Ending::NotRunnable(_) | Ending::Lost | Ending::Unkillable) => {
-            message.unwrap_or("failed").to_string()
+        (None, Ending::Missing(why) | Ending::NotConfined(why) | Ending::Failed(why)) => {
+            why.clone()
         }
+        (
+            None,
+            Ending::Answered(Answer::Status(_))
+            | Ending::NotRunnable(_)
+            | Ending::Lost
+            | Ending::Unkillable,
+        ) => message.unwrap_or("failed").to_string(),
     }
 }
 
@@ -285,6 +315,7 @@ fn entry(ended: &Ended, protocol: Protocol, done: Done) -> HandlerReport {
         outcome: outcome_named(&ended.outcome),
         exit_code: ended.exit_code,
         signal: ended.signal,
+        http_status: None,
         duration_ms: ended.duration_ms,
         stdout: done.stdout,
         stderr: done.stderr,
@@ -326,5 +357,5 @@ pub fn record(spec: &Spec, ended: &Ended, entry: HandlerReport, warnings: &mut V
     report.handlers.push(entry);
     report.warnings.extend(ended.warning.iter().cloned());
     report.warnings.append(warnings);
-    exec_log::append_background(&mut report);
+    exec_log::append_background(&mut report, &spec.dir);
 }

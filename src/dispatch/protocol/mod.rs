@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::dispatch::handler_input::Inputs;
 use crate::dispatch::outcome::{Judgement, Reply};
+use crate::dispatch::payload::Payload;
 use crate::settings::events::EventKind;
 use crate::settings::protocol::{self, Protocol};
 
@@ -58,6 +59,17 @@ impl Protocol {
     /// The rules the protocol follows when a handler runs.
     pub fn rules(self) -> &'static dyn Rules {
         TABLE[self.index()]
+    }
+
+    /// What a handler speaking this protocol reads on stdin for `payload` in the project
+    /// `root`, one entry for each run it becomes, as the chain gives it when no handler before
+    /// it rewrote the input: what `test --dry-run` shows.
+    pub fn stdins(self, payload: &Payload, root: &Path) -> Vec<Vec<u8>> {
+        let mut inputs = Inputs::new(payload, root);
+        let runs = self.rules().runs(&mut inputs);
+        runs.into_iter()
+            .map(|run| run.input.unwrap_or_else(|| inputs.native().to_vec()))
+            .collect()
     }
 }
 

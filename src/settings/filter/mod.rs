@@ -5,14 +5,14 @@
 //! A rule is `Tool` (every call of the tool) or `Tool(pattern)`. The tool is named by its
 //! levelcode name or by a protocol's name for it (Claude Code's `Bash`, `Grep`, `Glob`, `LS`,
 //! `Task`); an MCP server's name (`mcp__github`, `mcp__github__*`) stands for each of its
-//! tools. Claude Code's file tools stand for a kind, as its permission rules read them ([`KINDS`]):
+//! tools. Claude Code's file tools stand for a kind, as its permission rules read them:
 //! `Edit`, `Write`, `MultiEdit` and `NotebookEdit` for every tool that edits files, `Read` for
 //! every tool that reads or searches them. What the pattern is tested against depends on the
 //! tool, and any path that matches is a match ([`targets`], [`path`]):
 //!
 //! | tool | tested against |
 //! |---|---|
-//! | `run_terminal_command` | each subcommand of `command` ([`shell`]): any that matches is a match |
+//! | `run_terminal_command` | each simple command of `command`, in each of its forms ([`command`]): any that matches is a match |
 //! | `write_file`, `str_replace` | `path`, a file |
 //! | `read_files` | each of `paths`, files (for Claude Code's one `Read` per path, that run's path) |
 //! | `code_search` | `cwd`, the folder searched (the project root when there is none), and with `flags`, what ripgrep may take as paths |
@@ -28,9 +28,12 @@
 //! (`git commit *` is `git commit` too); `prefix:*` is `prefix *`; `\*` is a `*` itself.
 //!
 //! A rule that cannot be evaluated (it is not a rule, its pattern is invalid, the command
-//! cannot be split, the input lacks what the pattern is tested against, the tool has nothing a
-//! pattern could be tested against) lets the handler run, as Claude Code does, and says why.
+//! cannot be split or holds what the filter cannot see through, the input lacks what the
+//! pattern is tested against, the tool has nothing a pattern could be tested against) lets the
+//! handler run, as Claude Code does, and says why: a command rule filters a handler out only
+//! when the whole command was read and no part of it can match.
 
+pub mod command;
 pub mod path;
 pub mod shell;
 pub mod targets;
@@ -41,6 +44,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::settings::protocol::Protocol;
+use command::{El, Form};
 use path::PathPattern;
 use targets::Shape;
 
@@ -242,7 +246,10 @@ impl Filter {
             Pattern::Command(command) => command.test(text, input),
             Pattern::Path(path) => match subject {
                 Subject::Paths(shape) => test_paths(path, text, shape, input, call),
-                Subject::Command => Verdict::Unevaluable(format!("{text:?} is no command")),
+                // A rule's tools are all of one subject, which its pattern was compiled for.
+                Subject::Command => Verdict::Unevaluable(format!(
+                    "{text:?} was read as a path pattern, and a command cannot be tested against one"
+                )),
             },
         }
     }
@@ -448,20 +455,70 @@ impl CommandPattern {
         true
     }
 
-    /// Whether any subcommand of `input`'s `command` matches.
+    /// Returns true if and only if the pattern matches `form`, or some text its unknown parts
+    /// may stand for.
+    pub fn matches_form(&self, form: &[El]) -> bool {
+        if !form.contains(&El::Any) {
+            let text: String = form
+                .iter()
+                .map(|e| match e {
+                    El::Char(c) => *c,
+                    El::Any => '*',
+                })
+                .collect();
+            return self.matches(&text);
+        }
+        let mut whole: Vec<El> = Vec::new();
+        for (i, part) in self.parts.iter().enumerate() {
+            if i > 0 {
+                whole.push(El::Any);
+            }
+            whole.extend(part.chars().map(El::Char));
+        }
+        if intersects(&whole, form) {
+            return true;
+        }
+        // `git commit *` is `git commit` too.
+        let bare: Vec<El> = self.parts[0]
+            .trim_end_matches(' ')
+            .chars()
+            .map(El::Char)
+            .collect();
+        self.optional_tail && intersects(&bare, form)
+    }
+
+    /// Whether any simple command of `input`'s `command`, in any of its forms, matches: the
+    /// handler is filtered out only when the filter read the whole command and none can.
     fn test(&self, text: &str, input: &Value) -> Verdict {
         let Some(command) = input.get("command").and_then(Value::as_str) else {
             return missing("command", "a command");
         };
-        let parts = match shell::subcommands(command) {
-            Ok(parts) => parts,
+        let reading = match command::read(command) {
+            Ok(reading) => reading,
             Err(e) => {
                 return Verdict::Unevaluable(format!(
                     "the command cannot be split into its subcommands: {e}"
                 ))
             }
         };
-        if parts.iter().any(|part| self.matches(part)) {
+        // A match as written runs the handler plainly; one that holds only for some value of
+        // what is known when the command runs, or what the filter cannot see, runs it and says
+        // why.
+        let known = |form: &&Form| !form.contains(&El::Any);
+        if reading
+            .forms
+            .iter()
+            .filter(known)
+            .any(|f| self.matches_form(f))
+        {
+            return Verdict::Runs;
+        }
+        if let Some(why) = reading.unseen.first() {
+            return Verdict::Unevaluable(format!(
+                "the filter cannot see what the command runs: {why}"
+            ));
+        }
+        if reading.forms.iter().any(|form| self.matches_form(form)) {
             return Verdict::Runs;
         }
         Verdict::Filtered {
@@ -469,6 +526,52 @@ impl CommandPattern {
             by_input: true,
         }
     }
+}
+
+/// Returns true if and only if some text matches both `pattern` and `form`, each a sequence of
+/// characters and [`El::Any`]: the two automata run side by side, in time linear in the form.
+fn intersects(pattern: &[El], form: &[El]) -> bool {
+    let n = pattern.len();
+    // `now[i]`: the pattern's first `i` elements can match what the form has given so far.
+    let mut now = vec![false; n + 1];
+    let close = |states: &mut Vec<bool>| {
+        for i in 0..n {
+            if states[i] && pattern[i] == El::Any {
+                states[i + 1] = true;
+            }
+        }
+    };
+    now[0] = true;
+    close(&mut now);
+    let mut next = vec![false; n + 1];
+    for element in form {
+        next.iter_mut().for_each(|s| *s = false);
+        match element {
+            El::Char(c) => {
+                for i in 0..n {
+                    if now[i] {
+                        match pattern[i] {
+                            El::Any => next[i] = true,
+                            El::Char(p) if p == *c => next[i + 1] = true,
+                            El::Char(_) => {}
+                        }
+                    }
+                }
+            }
+            // Any text: the pattern may be anywhere from the earliest state on.
+            El::Any => {
+                if let Some(first) = now.iter().position(|s| *s) {
+                    next[first..].iter_mut().for_each(|s| *s = true);
+                }
+            }
+        }
+        close(&mut next);
+        std::mem::swap(&mut now, &mut next);
+        if !now.contains(&true) {
+            return false;
+        }
+    }
+    now[n]
 }
 
 #[cfg(test)]

@@ -1,0 +1,275 @@
+//! The filter's promise on generated commands: when it says a command does not match, no
+//! program the real shell runs for it matches the pattern. Each command line runs in dash and
+//! in bash with recording stand-ins for `git` and `ls` first on `PATH` (and in the home
+//! directory's `bin/`), so whatever starts them (a wrapper, `eval`, a shell given a string,
+//! `xargs`) is seen; what they record, the program's name and its words joined by one space, is
+//! what a pattern is tested against.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use levelcode_hooks::settings::filter::{Call, CommandPattern, Filter, Verdict};
+
+const RECORD: char = '\u{1e}';
+const WORD: char = '\u{1f}';
+const CASE: char = '\u{1d}';
+
+/// Recording stand-ins for `git` and `ls`, on `PATH` and in the home directory's `bin/`.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        for bin in ["bin", "home/bin"] {
+            let bin = dir.path().join(bin);
+            std::fs::create_dir_all(&bin).unwrap();
+            for name in ["git", "ls"] {
+                let script =
+                    "#!/bin/sh\nprintf '%s\\037' \"${0##*/}\" \"$@\" \"$(printf '\\036')\" >&9\n";
+                std::fs::write(bin.join(name), script).unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+            }
+        }
+        World { dir }
+    }
+
+    fn fake(&self) -> String {
+        self.dir.path().join("bin").display().to_string()
+    }
+
+    /// What each case started, in `shell`: each program's name and words, joined by a space.
+    fn run(&self, shell: &Path, cases: &[String]) -> Vec<Vec<String>> {
+        let mut script = String::new();
+        for (i, case) in cases.iter().enumerate() {
+            let quoted = case.replace('\'', r"'\''");
+            script.push_str(&format!(
+                "printf '\\035{i}\\037' >&9; (eval '{quoted}'\nwait) </dev/null >/dev/null 2>&1\n"
+            ));
+        }
+        let records = self.dir.path().join("records");
+        std::fs::write(&records, "").unwrap();
+        let script_path = self.dir.path().join("script.sh");
+        std::fs::write(&script_path, script).unwrap();
+        let status = Command::new(shell)
+            .arg("-c")
+            .arg(format!(
+                "exec 9>>'{}'; . '{}'",
+                records.display(),
+                script_path.display()
+            ))
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", self.fake()))
+            .env("HOME", self.dir.path().join("home"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.code().is_some());
+        let text = std::fs::read_to_string(&records).unwrap();
+        let mut out = vec![Vec::new(); cases.len()];
+        for chunk in text.split(CASE).skip(1) {
+            let (number, rest) = chunk.split_once(WORD).unwrap();
+            let i: usize = number.parse().unwrap();
+            let mut pieces: Vec<&str> = rest.split(RECORD).collect();
+            pieces.pop();
+            for (k, piece) in pieces.iter().enumerate() {
+                let piece = if k > 0 {
+                    piece.strip_prefix(WORD).unwrap_or(piece)
+                } else {
+                    piece
+                };
+                let mut words: Vec<&str> = piece.split(WORD).collect();
+                words.pop();
+                out[i].push(words.join(" "));
+            }
+        }
+        out
+    }
+}
+
+/// Where the stand-ins are, in a generated line: replaced by their folder before it runs.
+const FAKE: &str = "/FAKE";
+
+fn program() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(
+        &[
+            "git",
+            "git",
+            "\\git",
+            "'git'",
+            "g\"\"it",
+            "\"git\"",
+            "gi\\\nt",
+            "{git,}",
+            "~/bin/git",
+            "/FAKE/git",
+            "ls",
+            "l's'",
+        ][..],
+    )
+}
+
+fn wrapper() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(
+        &[
+            "",
+            "",
+            "",
+            "",
+            "env ",
+            "env -i PATH=\"$PATH\" ",
+            "env X=1 ",
+            "command ",
+            "nice ",
+            "nice -n 5 ",
+            "nohup ",
+            "timeout 5 ",
+            "timeout -s KILL 5 ",
+            "stdbuf -oL ",
+            "time ",
+            "exec ",
+            "X=1 ",
+            "eval ",
+            "! ",
+            "{ ",
+        ][..],
+    )
+}
+
+fn argument() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(
+        &[
+            "push",
+            "push",
+            "status",
+            "origin",
+            "main",
+            "'push'",
+            "pu\\\nsh",
+            "\"push\"",
+            "-C .",
+            "--no-pager",
+            "$((1))",
+            "\"$(echo push)\"",
+            "$(echo push)",
+            "{push,x}",
+            "p\"\"ush",
+            "--force",
+            "-la",
+            "\\push",
+        ][..],
+    )
+}
+
+/// One simple command, in one of the ways a command line may start a program.
+fn simple() -> impl Strategy<Value = String> {
+    (
+        wrapper(),
+        program(),
+        proptest::collection::vec(argument(), 0..3),
+        proptest::sample::select(&[0u8, 0, 0, 0, 1, 2, 3, 4, 5][..]),
+    )
+        .prop_map(|(wrapper, program, args, how)| {
+            let mut command = format!("{wrapper}{program}");
+            for arg in args {
+                command.push(' ');
+                command.push_str(arg);
+            }
+            if wrapper == "{ " {
+                command.push_str("; }");
+            }
+            match how {
+                1 => format!("bash -c '{}'", command.replace('\'', "")),
+                2 => format!("sh <<'EOF'\n{command}\nEOF"),
+                3 => format!("echo {} | xargs {program}", "push"),
+                4 => format!("x={program}; $x push"),
+                5 => format!("echo \"$({command})\""),
+                _ => command,
+            }
+        })
+}
+
+fn line() -> impl Strategy<Value = String> {
+    (
+        proptest::collection::vec(simple(), 1..3),
+        proptest::sample::select(&["; ", " && ", "\n", " | ", " & ", ";"][..]),
+        proptest::sample::select(
+            &[
+                "",
+                "",
+                "echo $((1<<2))\n",
+                ": <<'X'\ngit push\nX\n",
+                "# git push\n",
+            ][..],
+        ),
+    )
+        .prop_map(|(commands, separator, before)| format!("{before}{}", commands.join(separator)))
+}
+
+const PATTERNS: &[&str] = &[
+    "git push*",
+    "git push",
+    "git push *",
+    "git *",
+    "git status",
+    "ls",
+    "ls *",
+    "* push",
+    "*--force*",
+];
+
+fn verdict(pattern: &str, command: &str) -> Verdict {
+    let input = json!({ "command": command });
+    Filter::new(format!("Bash({pattern})")).evaluate(Some(&Call {
+        tool: "run_terminal_command",
+        input: Some(&input),
+        root: Path::new("/"),
+        part: None,
+    }))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 8,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn what_the_filter_filters_out_runs_nothing_the_pattern_matches(
+        lines in proptest::collection::vec(line(), 40)
+    ) {
+        let world = World::new();
+        let lines: Vec<String> = lines.iter().map(|l| l.replace(FAKE, &world.fake())).collect();
+        let mut filtered = 0;
+        for shell in super::shells() {
+            let ran = world.run(&shell, &lines);
+            for (line, started) in lines.iter().zip(&ran) {
+                for pattern in PATTERNS {
+                    if !matches!(verdict(pattern, line), Verdict::Filtered { .. }) {
+                        continue;
+                    }
+                    filtered += 1;
+                    let parsed = CommandPattern::parse(pattern);
+                    let matching: Vec<&String> =
+                        started.iter().filter(|c| parsed.matches(c)).collect();
+                    prop_assert!(
+                        matching.is_empty(),
+                        "{}: {line:?} was filtered out of {pattern:?}, and it ran {matching:?}",
+                        shell.display()
+                    );
+                }
+            }
+        }
+        prop_assert!(filtered > 0, "the filter filtered nothing out: {lines:#?}");
+    }
+}
