@@ -358,6 +358,13 @@ class Bench:
             "one_command", "one handler, `command`",
             project_layer(group("write_file|str_replace", command("true"))), None, 1,
             {"sh -c true": SH_TRUE}, ["/bin/true", "sh -c true"], compare=True, minimal="spawn")
+        # A background handler (`"async": true`, contract §21): the dispatch starts its
+        # supervisor and answers; the handler runs after. Its floor is the dispatcher's own
+        # start, and its goal is set against the dispatch that runs nothing.
+        self.scenario(
+            "one_background", "one background handler, `command` with `async`",
+            project_layer(group("write_file|str_replace", command("true", **{"async": True}))), None, 1,
+            {}, ["/bin/true"])
         sandboxed = self.scenario(
             "one_command_sandboxed", "one handler, `command`, `\"sandbox\": true`",
             project_layer(group("write_file|str_replace", command("true", sandbox=True))), None, 1,
@@ -412,7 +419,8 @@ class Bench:
         except ValueError:
             return f"stdout is not one JSON object: {proc.stdout[:200]!r}"
         handlers = result.get("handlers", [])
-        ran = [h for h in handlers if h.get("outcome") == "proceed"]
+        # A background handler's entry says `started`: it runs after the answer.
+        ran = [h for h in handlers if h.get("outcome") in ("proceed", "started")]
         problems = []
         if len(ran) != scenario.expected_handlers or len(handlers) != len(ran):
             outcomes = [h.get("outcome") for h in handlers]
@@ -647,7 +655,7 @@ class Bench:
         if self.args.valgrind:
             print("\n== instruction counts (callgrind)", flush=True)
             for s in (s for s in self.scenarios
-                      if s.name in ("no_match", "no_match_regex", "one_command", "one_command_sandboxed", "big_config")):
+                      if s.name in ("no_match", "no_match_regex", "one_command", "one_background", "one_command_sandboxed", "big_config")):
                 counts[f"{s.name}: /bin/true"] = self.instructions(s, ["/bin/true"])
                 counts[f"{s.name}: dispatcher"] = self.instructions(s, [self.bin, "run"])
                 if self.dynamic_bin:
@@ -720,6 +728,12 @@ class Bench:
             both = set(rb["dispatcher_by_round"]) & set(r1["dispatcher_by_round"])
             value = spread({r: rb["dispatcher_by_round"][r] / r1["dispatcher_by_round"][r] for r in both})
         goal("S5 big_config (opt-in =1) / S2 one_command (medians)", value, 1.2)
+        rb, r0 = row.get(("one_background", "dispatcher")), row.get(("no_match", "dispatcher"))
+        value = None
+        if rb and r0:
+            both = set(rb["dispatcher_by_round"]) & set(r0["dispatcher_by_round"])
+            value = spread({r: rb["dispatcher_by_round"][r] / r0["dispatcher_by_round"][r] for r in both})
+        goal("one_background / S1 no_match (medians)", value, 1.2)
         rs = row.get(("one_command_sandboxed", "dispatcher"))
         rn = row.get(("one_command_sandboxed", "dispatcher, no sandbox"))
         value = None

@@ -57,6 +57,10 @@ pub enum Command {
     Completions(crate::commands::completions::CompletionsArgs),
     /// Read another agent's hook settings (Claude Code's) and print them as levelcode settings.
     Import(crate::commands::import::ImportArgs),
+    /// Keeps one background handler for the dispatch that started it (contract §21); its spec
+    /// comes on stdin. Not for people: hidden from the help, the completions and the man page.
+    #[command(hide = true)]
+    Background,
     /// Show what this system can enforce of a handler's "sandbox" (Landlock, seccomp).
     Sandbox(crate::commands::sandbox::SandboxArgs),
 }
@@ -66,6 +70,13 @@ pub enum Command {
 /// stderr, and exits 1, never clap's 2, which callers would read as a block.
 pub fn parse() -> Cli {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // A background handler's supervisor, started by a dispatch: no command tree to build.
+    if args.len() == 1 && args[0] == crate::dispatch::background::process::COMMAND {
+        return Cli {
+            command: Some(Command::Background),
+            run: RunArgs::default(),
+        };
+    }
     if let Some(run) = parse_run_fast(&args) {
         return Cli { command: None, run };
     }
@@ -177,6 +188,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::commands::completions::run(&args, Cli::command())
         }
         Some(Command::Import(args)) => crate::commands::import::run(&args),
+        Some(Command::Background) => crate::dispatch::background::supervise(),
         Some(Command::Sandbox(args)) => crate::commands::sandbox::run(&args),
     }
 }

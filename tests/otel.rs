@@ -2,8 +2,10 @@
 //! decodes each request with the OpenTelemetry project's own protobuf definitions
 //! (`tests/otlp/receiver.py`, with the `opentelemetry-proto` package that `make otlp-python`
 //! installs under `target/`), listening on 127.0.0.1 only, over plain HTTP or HTTPS. A
-//! collector that reads slowly: [`slow`]; `serve`'s batches: [`batches`].
+//! collector that reads slowly: [`slow`]; `serve`'s batches: [`batches`]; a background
+//! handler's span: [`background`].
 
+mod background;
 mod batches;
 mod slow;
 

@@ -2,6 +2,8 @@
 
 mod architecture;
 #[cfg(unix)]
+mod background;
+#[cfg(unix)]
 mod claude;
 #[cfg(unix)]
 mod claude_layers;

@@ -25,7 +25,7 @@ use crate::settings::short_json;
 pub const DEFAULT_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
 
 /// A handler's fields that levelcode reads as Claude Code does, copied as they are.
-const KEPT: &[&str] = &["args", "shell", "onFailure", "if"];
+const KEPT: &[&str] = &["args", "shell", "onFailure", "if", "async"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Agent {
@@ -198,6 +198,14 @@ fn convert_group(
         if let Some(filter) = handler.get("if") {
             out.insert("if".into(), filter.clone());
         }
+        if let Some(value) = handler.get("async") {
+            out.insert("async".into(), value.clone());
+        }
+        // `asyncRewake` implies `async`, which keeps it in the background (contract §21); what
+        // it adds, waking the agent, has its note below.
+        if handler.get("asyncRewake") == Some(&Value::Bool(true)) {
+            out.insert("async".into(), Value::Bool(true));
+        }
         for key in handler.as_object().into_iter().flat_map(Map::keys) {
             if !matches!(key.as_str(), "type" | "command" | "timeout")
                 && !KEPT.contains(&key.as_str())
@@ -285,8 +293,8 @@ fn left_out(key: &str) -> String {
 /// handler that has it (`validate` says the same of a handler written with it).
 pub fn not_honoured(key: &str) -> Option<String> {
     let why = match key {
-        "async" | "asyncRewake" => {
-            "levelcode waits for every handler, so it runs in the foreground and its answer counts"
+        "asyncRewake" => {
+            "an exit 2 does not wake the agent at once: the handler runs in the background, as with \"async\", and its failure is handed on with the next answer of its session"
         }
         "once" => "it runs every time, not once per session",
         "statusMessage" => "levelcode shows no status line while a handler runs",
@@ -574,14 +582,29 @@ mod tests {
                     {"matcher": "Write|Edit", "protocol": "claude", "hooks": [{"command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 600}]}
                 ],
                 "UserPromptSubmit": [{"protocol": "claude", "hooks": [{"command": "x", "timeout": 30}]}],
-                "SessionStart": [{"matcher": "startup", "protocol": "claude", "hooks": [{"command": "cat notes.md", "timeout": 600}]}]
+                "SessionStart": [{"matcher": "startup", "protocol": "claude", "hooks": [{"command": "cat notes.md", "timeout": 600, "async": true}]}]
             })
         );
         let notes = out.notes.join("\n");
         assert!(notes.contains("PermissionRequest"), "{notes}");
         assert!(!notes.contains("hooks.UserPromptSubmit"), "{notes}");
         assert!(notes.contains("type \"prompt\""), "{notes}");
-        assert!(notes.contains("\"async\""), "{notes}");
+        assert!(!notes.contains("\"async\""), "kept, so no note: {notes}");
+    }
+
+    #[test]
+    fn async_rewake_is_kept_in_the_background_with_a_note() {
+        let claude = json!({"hooks": {"PostToolUse": [{"hooks": [
+            {"type": "command", "command": "npm test", "asyncRewake": true}
+        ]}]}});
+        let mut out = Conversion::default();
+        convert("s.json", &claude, &mut out);
+        assert_eq!(out.hooks["PostToolUse"][0]["hooks"][0]["async"], true);
+        let notes = out.notes.join("\n");
+        assert!(
+            notes.contains("\"asyncRewake\"") && notes.contains("does not wake"),
+            "{notes}"
+        );
     }
 
     #[test]

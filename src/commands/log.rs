@@ -135,14 +135,23 @@ fn outcome_style(outcome: &str) -> Style {
 
 fn render_entry(out: &mut String, entry: &Entry, painter: Painter) {
     use std::fmt::Write as _;
-    let decision = painter.paint(
-        match entry.decision.as_str() {
-            "block" => Style::Bad,
-            "ask" => Style::Warn,
-            _ => Style::Good,
-        },
-        &entry.decision,
-    );
+    // A background handler's line, written when it ended, decides nothing (contract §21).
+    let decision = if entry.background {
+        painter
+            .paint(Style::Dim, "background run ended")
+            .to_string()
+    } else {
+        painter
+            .paint(
+                match entry.decision.as_str() {
+                    "block" => Style::Bad,
+                    "ask" => Style::Warn,
+                    _ => Style::Good,
+                },
+                &entry.decision,
+            )
+            .to_string()
+    };
     let _ = writeln!(
         out,
         "{}  {}{}  {decision}  {:.1} ms{}{}",
@@ -306,7 +315,8 @@ pub fn summarise<'a>(entries: impl Iterator<Item = &'a Entry>) -> Vec<HandlerSta
     for entry in entries {
         let event = entry.event.clone().unwrap_or_default();
         for h in &entry.handlers {
-            if matches!(h.outcome.as_str(), "duplicate" | "skipped") {
+            // A background handler counts once, by the line of its end (`"background": true`).
+            if matches!(h.outcome.as_str(), "duplicate" | "skipped" | "started") {
                 continue;
             }
             let key = (

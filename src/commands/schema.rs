@@ -15,7 +15,7 @@ use crate::dispatch::output::write_stdout;
 use crate::settings::events::{self, Subject, EVENTS};
 use crate::settings::kind::{Kind, KINDS};
 use crate::settings::protocol::Protocol;
-use crate::settings::{DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
+use crate::settings::{BACKGROUND_TIMEOUT_SECS, DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
 
 #[derive(Debug, Clone, Args)]
 pub struct SchemaArgs {}
@@ -238,6 +238,11 @@ pub fn document() -> Value {
                     "if": {
                         "description": "A permission rule in Claude Code's syntax, Tool or Tool(pattern): the handler runs only for the tool calls it matches, tested before anything is spawned.",
                         "$ref": "#/$defs/if"
+                    },
+                    "async": {
+                        "description": format!("true: run in the background (Claude Code's form). Started once the handlers before and after it have decided, and only when nothing blocked; it cannot block, ask or rewrite, and the dispatch does not wait for it. Its timeout is {BACKGROUND_TIMEOUT_SECS} s unless given. What it comes to is recorded in the execution log and handed to the agent with the next answer of the same session: its additionalContext and systemMessage, or its failure as a warning."),
+                        "type": ["boolean", "null"],
+                        "default": false
                     },
                     "sandbox": {
                         "description": "The handler's sandbox; default: its group's, else its file's.",

@@ -94,7 +94,19 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
         return dry_run(&payload, &options, args.json);
     }
     let trace = Trace::new(args.dispatch.verbose || std::io::stderr().is_terminal());
+    // A person checking a setup sees what a background handler comes to (contract §21).
+    dispatch::background::wait_in_place();
     let report = dispatch::dispatch(&payload, &options, &trace, started);
+    let waited = report
+        .handlers
+        .iter()
+        .filter(|h| h.outcome == dispatch::outcome::Outcome::Started)
+        .count();
+    if waited > 0 {
+        eprintln!(
+            "levelcode-hooks test: waited for {waited} background handler(s) (\"async\"); run and serve answer without waiting, and hand what each comes to on with the session's next answer"
+        );
+    }
     // The same JSON, with what a terminal would not show as itself written as escapes.
     output::print_report_shown(
         &report,

@@ -275,9 +275,15 @@ pub fn review(assessment: &Assessment, bytes: &[u8], store_path: Option<&Path>) 
                 .as_deref()
                 .map(|n| format!("  name {:?}", shown(n)))
                 .unwrap_or_default();
+            // A background handler runs on after the agent has gone on (contract §21).
+            let background = if handler.background {
+                "  (async: in the background, not waited for)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
-                "  {} {}.hooks[{}]{matcher}{name}{off}",
+                "  {} {}.hooks[{}]{matcher}{name}{background}{off}",
                 group.event,
                 group.path(),
                 handler.index

@@ -100,7 +100,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         no_project: args.no_project,
         team: None,
         traceparent: None,
-        caller_records_compliance: false,
+        ..Options::default()
     };
     let mut inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     if args.settings.is_empty() {
@@ -432,6 +432,16 @@ fn check_handler(path: &str, fields: &Map<String, Value>, found: &mut Found<'_>)
             unknown_key_message(key, &known, fields, false)
         };
         found.add(Some(format!("{path}.{key}")), "unknown_key", message);
+    }
+    let background = ["async", "asyncRewake"]
+        .iter()
+        .any(|key| fields.get(*key) == Some(&Value::Bool(true)));
+    if background && fields.get("onFailure").and_then(Value::as_str) == Some("block") {
+        found.add(
+            Some(format!("{path}.onFailure")),
+            "async_cannot_block",
+            "has no effect with \"async\": a background handler runs after the dispatch has answered, so its failure cannot block; drop one of them".to_string(),
+        );
     }
     if let Some(secs) = fields.get("timeout").and_then(Value::as_f64) {
         if secs >= 1000.0 {

@@ -95,6 +95,15 @@ impl Confinements {
     }
 }
 
+/// The runner's rules of `policy` in the project at `root`, as [`Confinements::of`] makes
+/// them: what a process started later (a background handler's supervisor, contract §21)
+/// prepares again. `None` when they cannot be had, as `of` refuses.
+pub(super) fn rules_for(policy: &Policy, root: &Path) -> Option<Rules> {
+    rules(policy, root, environment::temp_dir(), environment::home())
+        .ok()
+        .map(|(rules, _)| rules)
+}
+
 /// The message of a handler not run because its sandbox cannot be had.
 fn refused(why: &str) -> String {
     format!(

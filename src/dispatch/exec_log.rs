@@ -29,18 +29,31 @@ pub const KEPT_INPUT: usize = 200;
 /// Appends the dispatch of `payload` in the project `root` to the file named by
 /// `LEVELCODE_HOOKS_LOG`, if any; a failure is a warning in the report.
 pub fn append(report: &mut Report, payload: &Payload, root: &Path) {
+    let input = if payload.kind.is_tool_event() {
+        Some(payload.tool_input()).filter(|input| !input.is_null())
+    } else {
+        None
+    };
+    append_entry(report, root, input.map(|input| input.to_string()), false);
+}
+
+/// Appends the line of a background handler that has ended (contract §21), started by a
+/// dispatch in the project `root`: its one handler with its outcome, marked `"background": true`.
+pub fn append_background(report: &mut Report, root: &Path) {
+    append_entry(report, root, None, true);
+}
+
+fn append_entry(report: &mut Report, root: &Path, input: Option<String>, background: bool) {
     let Some(path) = log_path(None) else {
         return;
     };
     let mut entry = Entry::of(report);
+    entry.background = background;
     entry.project = Some(root.display().to_string());
-    if payload.kind.is_tool_event() {
-        let input = payload.tool_input();
-        if !input.is_null() {
-            let (text, cut_short) = cut(&input.to_string(), KEPT_INPUT);
-            entry.input = Some(text);
-            entry.input_truncated = cut_short;
-        }
+    if let Some(input) = input {
+        let (text, cut_short) = cut(&input, KEPT_INPUT);
+        entry.input = Some(text);
+        entry.input_truncated = cut_short;
     }
     let mut line = match serde_json::to_vec(&entry) {
         Ok(line) => line,
@@ -115,6 +128,10 @@ pub struct Entry {
     pub warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// The line of a background handler that ended after its dispatch (contract §21); its
+    /// dispatch's line says it `started`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 /// One handler in a log line.
@@ -190,6 +207,7 @@ impl Entry {
                 .map(|w| cut(w, KEPT_OUTPUT).0)
                 .collect(),
             interrupted: report.interrupted.is_some(),
+            background: false,
         }
     }
 }

@@ -16,9 +16,10 @@ use crate::settings::sandbox::Sandbox;
 use crate::settings::{Action, Events, Group, Handler, OnFailure};
 use crate::signals;
 use crate::trust::Gate;
-use action::{Answer, Done, Ending, Stop};
+use action::{Done, Stop};
 use handler_env::{handler_dir, handler_env};
 use handler_input::Inputs;
+use judged::{apply, fail_closed, fill_entry, worded_for};
 use outcome::{Judgement, Outcome};
 use output::{HandlerReport, Report, Trace};
 use payload::Payload;
@@ -28,12 +29,14 @@ use protocol::{Context, Rewrite, Run};
 // ground → load (through the trust gate) → (this file: the chain, each handler's action,
 // through its protocol) → outcome → exec_log → output → exit.
 pub mod action;
+pub mod background;
 mod confine;
 pub mod exec_log;
 pub mod exit;
 mod ground;
 mod handler_env;
 mod handler_input;
+mod judged;
 mod load;
 mod options;
 pub mod outcome;
@@ -167,6 +170,7 @@ pub fn dispatch_with<G: Deref<Target = [Group]>>(
             }
         }
     }
+    background::hand_on(payload, &root, options.hold_background, &mut report);
     record_compliance(payload, options, &mut report.warnings);
     spans::export(payload, &mut report);
     exec_log::append(&mut report, payload, &root);
@@ -229,6 +233,7 @@ pub fn run_chain<'g>(
         already_run: Vec::new(),
         dir: None,
         end: None,
+        deferred: Vec::new(),
         confinements: confine::Confinements::default(),
         floor,
         policy,
@@ -242,6 +247,8 @@ pub fn run_chain<'g>(
             chain.handler(group, handler, report, trace);
         }
     }
+    let dir = chain.dir.as_deref().unwrap_or(root);
+    background::start(chain.deferred, payload, root, dir, report, trace);
 }
 
 /// Why a chain ended before its last handler.
@@ -279,6 +286,8 @@ struct Chain<'a> {
     /// The handlers' directory, found when the first one runs.
     dir: Option<PathBuf>,
     end: Option<End>,
+    /// The background handlers' runs, started once the chain has decided (contract §21).
+    deferred: Vec<background::Deferred<'a>>,
     /// The sandboxes of this dispatch, each prepared once (contract §20).
     confinements: confine::Confinements,
     /// The managed file, when it sandboxes the project's handlers.
@@ -339,6 +348,22 @@ impl<'a> Chain<'a> {
                 }
             }
             let mut entry = entry();
+            if handler.background {
+                if let Some(deferred) =
+                    self.defer(group, handler, &sandbox, &run, &mut entry, report)
+                {
+                    self.deferred.push(deferred);
+                    if let Some(note) = note {
+                        entry.message = Some(match entry.message.take() {
+                            Some(message) => format!("{note}; {message}"),
+                            None => note,
+                        });
+                    }
+                    report.handlers.push(entry);
+                    continue;
+                }
+                // Its sandbox cannot be had: it is not started, as any handler is not.
+            }
             self.run(group, handler, &sandbox, &label, run, &mut entry, report);
             if let Some(note) = note {
                 entry.message = Some(match entry.message.take() {
@@ -435,6 +460,42 @@ impl<'a> Chain<'a> {
         let end = End::Interrupted(sig);
         self.end = Some(end);
         Some((Outcome::Skipped, end.not_run(), false))
+    }
+
+    /// The run of a background handler (contract §21), started once the chain has decided, with
+    /// its entry's message; `None` when its sandbox cannot be had here, so that it is refused as
+    /// any handler is.
+    fn defer(
+        &mut self,
+        group: &Group,
+        handler: &'a Handler,
+        sandbox: &Sandbox,
+        run: &Run,
+        entry: &mut HandlerReport,
+        report: &Report,
+    ) -> Option<background::Deferred<'a>> {
+        let (confined, left_out) = self.confinements.of(sandbox.policy.as_ref(), self.root);
+        if let confine::Confine::Refused(_) = confined {
+            return None;
+        }
+        entry.message = match (run.note.clone(), left_out) {
+            (Some(note), Some(left)) => Some(format!("{note}; {left}")),
+            (note, left) => note.or(left),
+        };
+        Some(background::Deferred {
+            entry: report.handlers.len(),
+            action: &handler.action,
+            timeout: handler.timeout,
+            input: run
+                .input
+                .clone()
+                .unwrap_or_else(|| self.inputs.native().to_vec()),
+            layer: group.source.layer,
+            sandbox: sandbox
+                .policy
+                .as_ref()
+                .and_then(|policy| confine::rules_for(policy, self.root)),
+        })
     }
 
     /// One run of `handler`: its environment, its action, its file, its judgement, and what
@@ -540,143 +601,6 @@ impl<'a> Chain<'a> {
             OnFailure::Block | OnFailure::Proceed => judgement,
         };
         worded_for(judgement, self.payload.kind)
-    }
-}
-
-/// A judgement's message as it reads for the event: the rules of every handler say what a
-/// failure means for a tool call, and the event's entry says what goes on instead
-/// (`EventKind::goes_on`).
-fn worded_for(mut judgement: Judgement, kind: EventKind) -> Judgement {
-    const TOOL_CALL: &str = "the tool call proceeds";
-    let instead = kind.goes_on();
-    if instead == TOOL_CALL {
-        return judgement;
-    }
-    if let Some(message) = judgement.message.as_mut().filter(|m| m.contains(TOOL_CALL)) {
-        *message = message.replace(TOOL_CALL, instead);
-    }
-    judgement
-}
-
-/// A guard's own failure as a block, for a handler with `"onFailure": "block"` on an event that
-/// can block (contract §16): it could not start, timed out, or ended by an exit code other than
-/// 0 and 2 or by a signal. Any other judgement, an empty successful reply included, stays.
-fn fail_closed(mut judgement: Judgement, label: &str, event: &str) -> Judgement {
-    let how = match judgement.outcome {
-        Outcome::SpawnError => "could not start",
-        Outcome::Timeout => "timed out",
-        Outcome::Error => "failed",
-        Outcome::Proceed
-        | Outcome::Block
-        | Outcome::Duplicate
-        | Outcome::Skipped
-        | Outcome::Interrupted
-        | Outcome::Ask
-        | Outcome::Stop => return judgement,
-    };
-    let detail = judgement
-        .message
-        .as_deref()
-        .map(|m| m.split("; the tool call proceeds").next().unwrap_or(m))
-        .filter(|m| !m.is_empty())
-        .map(|m| match m.strip_prefix(how) {
-            Some(rest) => rest.to_string(),
-            None => format!(" ({m})"),
-        })
-        .unwrap_or_default();
-    judgement.outcome = Outcome::Block;
-    judgement.reason = Some(format!(
-        "the guard {label} {how}{detail}, and it blocks {event} when it fails (\"onFailure\": \"block\")"
-    ));
-    judgement.message = Some(format!(
-        "{how}{detail}; blocked, as \"onFailure\": \"block\" asks"
-    ));
-    judgement
-}
-
-/// A handler's report from how its run ended and what that means.
-fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
-    entry.outcome = judgement.outcome;
-    entry.duration_ms = output::millis(done.duration);
-    match done.ending {
-        Ending::Answered(Answer::Exit(code)) if done.stopped.is_none() || code >= 0 => {
-            entry.exit_code = Some(code);
-        }
-        Ending::Answered(Answer::Status(status)) => entry.http_status = Some(status),
-        Ending::NotRunnable(code) => entry.exit_code = Some(code),
-        Ending::Signaled(sig) => entry.signal = Some(sig),
-        Ending::Answered(Answer::Exit(_))
-        | Ending::NotStarted(_)
-        | Ending::Missing(_)
-        | Ending::NotConfined(_)
-        | Ending::Failed(_)
-        | Ending::Lost
-        | Ending::Unkillable => {}
-    }
-    entry.stderr_truncated = done.stderr_truncated;
-    entry.stderr = done.stderr;
-    if !judgement.suppress_output {
-        entry.stdout_truncated = done.stdout_truncated;
-        entry.stdout = done.stdout;
-    }
-    entry.message = match (entry.message.take(), judgement.message.clone()) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
-    // The reason the decision uses, for the trace.
-    entry.reason = match judgement.outcome {
-        Outcome::Block | Outcome::Ask => judgement.reason.clone(),
-        Outcome::Stop => judgement.stop.clone(),
-        _ => None,
-    };
-}
-
-/// What one handler's judgement adds to the dispatch (contract §6, §11): its warning, context,
-/// message for the person, rewrite of the tool input, and its block, ask or stop. Returns how
-/// the chain ends, when it does.
-fn apply(
-    judgement: Judgement,
-    entry: &mut HandlerReport,
-    report: &mut Report,
-    inputs: &mut Inputs<'_>,
-) -> Option<End> {
-    report.warnings.extend(judgement.warning);
-    report.additional_context.extend(judgement.context);
-    report.system_messages.extend(judgement.system_message);
-    if let Some(updated) = judgement.updated_input {
-        if inputs.differs(&updated) {
-            entry.rewrote_input = true;
-            report.updated_input = Some(updated.clone());
-            inputs.rewrite(updated);
-        }
-    }
-    match judgement.outcome {
-        Outcome::Block => {
-            if report.reason.is_none() {
-                report.reason = judgement.reason;
-            }
-            Some(End::Blocked)
-        }
-        Outcome::Ask => {
-            report.asks.extend(judgement.reason);
-            None
-        }
-        Outcome::Stop => {
-            if report.reason.is_none() {
-                report.reason = judgement.reason;
-            }
-            if report.stop.is_none() {
-                report.stop = judgement.stop;
-            }
-            Some(End::Stopped)
-        }
-        Outcome::Proceed
-        | Outcome::Error
-        | Outcome::Timeout
-        | Outcome::SpawnError
-        | Outcome::Duplicate
-        | Outcome::Skipped
-        | Outcome::Interrupted => None,
     }
 }
 

@@ -14,6 +14,9 @@ pub struct Options {
     pub team: Option<String>,
     /// A `serve` request's W3C `traceparent`; `run` reads `TRACEPARENT` (contract §18).
     pub traceparent: Option<String>,
+    /// The answer is shown to no one (a client's probe): background results of the session
+    /// stay for the next dispatch (contract §21).
+    pub hold_background: bool,
     /// The caller writes this call's compliance line itself (levelcode's `logToolCall` through
     /// `@levelcode/hooks`): the dispatch writes none, whatever the team.
     pub caller_records_compliance: bool,
@@ -61,6 +64,7 @@ impl DispatchArgs {
             no_project: self.no_project,
             team: self.team.clone(),
             traceparent: None,
+            hold_background: false,
             caller_records_compliance: self.caller_records_compliance,
         }
     }

@@ -30,6 +30,9 @@ pub enum Outcome {
     Ask,
     /// Asked the agent to stop its loop (`"continue": false`, contract §11).
     Stop,
+    /// A background handler (`"async": true`), started and not waited for: its own outcome
+    /// is recorded when it ends, and handed on with a later answer (contract §21).
+    Started,
 }
 
 impl Outcome {
@@ -46,6 +49,7 @@ impl Outcome {
             Outcome::Interrupted => "interrupted",
             Outcome::Ask => "ask",
             Outcome::Stop => "stop",
+            Outcome::Started => "started",
         }
     }
 }
@@ -372,6 +376,7 @@ mod tests {
             Interrupted,
             Ask,
             Stop,
+            Started,
         ] {
             let written = serde_json::to_value(outcome).unwrap();
             assert_eq!(written, outcome.name(), "{outcome:?}");

@@ -43,6 +43,12 @@ pub struct Report {
     /// An `"if"` kept a handler from running that another input of the same tool could have
     /// run: the answer holds for this tool input only, never for the tool (contract §16).
     pub depends_on_input: bool,
+    /// Background handlers of the session that ended since its last dispatch, handed on with
+    /// this answer (contract §21).
+    pub background: Vec<crate::dispatch::background::record::Ended>,
+    /// The session's background results were taken for this answer already, as its own
+    /// background handlers were started: none is taken twice, nor one of those.
+    pub handed_on: bool,
 }
 
 /// One matched handler in the output.
@@ -123,6 +129,8 @@ impl Report {
             interrupted: None,
             project_trust: None,
             depends_on_input: false,
+            background: Vec::new(),
+            handed_on: false,
         }
     }
 
@@ -196,6 +204,7 @@ impl Report {
                 stop,
                 system_message,
                 session_env: self.session_env.as_deref(),
+                background: &self.background,
                 handlers: &self.handlers,
                 warnings: &self.warnings,
                 duration_ms: millis(self.started.elapsed()),
@@ -236,6 +245,8 @@ struct Full<'a> {
     system_message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_env: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    background: &'a [crate::dispatch::background::record::Ended],
     handlers: &'a [HandlerReport],
     warnings: &'a [String],
     duration_ms: f64,
@@ -583,6 +594,7 @@ fn outcome_word(outcome: Outcome) -> (Style, &'static str) {
         Outcome::Interrupted => (Style::Warn, "interrupted"),
         Outcome::Ask => (Style::Warn, "ask"),
         Outcome::Stop => (Style::Bad, "STOP"),
+        Outcome::Started => (Style::Dim, "started"),
     }
 }
 

@@ -29,6 +29,9 @@ pub struct Payload {
     pub cwd: Option<String>,
     /// The payload's `team`, when present (validated by the compliance log).
     pub team: Option<Value>,
+    /// The session the payload belongs to: its `session_id`, else its `sessionId`, when a
+    /// string (contract §21: a background handler's result goes to the session's next dispatch).
+    pub session_id: Option<String>,
     /// Problems that do not stop the dispatch (a `cwd` that is not a string, an unknown event).
     pub warnings: Vec<String>,
     /// The payload as read, without surrounding white space.
@@ -47,6 +50,8 @@ pub struct Fields {
     cwd: Option<Value>,
     tool_name: Option<Value>,
     team: Option<Value>,
+    session_id: Option<Value>,
+    session_id_camel: Option<Value>,
     pub id: Option<Box<RawValue>>,
     pub options: Option<Box<RawValue>>,
 }
@@ -82,6 +87,8 @@ impl Fields {
                 "cwd" => &mut fields.cwd,
                 "tool_name" => &mut fields.tool_name,
                 "team" => &mut fields.team,
+                "session_id" => &mut fields.session_id,
+                "sessionId" => &mut fields.session_id_camel,
                 name @ ("id" | "options") if request => {
                     let slot = if name == "id" {
                         &mut fields.id
@@ -120,6 +127,8 @@ enum Key {
     Cwd,
     ToolName,
     Team,
+    SessionId,
+    SessionIdCamel,
     Id,
     Options,
     Other,
@@ -140,6 +149,8 @@ impl<'de> Deserialize<'de> for Key {
                     "cwd" => Key::Cwd,
                     "tool_name" => Key::ToolName,
                     "team" => Key::Team,
+                    "session_id" => Key::SessionId,
+                    "sessionId" => Key::SessionIdCamel,
                     "id" => Key::Id,
                     "options" => Key::Options,
                     _ => Key::Other,
@@ -183,6 +194,10 @@ impl<'de> Visitor<'de> for FieldsVisitor {
                 Key::Cwd => fill(&mut map, &mut fields.cwd, "cwd")?,
                 Key::ToolName => fill(&mut map, &mut fields.tool_name, "tool_name")?,
                 Key::Team => fill(&mut map, &mut fields.team, "team")?,
+                // Not a member the dispatch needs: given twice, the last one counts, as for
+                // any member the dispatcher passes over.
+                Key::SessionId => fields.session_id = Some(map.next_value()?),
+                Key::SessionIdCamel => fields.session_id_camel = Some(map.next_value()?),
                 Key::Id if self.request => fill(&mut map, &mut fields.id, "id")?,
                 Key::Options if self.request => fill(&mut map, &mut fields.options, "options")?,
                 _ => {
@@ -377,6 +392,12 @@ impl Payload {
             member,
             cwd,
             team: fields.team,
+            session_id: [fields.session_id, fields.session_id_camel]
+                .into_iter()
+                .find_map(|id| match id {
+                    Some(Value::String(id)) => Some(id),
+                    _ => None,
+                }),
             warnings,
             has_event: fields.event.is_some(),
             has_cwd,

@@ -11,12 +11,14 @@ fn parse(text: &str) -> Result<Payload, String> {
 fn fields_text(read: serde_json::Result<Fields>) -> String {
     match read {
         Ok(f) => format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
             f.event,
             f.hook_event_name,
             f.cwd,
             f.tool_name,
             f.team,
+            f.session_id,
+            f.session_id_camel,
             f.id.map(|r| r.get().to_string()),
             f.options.map(|r| r.get().to_string()),
         ),
@@ -39,6 +41,7 @@ fn payload_text() -> impl proptest::strategy::Strategy<Value = String> {
         "\"options\"",
         "\"tool_input\"",
         "\"session_id\"",
+        "\"sessionId\"",
         "\"tool_n\\u0061me\"",
     ]);
     let value = prop::sample::select(vec![

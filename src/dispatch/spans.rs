@@ -53,14 +53,17 @@ pub fn export(payload: &Payload, report: &mut Report) {
             attributes.push(("levelcode.hook.reason", text(&reason)));
         }
     }
+    let tool = payload.tool_name.as_deref();
     let handlers = report
         .handlers
         .iter()
         .enumerate()
+        // A background handler's span is reported when it ends (`background`).
+        .filter(|(_, handler)| handler.outcome != Outcome::Started)
         .map(|(index, handler)| FinishedHandler {
             index,
             name: format!("hook {}", handler.event),
-            attributes: handler_attributes(payload, handler, content),
+            attributes: handler_attributes(&payload.event, tool, handler, content),
             error: failure(handler),
             duration: std::time::Duration::from_secs_f64(handler.duration_ms.max(0.0) / 1000.0),
         })
@@ -76,20 +79,44 @@ pub fn export(payload: &Payload, report: &mut Report) {
     telemetry::finish(finished, &mut report.warnings);
 }
 
+/// Exports the span of a background handler that has ended (contract §21), as a child of its
+/// dispatch's span (`detached`); a failure is a warning in `warnings`.
+pub fn background(
+    handler: &HandlerReport,
+    tool: Option<&str>,
+    detached: &telemetry::Detached,
+    warnings: &mut Vec<String>,
+) {
+    let mut attributes = handler_attributes(&handler.event, tool, handler, telemetry::content());
+    attributes.push(("levelcode.hook.background", Attr::Bool(true)));
+    telemetry::export_detached(
+        detached,
+        format!("hook {} (background)", handler.event),
+        attributes,
+        failure(handler),
+        warnings,
+    );
+}
+
 fn common(payload: &Payload) -> Vec<(&'static str, Attr)> {
-    let mut attributes = vec![("levelcode.hook.event", text(&payload.event))];
-    if let Some(tool) = &payload.tool_name {
+    event_and_tool(&payload.event, payload.tool_name.as_deref())
+}
+
+fn event_and_tool(event: &str, tool: Option<&str>) -> Vec<(&'static str, Attr)> {
+    let mut attributes = vec![("levelcode.hook.event", text(event))];
+    if let Some(tool) = tool {
         attributes.push(("levelcode.hook.tool", text(tool)));
     }
     attributes
 }
 
 fn handler_attributes(
-    payload: &Payload,
+    event: &str,
+    tool: Option<&str>,
     handler: &HandlerReport,
     content: bool,
 ) -> Vec<(&'static str, Attr)> {
-    let mut attributes = common(payload);
+    let mut attributes = event_and_tool(event, tool);
     attributes.extend([
         ("levelcode.hook.layer", text(handler.layer)),
         ("levelcode.hook.source", text(&handler.source)),

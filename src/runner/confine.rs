@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 
 /// What a confined handler may do.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Rules {
     /// The paths beneath which it may write (create, remove, rename, link, truncate, change a
     /// device); nowhere else. A path that is not there is left out.

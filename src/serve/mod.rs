@@ -110,6 +110,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     crate::trust::started_by_agent();
     // Spans go out on a thread of their own (contract §18).
     crate::telemetry::export::background();
+    // Background handlers' results wait in memory for the session's next request (§21).
+    crate::dispatch::background::keep_in_memory();
     let shared = Shared {
         args,
         cache: Mutex::new(Cache::default()),
@@ -319,6 +321,8 @@ fn prepare(line: &[u8], shared: &Shared<'_>, trace: &Trace) -> Result<Ready, Str
         no_project: args.dispatch.no_project || asked.no_project.unwrap_or(false),
         team: asked.team.or_else(|| args.dispatch.team.clone()),
         traceparent: asked.traceparent,
+        // A probe's answer is read by the client alone, and shown to no one.
+        hold_background: asked.probe.unwrap_or(false),
         caller_records_compliance: args.dispatch.caller_records_compliance
             || asked.caller_records_compliance.unwrap_or(false),
     };
@@ -509,7 +513,9 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
     let mut json = report.to_json(output);
     // An answer that an `"if"` made for this tool input holds for no other: nothing to watch,
     // so a client keeps no answer for the tool (contract §16).
-    if let Some(watch) = watch.as_ref().filter(|_| !report.depends_on_input) {
+    // Nor does one that hands background results on: they are given once (contract §21).
+    let keepable = !report.depends_on_input && report.background.is_empty();
+    if let Some(watch) = watch.as_ref().filter(|_| keepable) {
         add_watch(&mut json, watch);
         if let Some(except) = except.filter(|_| report.handlers.is_empty()) {
             add_member(&mut json, "no_match_except", &serde_json::json!(except));

@@ -347,7 +347,21 @@ pub(super) fn parse_handler(
             return None;
         }
     };
+    // Claude Code has `async` on command handlers only; an http handler that asks for it is
+    // waited for, so that a guard behind it still decides.
+    let background = parse_background(&fields, path, at)
+        && match &program {
+            Action::Process(_) => true,
+            Action::Http(_) => {
+                at.warn(
+                    path.key("async"),
+                    "is for command handlers only (as in Claude Code); this http handler is waited for",
+                );
+                false
+            }
+        };
     let (secs, problem) = match (fields.get("timeout"), defaults.timeout) {
+        (None | Some(Value::Null), _) if background => (BACKGROUND_TIMEOUT_SECS, None),
         (None | Some(Value::Null), Some(secs)) => (secs, None),
         (value, _) => clamp_timeout(value),
     };
@@ -404,8 +418,34 @@ pub(super) fn parse_handler(
         protocol,
         on_failure,
         filter,
+        background,
         sandbox: Sandbox::resolve(own, defaults.sandbox.clone()),
     })
+}
+
+/// Whether the handler runs in the background: `"async": true`, or Claude Code's
+/// `"asyncRewake": true`, which implies it (contract §21). Any other value than a boolean is a
+/// warning, and the handler runs in the foreground.
+fn parse_background(
+    fields: &serde_json::Map<String, Value>,
+    path: EntryPath<'_>,
+    at: &mut Location<'_>,
+) -> bool {
+    let mut background = false;
+    for key in ["async", "asyncRewake"] {
+        match fields.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(on)) => background |= on,
+            Some(other) => at.warn(
+                path.key(key),
+                format!(
+                    "must be true or false, not {}; the handler runs in the foreground",
+                    short_json(other)
+                ),
+            ),
+        }
+    }
+    background
 }
 
 /// A `"sandbox"` (contract §20); `None`, after a warning, when it is not one this reads: a

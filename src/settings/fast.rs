@@ -131,6 +131,12 @@ pub(super) struct CleanHandler<'a> {
     shell: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default, rename = "onFailure")]
     on_failure: Option<std::borrow::Cow<'a, str>>,
+    /// `async` and Claude Code's `asyncRewake`, which implies it (contract §21); anything but a
+    /// boolean goes the general way, which warns.
+    #[serde(default, rename = "async")]
+    run_async: Option<bool>,
+    #[serde(default, rename = "asyncRewake")]
+    async_rewake: Option<bool>,
     #[serde(borrow, default)]
     sandbox: Option<Word<'a>>,
     /// Claude Code's fields that a dispatch passes over without a word (`validate` says what
@@ -138,10 +144,6 @@ pub(super) struct CleanHandler<'a> {
     /// anything else goes the general way, which also passes it over.
     #[serde(borrow, default, rename = "statusMessage")]
     _status_message: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, rename = "async")]
-    _run_async: Option<bool>,
-    #[serde(default, rename = "asyncRewake")]
-    _async_rewake: Option<bool>,
     #[serde(default, rename = "once")]
     _once: Option<bool>,
 }
@@ -471,8 +473,8 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
         on_failure: None,
         sandbox: None,
         _status_message: None,
-        _run_async: None,
-        _async_rewake: None,
+        run_async: None,
+        async_rewake: None,
         _once: None,
     };
     reader.object(|reader, key| {
@@ -494,8 +496,8 @@ fn read_handler<'a>(reader: &mut Reader<'a>) -> Read<CleanHandler<'a>> {
             HandlerField::OnFailure => handler.on_failure = optional_text(reader)?,
             HandlerField::Sandbox => handler.sandbox = optional_word(reader)?,
             HandlerField::StatusMessage => handler._status_message = optional_text(reader)?,
-            HandlerField::Async => handler._run_async = reader.null_or_bool()?,
-            HandlerField::AsyncRewake => handler._async_rewake = reader.null_or_bool()?,
+            HandlerField::Async => handler.run_async = reader.null_or_bool()?,
+            HandlerField::AsyncRewake => handler.async_rewake = reader.null_or_bool()?,
             HandlerField::Once => handler._once = reader.null_or_bool()?,
         }
         Ok(())
@@ -646,7 +648,9 @@ pub(super) fn clean_group(
             Some("block") => OnFailure::Block,
             Some(_) => return None,
         };
+        let background = handler.run_async == Some(true) || handler.async_rewake == Some(true);
         let secs = match handler.timeout.map(clamp_secs) {
+            None if background => BACKGROUND_TIMEOUT_SECS,
             None => default_secs,
             Some((secs, None)) => secs,
             Some((_, Some(_))) => return None,
@@ -670,6 +674,7 @@ pub(super) fn clean_group(
             protocol: handler_protocol,
             on_failure,
             filter: handler.filter.map(Filter::new),
+            background,
             sandbox: Sandbox::resolve(own_sandbox, group_sandbox.clone()),
         });
     }

@@ -99,8 +99,9 @@ const _: () = {
     }
 };
 
-/// The fields every handler may have, whatever its kind. `statusMessage`, `async`,
-/// `asyncRewake` and `once` are Claude Code's, read and not honoured (`validate` says so).
+/// The fields every handler may have, whatever its kind. `async` runs it in the background
+/// (contract §21); `statusMessage`, `asyncRewake` (which implies `async`) and `once` are Claude
+/// Code's, read and not honoured, or not in full (`validate` says so).
 pub const COMMON_FIELDS: &[&str] = &[
     "type",
     "timeout",

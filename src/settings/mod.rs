@@ -28,6 +28,8 @@ use matcher::Matcher;
 
 pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 pub const MAX_TIMEOUT_SECS: f64 = 600.0;
+/// The timeout of a background handler (`"async": true`) that gives none (contract §21).
+pub const BACKGROUND_TIMEOUT_SECS: f64 = 600.0;
 
 mod checked;
 pub mod events;
@@ -91,6 +93,9 @@ pub struct Handler {
     pub on_failure: OnFailure,
     /// The handler's `"if"` (contract §16).
     pub filter: Option<Filter>,
+    /// `"async": true` (or Claude Code's `asyncRewake`): started once the chain is decided and
+    /// not waited for (contract §21).
+    pub background: bool,
     /// The handler's sandbox (contract §20): its own, else its group's, else its layer's.
     pub sandbox: sandbox::Sandbox,
 }

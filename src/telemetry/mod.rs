@@ -190,6 +190,73 @@ pub fn handler_started(index: usize) -> Option<(&'static str, String)> {
     })
 }
 
+/// The span of a handler that goes on after its dispatch has answered (a background handler,
+/// contract §21): its own span, which its `TRACEPARENT` names, its parent, the dispatch's span,
+/// and when it started. Text, so that the process that reports it when it ends can be given it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Detached {
+    pub traceparent: String,
+    /// The dispatch's span, as a `traceparent`.
+    pub parent: String,
+    /// Nanoseconds since the Unix epoch.
+    pub start: u64,
+}
+
+/// The span of the handler [`handler_started`] was told of at place `index`, for a handler
+/// that goes on after the dispatch: [`export_detached`] reports it when the handler ends, and
+/// the dispatch leaves it out of its own spans. `None` when the dispatch is not exported.
+pub fn detached(index: usize) -> Option<Detached> {
+    ACTIVE.with(|active| {
+        let active = active.borrow();
+        let active = active.as_ref()?;
+        let Some(Trace::Recorded {
+            trace_id, span_id, ..
+        }) = &active.trace
+        else {
+            return None;
+        };
+        let (_, own, start) = active.handlers.iter().find(|(i, _, _)| *i == index)?;
+        Some(Detached {
+            traceparent: context::format(trace_id, own),
+            parent: context::format(trace_id, span_id),
+            start: *start,
+        })
+    })
+}
+
+/// Exports the span of a handler [`detached`] from its dispatch, now that it has ended, as a
+/// child of the dispatch's span; a failure is one warning in `warnings`.
+pub fn export_detached(
+    detached: &Detached,
+    name: String,
+    attributes: Vec<(&'static str, Attr)>,
+    error: Option<String>,
+    warnings: &mut Vec<String>,
+) {
+    let Ok(Some(config)) = settings() else {
+        return;
+    };
+    let (Ok(own), Ok(parent)) = (
+        context::parse(&detached.traceparent),
+        context::parse(&detached.parent),
+    ) else {
+        return;
+    };
+    let span = SpanRecord {
+        trace_id: own.trace_id,
+        span_id: own.span_id,
+        parent: Some(parent.span_id),
+        // The dispatch's span was recorded by another process, or before this one's answer.
+        remote_parent: true,
+        name,
+        start: detached.start,
+        end: unix_nanos(SystemTime::now()).max(detached.start),
+        attributes,
+        error,
+    };
+    export::send(config, vec![span], warnings);
+}
+
 /// Returns true if and only if the dispatch in progress has spans to export: export is on and
 /// a handler ran. The dispatch builds its [`Finished`] only then.
 pub fn pending() -> bool {

@@ -146,6 +146,9 @@ fn layer_json(
             if let Some(shell) = written.shell {
                 entry["shell"] = json!(shell);
             }
+            if handler.background {
+                entry["async"] = json!(true);
+            }
             if let Some(policy) = &handler.sandbox.policy {
                 entry["sandbox"] = policy.json();
             }

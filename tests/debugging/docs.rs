@@ -86,9 +86,11 @@ fn schema_describes_the_hooks_key() {
             "onFailure",
             "protocol",
             "if",
+            "async",
             "sandbox"
         ]
     );
+    assert_eq!(handler["properties"]["async"]["default"], false);
     for at in [&schema, &defs["group"], handler] {
         assert_eq!(at["properties"]["sandbox"]["$ref"], "#/$defs/sandbox");
     }

@@ -2,7 +2,7 @@
  * The dispatcher's answer (contract §7, §11, §13), read into a `HookDispatchOutcome`, and the
  * fail-open outcome that stands for an answer that never came.
  */
-import type { HookDispatchOutcome, HookDispatchResult, ProjectTrust } from "./types.js";
+import type { HookBackgroundResult, HookDispatchOutcome, HookDispatchResult, ProjectTrust } from "./types.js";
 
 type Json = Record<string, unknown>;
 
@@ -38,6 +38,27 @@ function handlerResult(handler: Json): HookDispatchResult {
     message,
     rewroteInput: handler.rewrote_input === true,
   };
+}
+
+function backgroundResult(ended: Json): HookBackgroundResult {
+  const result: HookBackgroundResult = {
+    label: str(ended.label) ?? "",
+    event: str(ended.event) ?? "",
+    outcome: str(ended.outcome) ?? "error",
+    exitCode: num(ended.exit_code),
+    signal: num(ended.signal),
+    durationMs: num(ended.duration_ms) ?? 0,
+    layer: str(ended.layer) ?? "",
+    source: str(ended.source) ?? null,
+    message: str(ended.message) ?? null,
+  };
+  const context = str(ended.additionalContext);
+  if (context !== undefined) result.additionalContext = context;
+  const systemMessage = str(ended.system_message);
+  if (systemMessage !== undefined) result.systemMessage = systemMessage;
+  const warning = str(ended.warning);
+  if (warning !== undefined) result.warning = warning;
+  return result;
 }
 
 function projectTrust(value: unknown): ProjectTrust | undefined {
@@ -80,6 +101,7 @@ export function outcomeFromAnswer(answer: Json): HookDispatchOutcome {
   if (sessionEnv !== undefined) outcome.sessionEnv = sessionEnv;
   const trust = projectTrust(answer.project_trust);
   if (trust) outcome.projectTrust = trust;
+  if (Array.isArray(answer.background)) outcome.background = answer.background.filter(isObject).map(backgroundResult);
   if (answer.interrupted === true) outcome.warnings.push("levelcode-hooks: the dispatch was interrupted");
   return outcome;
 }

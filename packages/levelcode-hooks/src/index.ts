@@ -14,6 +14,7 @@ export type { LoadedHooks } from "./loader.js";
 export { findBinary, platformPackages, BinaryNotFoundError, BINARY_ENV } from "./binary.js";
 export { HOOK_EVENT_NAMES } from "./types.js";
 export type {
+  HookBackgroundResult,
   HookDecision,
   HookEventName,
   HookEventOutcome,

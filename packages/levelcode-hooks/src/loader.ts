@@ -125,6 +125,7 @@ export function loadHooks(projectRoot: string): LoadedHooks {
       unknown.push(`${String(h.file)}: ${path}: protocol "${h.protocol}" is not one this version of @levelcode/hooks knows (${HOOK_PROTOCOLS.join(", ")}); update the package to see it`);
     }
     if (typeof h.if === "string") handler.if = h.if;
+    if (h.async === true) handler.async = true;
     const sandbox = sandboxOf(h.sandbox);
     if (sandbox !== undefined) handler.sandbox = sandbox;
     const groups = (hooks[event] ??= []);

@@ -25,7 +25,14 @@ import { inotifyLoaded } from "./inotify.js";
 import { AnswerMemory, type Call, type Settle } from "./memory.js";
 import { runOnce } from "./oneshot.js";
 import { newId, poolFor, type Pool } from "./pool.js";
-import { agentMark, callerRecordsCompliance, hostEnvironment, keyId, noticesFor } from "./process.js";
+import {
+  agentMark,
+  callerRecordsCompliance,
+  hostEnvironment,
+  keyId,
+  noteForPerson,
+  noticesFor,
+} from "./process.js";
 import type { Reply, Server } from "./server.js";
 import type { HookEventName, HookDispatchOutcome, HookPayload, HooksConfig, ProjectTrust } from "./types.js";
 
@@ -285,6 +292,9 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
         options.onConfigWarning(warning);
       }
     }
+    // A background handler's failure reaches the person at the next SessionStart, whichever
+    // answer handed it on (docs/levelcode.md).
+    for (const ended of outcome.background ?? []) if (ended.warning) noteForPerson(ended.warning);
     if (event === "SessionStart") {
       // levelcode shows SessionStart's additionalContext to the person (docs/levelcode.md): what
       // did not run, and why, is said there, once per process.

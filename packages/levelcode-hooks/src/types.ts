@@ -124,6 +124,13 @@ export type HookHandler = {
    * matches (docs/hooks.md, "Filtering by arguments: if").
    */
   if?: string | undefined;
+  /**
+   * `true`: run in the background. The event's answer does not wait for it (its result says
+   * `started`); what it comes to is handed on with the next answer of the same session
+   * (`background`), and a failure is told to the person at the next SessionStart. Its timeout
+   * is 600 s unless given.
+   */
+  async?: boolean | undefined;
   /** What it and everything it starts may do; default: its group's, else its file's. */
   sandbox?: HookSandbox | undefined;
 };
@@ -203,6 +210,8 @@ export type HookHandlerOutcome =
   | "spawn_error"
   | "duplicate"
   | "skipped"
+  /** A background handler (`async: true`), not waited for: see `HookEventOutcome.background`. */
+  | "started"
   | (string & {});
 
 /** One handler that matched, as the in-process engine reported it. */
@@ -241,6 +250,29 @@ export type HookRunDetail = {
 
 /** A handler's result as `runEvent` gives it: every detail present. */
 export type HookDispatchResult = HookRunResult & HookRunDetail;
+
+/**
+ * What a background handler (`async: true`) came to, handed on once with the next answer of its
+ * session after it ended (contract §21). Its `additionalContext` and `systemMessage` are also in
+ * the outcome's own, labelled with the handler; its failure is also one of the outcome's
+ * `warnings`.
+ */
+export type HookBackgroundResult = {
+  label: string;
+  /** The event it ran for, which is not the event of the answer that hands it on. */
+  event: string;
+  outcome: HookHandlerOutcome;
+  exitCode: number | null;
+  signal: number | null;
+  durationMs: number;
+  layer: string;
+  source: string | null;
+  message: string | null;
+  additionalContext?: string | undefined;
+  systemMessage?: string | undefined;
+  /** Its failure (an exit other than 0, a timeout, a spawn error), as a warning. */
+  warning?: string | undefined;
+};
 
 /** The trust state of a layer inside the project (contract §13). */
 export type ProjectTrust = {
@@ -290,6 +322,8 @@ export type HookEventOutcome = {
   projectTrust?: ProjectTrust | undefined;
   /** The dispatch's own time in milliseconds, as the dispatcher measured it. */
   durationMs?: number | undefined;
+  /** Background handlers of the session that ended since its last answer, handed on once. */
+  background?: HookBackgroundResult[] | undefined;
   /**
    * SessionStart: what the person should know and has not been told in this process (project
    * hooks that did not run for want of trust, a settings file that could not be read, ...). Also

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::commands::inspect::{self, Entry, Inspection, LayerState};
@@ -20,8 +19,13 @@ use crate::environment;
 use crate::settings::events::{self, EventKind, Subject};
 use crate::settings::filter;
 use crate::settings::layers::LayerKind;
-use crate::settings::{sandbox::Sandbox, Action, Written};
+use crate::settings::Action;
 use crate::style::{Painter, Style};
+
+mod json;
+
+use json::to_json;
+pub use json::{sandbox_json, trust_json, HandlerJson};
 
 #[derive(Debug, Clone, Args)]
 pub struct ListArgs {
@@ -356,7 +360,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
         no_project: args.no_project,
         team: None,
         traceparent: None,
-        caller_records_compliance: false,
+        ..Options::default()
     };
     let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     let tool = tool_for(args.event.as_deref(), args.tool.as_deref());
@@ -391,164 +395,6 @@ pub fn tool_for<'a>(event: Option<&str>, tool: Option<&'a str>) -> Option<&'a st
         Some(event) if EventKind::of(event).is_tool_event() => tool,
         _ => None,
     }
-}
-
-#[derive(Serialize)]
-struct ListJson<'a> {
-    project_root: String,
-    event: Option<&'a str>,
-    tool: Option<&'a str>,
-    layers: Vec<LayerJson>,
-    handlers: Vec<HandlerJson>,
-    warnings: Vec<String>,
-    /// The project layer's trust, when it has hooks.
-    project_trust: Option<serde_json::Value>,
-}
-
-#[derive(Serialize)]
-struct LayerJson {
-    layer: &'static str,
-    file: String,
-    state: &'static str,
-}
-
-/// One entry as `list --json` prints it; `test --dry-run --json` prints the same.
-#[derive(Serialize)]
-pub struct HandlerJson {
-    pub layer: &'static str,
-    pub file: String,
-    pub event: String,
-    pub path: String,
-    pub matcher: Option<String>,
-    pub label: String,
-    pub name: Option<String>,
-    pub command: Option<String>,
-    pub argv: Option<Vec<String>>,
-    /// The exec form's arguments: `command` is then the program, run without a shell.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub args: Option<Vec<String>>,
-    /// The shell that runs `command`, when it is not the default (`"powershell"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shell: Option<&'static str>,
-    /// An http handler's `url`, `headers` and `allowedEnvVars` (contract §19).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub headers: Option<serde_json::Map<String, serde_json::Value>>,
-    #[serde(rename = "allowedEnvVars", skip_serializing_if = "Option::is_none")]
-    pub allowed_env_vars: Option<Vec<String>>,
-    pub timeout: Option<f64>,
-    pub enabled: bool,
-    /// The handler's protocol, by name (contract §12).
-    pub protocol: Option<&'static str>,
-    /// The handler's `"if"` (contract §16).
-    #[serde(rename = "if")]
-    pub filter: Option<String>,
-    /// Its group's `"if"`.
-    pub group_if: Option<String>,
-    /// Its sandbox (contract §20) and where it was said; `null` for none.
-    pub sandbox: Option<Value>,
-    pub state: &'static str,
-    pub order: Option<usize>,
-    pub why: Option<String>,
-    pub warnings: Vec<String>,
-}
-
-impl HandlerJson {
-    pub fn new(planned: &Planned<'_>) -> HandlerJson {
-        let entry = &planned.entry;
-        let handler = entry.handler;
-        let written = handler.map_or_else(Written::default, |h| Written::of_action(&h.action));
-        HandlerJson {
-            layer: entry.layer.kind.name(),
-            file: entry.layer.file(),
-            event: entry.event.clone(),
-            path: entry.path.clone(),
-            matcher: entry.matcher.clone(),
-            label: entry.label.clone(),
-            name: handler.and_then(|h| h.name.clone()),
-            command: written.command.map(String::from),
-            argv: written.argv.map(<[String]>::to_vec),
-            args: written.args.map(<[String]>::to_vec),
-            shell: written.shell,
-            url: written.url.map(String::from),
-            headers: written.headers.map(|headers| {
-                headers
-                    .iter()
-                    .map(|(n, v)| (n.clone(), serde_json::Value::from(v.as_str())))
-                    .collect()
-            }),
-            allowed_env_vars: written.allowed_env_vars.map(<[String]>::to_vec),
-            timeout: handler.map(|h| h.timeout.as_secs_f64()),
-            enabled: entry.enabled(),
-            protocol: handler.map(|h| h.protocol.name()),
-            filter: handler
-                .and_then(|h| h.filter.as_ref())
-                .map(|f| f.text().to_string()),
-            group_if: entry
-                .group
-                .and_then(|g| g.filter.as_ref())
-                .map(|f| f.text().to_string()),
-            sandbox: handler.and_then(|h| sandbox_json(&h.sandbox)),
-            state: planned.verdict.name(),
-            order: match planned.verdict {
-                Verdict::WouldRun(n) => Some(n),
-                _ => None,
-            },
-            why: planned.why.clone(),
-            warnings: entry.warnings.clone(),
-        }
-    }
-}
-
-fn to_json<'a>(
-    inspection: &Inspection,
-    event: Option<&'a str>,
-    tool: Option<&'a str>,
-    planned: &[Planned<'_>],
-) -> ListJson<'a> {
-    ListJson {
-        project_root: inspection.root.display().to_string(),
-        event,
-        tool,
-        layers: inspection
-            .layers
-            .iter()
-            .map(|l| LayerJson {
-                layer: l.kind.name(),
-                file: l.file(),
-                state: l.state.name(),
-            })
-            .collect(),
-        handlers: planned.iter().map(HandlerJson::new).collect(),
-        warnings: all_warnings(inspection),
-        project_trust: inspection
-            .held_back()
-            .or(inspection.trust.first())
-            .map(trust_json),
-    }
-}
-
-/// A handler's sandbox as `list --json` prints it, with where it was said; `None` for none.
-pub fn sandbox_json(sandbox: &Sandbox) -> Option<Value> {
-    let mut json = sandbox.policy.as_ref()?.json();
-    json["from"] = Value::from(sandbox.origin.name());
-    Some(json)
-}
-
-/// A project layer's trust as `list --json` and `validate --json` print it.
-pub fn trust_json(assessment: &crate::trust::Assessment) -> serde_json::Value {
-    serde_json::json!({
-        "layer": assessment.layer.name(),
-        "state": assessment.state.name(),
-        "trusted_by": match assessment.state {
-            crate::trust::State::Trusted(by) => Some(by.name()),
-            _ => None,
-        },
-        "digest": assessment.digest.as_ref().map(|d| d.digest.clone()),
-        "path": assessment.path.display().to_string(),
-        "handlers": assessment.handlers,
-    })
 }
 
 /// One line on the trust of each layer inside the project that has hooks, for the tables of
@@ -723,6 +569,12 @@ fn table(
             for filter in [group_if, own_if].into_iter().flatten() {
                 let rule = crate::commands::visible::escape(filter.text());
                 let _ = writeln!(out, "    if: {rule}");
+            }
+            if p.entry.handler.is_some_and(|h| h.background) {
+                let _ = writeln!(
+                    out,
+                    "    async: started once the chain has decided; the dispatch does not wait for it"
+                );
             }
             if let Some(h) = p.entry.handler.filter(|h| h.sandbox.policy.is_some()) {
                 let _ = writeln!(out, "    sandbox: {}", h.sandbox.describe());

@@ -1,0 +1,422 @@
+//! Background handlers (`"async": true`, contract §21): a handler the chain does not wait for.
+//! The chain defers it where it stands ([`Deferred`]); once the synchronous handlers have
+//! decided, and only when the dispatch does not block, [`start`] hands each to a supervisor
+//! (`supervise`) and its entry says `started`; the dispatch answers at once. What it comes to is
+//! recorded in the execution log and the export when it ends, and [`hand_on`] gives it to the
+//! agent with the answer of the session's next dispatch (`session`), once: from the session's
+//! spool in `run` (`spool`), from the server's memory in `serve` (`memory`). `test` waits for
+//! it and hands it on in its own answer. `process` holds what other processes see of them.
+
+mod memory;
+pub mod process;
+pub mod record;
+mod session;
+mod spool;
+mod supervise;
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::dispatch::outcome::Outcome;
+use crate::dispatch::output::{Report, Trace};
+use crate::dispatch::payload::Payload;
+use crate::runner::confine::Rules;
+use crate::settings::events::EventKind;
+use crate::settings::layers::LayerKind;
+use crate::settings::Action;
+use record::Ended;
+use session::Session;
+use spool::{Spool, MAX_RUNNING};
+use supervise::{Delivery, Form, Spec};
+
+pub use memory::keep as keep_in_memory;
+pub use supervise::supervise;
+
+/// `test` waits for each background handler and hands its result on in its own answer.
+static WAITED: AtomicBool = AtomicBool::new(false);
+
+/// From now on a background handler is waited for (`test`).
+pub fn wait_in_place() {
+    WAITED.store(true, Ordering::Relaxed);
+}
+
+/// Whether each handler started: its entry's place, and why not, with the outcome it gets.
+type Started = Vec<(usize, Result<(), (Outcome, String)>)>;
+
+/// A background handler's run that the chain reached: started once the chain has decided.
+pub struct Deferred<'a> {
+    /// Its entry's place in the report.
+    pub entry: usize,
+    pub action: &'a Action,
+    pub timeout: Duration,
+    /// Its stdin: the payload as its protocol gives it, with the input as rewritten so far.
+    pub input: Vec<u8>,
+    /// Its layer, for the variables it gets.
+    pub layer: LayerKind,
+    /// Its sandbox's rules (contract §20), which its supervisor prepares again.
+    pub sandbox: Option<Rules>,
+}
+
+/// Starts the background handlers the chain deferred, unless the dispatch blocked or was
+/// interrupted; each entry says what became of it.
+pub fn start(
+    deferred: Vec<Deferred<'_>>,
+    payload: &Payload,
+    root: &Path,
+    dir: &Path,
+    report: &mut Report,
+    trace: &Trace,
+) {
+    if deferred.is_empty() {
+        return;
+    }
+    let held = if report.blocked() {
+        Some("not started: the dispatch blocked".to_string())
+    } else {
+        report.interrupted.map(|sig| {
+            format!(
+                "not started: the dispatcher received {}",
+                crate::signals::name(sig)
+            )
+        })
+    };
+    // A session that ends keeps nothing for a next dispatch: what its handlers come to is
+    // recorded only.
+    let session = match payload.kind {
+        EventKind::SessionEnd => Ok(None),
+        _ => Session::of(payload.session_id.as_deref(), root).map(Some),
+    };
+    let held = held.or_else(|| session.as_ref().err().cloned());
+    if let Err(warning) = &session {
+        report.warnings.push(warning.clone());
+    }
+    let session = match (held, session) {
+        (Some(why), _) | (None, Err(why)) => {
+            for d in &deferred {
+                set(report, d.entry, Outcome::Skipped, why.clone());
+            }
+            return;
+        }
+        (None, Ok(session)) => session,
+    };
+    let waited = WAITED.load(Ordering::Relaxed);
+    // In `run`, the session's spool, locked while its handlers are counted and recorded.
+    let spool = match (&session, waited || memory::kept()) {
+        (Some(session), false) => match Spool::of(session) {
+            Some(spool) => Some(spool),
+            None => {
+                let why = "not started: with neither LEVELCODE_DIR nor HOME set there is no data directory for its result";
+                for d in &deferred {
+                    set(report, d.entry, Outcome::Skipped, why.into());
+                }
+                report.warnings.push(format!("background handlers {why}"));
+                return;
+            }
+        },
+        _ => None,
+    };
+    let locked = match spool.as_ref().map(|s| s.lock(true)) {
+        Some(Err(warning)) => {
+            for d in &deferred {
+                set(
+                    report,
+                    d.entry,
+                    Outcome::Skipped,
+                    format!("not started: {warning}"),
+                );
+            }
+            report.warnings.push(warning);
+            return;
+        }
+        Some(Ok(locked)) => locked,
+        None => None,
+    };
+    // What waits for the session goes with this answer, taken before its own handlers start,
+    // so that none of theirs is handed on with the answer that started it.
+    if !waited {
+        let taken = match (&locked, &session) {
+            (Some(locked), _) => Some(locked.take()),
+            (None, Some(session)) if memory::kept() => Some(memory::take(&session.key)),
+            _ => None,
+        };
+        if let Some((taken, dropped)) = taken {
+            give(report, taken, dropped, 0);
+            report.handed_on = true;
+        }
+    }
+    let event = payload.event.clone();
+    let mut specs = Vec::new();
+    for d in deferred {
+        let Action::Process(program) = d.action else {
+            // Only a command runs in the background (`settings` reads `async` on no other).
+            set(
+                report,
+                d.entry,
+                Outcome::Error,
+                "not started: only a command handler runs in the background".into(),
+            );
+            continue;
+        };
+        let (env, unset) = super::handler_env(payload, root, None, d.layer);
+        let unset: Vec<String> = unset.into_iter().map(str::to_string).collect();
+        let entry = &report.handlers[d.entry];
+        let template = Ended {
+            label: entry.label.clone(),
+            layer: entry.layer.to_string(),
+            source: entry.source.clone(),
+            event: event.clone(),
+            tool_name: payload.tool_name.clone(),
+            matcher: entry.matcher.clone(),
+            outcome: Outcome::Started.name().into(),
+            ..Ended::default()
+        };
+        let protocol = entry.protocol.name().to_string();
+        let mut env: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let span = crate::telemetry::handler_started(d.entry).and_then(|(name, value)| {
+            env.push((name.to_string(), value));
+            crate::telemetry::detached(d.entry)
+        });
+        let spec = Spec {
+            program: Form::from(program),
+            dir: dir.to_path_buf(),
+            env,
+            unset,
+            timeout_ms: u64::try_from(d.timeout.as_millis()).unwrap_or(u64::MAX),
+            input: String::from_utf8_lossy(&d.input).into_owned(),
+            protocol,
+            handler: template,
+            span,
+            sandbox: d.sandbox,
+            delivery: Delivery::Nowhere,
+        };
+        if waited {
+            wait(spec, d.entry, report, trace);
+        } else {
+            specs.push((d.entry, spec));
+        }
+    }
+    let full = format!(
+        "not started: {MAX_RUNNING} background handlers of this session are running, the most there may be at once"
+    );
+    let started: Started = if memory::kept() {
+        let key = session.as_ref().map(|s| s.key.as_str());
+        specs
+            .into_iter()
+            .map(|(entry, mut spec)| {
+                if key.is_some() {
+                    spec.delivery = Delivery::Answer;
+                }
+                let started = match memory::start(key, &spec) {
+                    Ok(()) => Ok(()),
+                    Err(memory::Refused::Full) => Err((Outcome::Skipped, full.clone())),
+                    Err(memory::Refused::Spawn(why)) => Err((Outcome::SpawnError, why)),
+                };
+                (entry, started)
+            })
+            .collect()
+    } else {
+        detach_all(specs, spool.as_ref(), locked, &full)
+    };
+    for (entry, started) in started {
+        match started {
+            Ok(()) => {
+                let note = if session.is_some() {
+                    "started in the background (\"async\"): its result is handed on with the next answer of this session"
+                } else {
+                    "started in the background (\"async\"): the session has ended, so its result goes to the execution log and the export only"
+                };
+                set(report, entry, Outcome::Started, note.into());
+            }
+            Err((outcome, why)) => {
+                let label = &report.handlers[entry].label;
+                report
+                    .warnings
+                    .push(format!("background {event} hook {label}: {why}"));
+                set(report, entry, outcome, why);
+            }
+        }
+        // The trace's summary shows those skipped.
+        if report.handlers[entry].outcome != Outcome::Skipped {
+            trace.handler(&report.handlers[entry]);
+        }
+    }
+}
+
+/// `run`: each spec's supervisor started apart from this process, and what became of each.
+/// With a spool (`locked` holds its lock), each is counted, started and recorded under the
+/// lock, a record lock of this process's that a supervisor started meanwhile does not hold too
+/// (`process::lock_now`).
+fn detach_all(
+    specs: Vec<(usize, Spec)>,
+    spool: Option<&Spool>,
+    locked: Option<spool::Locked<'_>>,
+    full: &str,
+) -> Started {
+    let mut live = locked.as_ref().map_or(0, spool::Locked::running_count);
+    let mut started = Vec::new();
+    for (entry, mut spec) in specs {
+        if locked.is_some() && live >= MAX_RUNNING {
+            started.push((entry, Err((Outcome::Skipped, full.to_string()))));
+            continue;
+        }
+        let id = spool::new_id();
+        if let Some(spool) = spool.filter(|_| locked.is_some()) {
+            spec.delivery = Delivery::Spool {
+                dir: spool.dir().to_path_buf(),
+                id: id.clone(),
+            };
+        }
+        let noted = |pid: u32| {
+            if let Some(locked) = &locked {
+                let _ = locked.add_running(&id, &spool::Running::of(&spec.handler.label, pid));
+            }
+        };
+        let result = detach(&spec, noted);
+        live += usize::from(result.is_ok());
+        started.push((entry, result));
+    }
+    started
+}
+
+/// Starts `spec`'s supervisor apart from this process, has `noted` record its pid, then writes
+/// it its spec.
+fn detach(spec: &Spec, noted: impl FnOnce(u32)) -> Result<(), (Outcome, String)> {
+    let failed = |e: std::io::Error| {
+        (
+            Outcome::SpawnError,
+            format!("could not start its supervisor: {e}"),
+        )
+    };
+    let bytes = serde_json::to_vec(spec).map_err(|e| failed(std::io::Error::other(e)))?;
+    // Never waited for: it outlives this process, whose exit hands it to init.
+    let (pid, mut stdin) = detached_supervisor().map_err(failed)?;
+    noted(pid);
+    let written = stdin.write_all(&bytes);
+    drop(stdin);
+    written.map_err(failed)
+}
+
+/// A supervisor started apart from this process: its pid and the pipe for its spec.
+#[cfg(target_os = "linux")]
+fn detached_supervisor() -> std::io::Result<(u32, std::fs::File)> {
+    process::spawn_detached()
+}
+
+/// Elsewhere std's `Command` starts it, in the dispatcher's session (docs/hooks.md).
+#[cfg(not(target_os = "linux"))]
+fn detached_supervisor() -> std::io::Result<(u32, std::process::ChildStdin)> {
+    let mut child = process::spawn_supervisor(false)?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdin"))?;
+    Ok((child.id(), stdin))
+}
+
+/// `test`: runs `spec` here and now, records it, and hands it on in this answer.
+fn wait(spec: Spec, entry: usize, report: &mut Report, trace: &Trace) {
+    let (ended, logged) = supervise::run(&spec, &|| {});
+    let mut warnings = Vec::new();
+    supervise::record(&spec, &ended, logged, &mut warnings);
+    report.warnings.append(&mut warnings);
+    let note = format!(
+        "ran in the background (\"async\"); levelcode-hooks test waited for it ({}): run and serve answer without waiting and hand its result on with the session's next answer",
+        ended.outcome
+    );
+    set(report, entry, Outcome::Started, note);
+    trace.handler(&report.handlers[entry]);
+    hand(report, ended);
+}
+
+fn set(report: &mut Report, entry: usize, outcome: Outcome, message: String) {
+    let entry = &mut report.handlers[entry];
+    entry.outcome = outcome;
+    entry.message = Some(match entry.message.take() {
+        Some(m) => format!("{m}; {message}"),
+        None => message,
+    });
+}
+
+/// Hands on to `report` what the session's background handlers came to since its last
+/// dispatch; a `SessionEnd` also stops those still running and ends the session's spool.
+/// `holds`: the dispatch's answer is shown to no one (a client's probe), so nothing is taken.
+pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report) {
+    if holds || report.handed_on || WAITED.load(Ordering::Relaxed) {
+        return;
+    }
+    let kept = memory::kept();
+    if !kept && !spool::any() {
+        // No background handler ever ran with this data directory: nothing to look at.
+        return;
+    }
+    let Ok(session) = Session::of(payload.session_id.as_deref(), root) else {
+        return;
+    };
+    let ends = payload.kind == EventKind::SessionEnd;
+    let (taken, dropped, stopped) = match (kept, ends) {
+        (true, true) => memory::end(&session.key),
+        (true, false) => {
+            let (taken, dropped) = memory::take(&session.key);
+            (taken, dropped, 0)
+        }
+        (false, _) => {
+            let Some(spool) = Spool::of(&session) else {
+                return;
+            };
+            // Most dispatches find nothing waiting: no lock is taken for that.
+            if !ends && !spool.holds_results() {
+                return;
+            }
+            match spool.lock(false) {
+                Ok(Some(locked)) if ends => locked.end(),
+                Ok(Some(locked)) => {
+                    let (taken, dropped) = locked.take();
+                    (taken, dropped, 0)
+                }
+                Ok(None) => return,
+                Err(warning) => {
+                    report.warnings.push(warning);
+                    return;
+                }
+            }
+        }
+    };
+    give(report, taken, dropped, stopped);
+}
+
+/// What was taken for the session: each result, and what did not fit or was stopped, said.
+fn give(report: &mut Report, taken: Vec<Ended>, dropped: usize, stopped: usize) {
+    for ended in taken {
+        hand(report, ended);
+    }
+    if dropped > 0 {
+        report.warnings.push(format!(
+            "{dropped} background handler result(s) of this session did not fit in what is kept for it (at most {} results, {} KiB) and were not handed on; the execution log has them when LEVELCODE_HOOKS_LOG is set",
+            spool::MAX_RESULTS,
+            spool::MAX_BYTES >> 10
+        ));
+    }
+    if stopped > 0 {
+        report.warnings.push(format!(
+            "the session ended: {stopped} background handler(s) still running were stopped"
+        ));
+    }
+}
+
+/// What one ended background handler gives this answer: its context and message for the
+/// person, labelled with the handler, its failure as a warning, and its record.
+fn hand(report: &mut Report, ended: Ended) {
+    if let Some(context) = &ended.context {
+        report.additional_context.push(ended.labelled(context));
+    }
+    if let Some(message) = &ended.system_message {
+        report.system_messages.push(ended.labelled(message));
+    }
+    if let Some(warning) = &ended.warning {
+        report.warnings.push(warning.clone());
+    }
+    report.background.push(ended);
+}

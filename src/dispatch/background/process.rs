@@ -1,0 +1,318 @@
+//! The processes of background handlers as other processes see them (contract §21): the
+//! supervisor a dispatch starts (this executable again, its hidden `background` command), set
+//! apart from its dispatcher (a session of its own, none of the caller's descriptors), the
+//! start time that tells a process from a later one given the same pid, and signals sent only
+//! to the process a record names.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The hidden command a supervisor runs as.
+pub const COMMAND: &str = "background";
+
+/// The niceness a supervisor and its handler run at, at least (`lower_priority`).
+pub const NICE: i32 = 10;
+
+/// Starts a supervisor by std's `Command`, its spec to be written to its stdin. `answers`: its
+/// stdout is a pipe for its result (`serve`, where it stays in the server's session, which
+/// keeps it); otherwise it writes nothing where anyone waits, so a caller that reads the
+/// dispatcher's output to its end is not held by it.
+pub fn spawn_supervisor(answers: bool) -> io::Result<Child> {
+    // The very executable running, even if the file was replaced by an upgrade since.
+    let exe = if cfg!(target_os = "linux") {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe()?
+    };
+    Command::new(exe)
+        .arg(COMMAND)
+        .stdin(Stdio::piped())
+        .stdout(if answers {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::null())
+        .spawn()
+}
+
+/// Starts a supervisor apart from this process (`run`): in a session of its own, stdin a pipe
+/// whose other end is returned for its spec, stdout and stderr `/dev/null`. This process does
+/// not wait for it to start the executable (a `vfork` would, and on a loaded machine that is
+/// a wait for the scheduler): `fork`, and the child does nothing but `setsid`, its descriptors
+/// and `execv`. Returns the supervisor's pid and the pipe for its spec.
+#[cfg(target_os = "linux")]
+pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
+    use std::ffi::CString;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let exe = if cfg!(target_os = "linux") {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe()?
+    };
+    // Everything the child needs, made before the fork: it may not allocate.
+    let path = CString::new(exe.as_os_str().as_bytes())?;
+    let name = CString::new("levelcode-hooks")?;
+    let command = CString::new(COMMAND)?;
+    let argv = [name.as_ptr(), command.as_ptr(), std::ptr::null()];
+    let null = CString::new("/dev/null")?;
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    use std::os::fd::AsRawFd;
+    let spec = read.as_raw_fd();
+    // SAFETY: the child calls only async-signal-safe functions (setsid, open, dup2, fcntl,
+    // execv, _exit) on what was made above, so a lock another thread held at the fork cannot
+    // hang it; the parent goes on as before.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: see above. A copy made by dup2 is not closed on exec; one that was already
+        // in place (a caller that closed 0 to 2) is made so by fcntl.
+        unsafe {
+            libc::setsid();
+            lower_priority();
+            let devnull = libc::open(null.as_ptr(), libc::O_RDWR);
+            if devnull < 0 {
+                libc::_exit(127);
+            }
+            for (from, to) in [(spec, 0), (devnull, 1), (devnull, 2)] {
+                if libc::dup2(from, to) < 0 || libc::fcntl(to, libc::F_SETFD, 0) < 0 {
+                    libc::_exit(127);
+                }
+            }
+            libc::execv(path.as_ptr(), argv.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    drop(read);
+    Ok((u32::try_from(pid).unwrap_or(0), std::fs::File::from(write)))
+}
+
+/// The start time of process `pid`, in clock ticks since boot (field 22 of `/proc/<pid>/stat`);
+/// `None` when it is gone, a zombie, or this system has no `/proc`.
+pub fn start_time(pid: u32) -> Option<u64> {
+    use std::io::Read as _;
+    // One read: the line is a few hundred bytes, and this is on a dispatch's way.
+    let mut buf = [0u8; 1024];
+    let read = std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read(&mut buf)
+        .ok()?;
+    let stat = std::str::from_utf8(&buf[..read]).ok()?;
+    // The name is in parentheses and may hold anything; the fields follow the last `)`.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
+    if matches!(fields.next()?, "Z" | "X") {
+        return None;
+    }
+    // State is field 3; the start time is field 22.
+    fields.nth(18)?.parse().ok()
+}
+
+/// Returns true if and only if process `pid` is still the one that started at `start`: a pid
+/// given to another process since is not.
+pub fn same(pid: u32, start: Option<u64>) -> bool {
+    match (start, start_time(pid)) {
+        (Some(recorded), Some(now)) => recorded == now,
+        // No `/proc` to tell by: the process is there, as far as anyone can know.
+        (None, None) if !std::path::Path::new("/proc/self/stat").exists() => exists(pid),
+        _ => false,
+    }
+}
+
+/// The children of this process (a supervisor's: the handler the runner started).
+pub fn children() -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))
+        .unwrap_or_default()
+        .split_ascii_whitespace()
+        .filter_map(|pid| pid.parse().ok())
+        .collect()
+}
+
+#[cfg(unix)]
+mod os {
+    use std::os::fd::RawFd;
+
+    pub const TERM: i32 = libc::SIGTERM;
+    pub const KILL: i32 = libc::SIGKILL;
+
+    /// Takes a POSIX record lock on all of `file` (open for writing) without waiting: whether
+    /// it was taken. Such a lock belongs to this process, not to the descriptor, so a child
+    /// started while it is held does not hold it too (a `flock` would stay held by the child
+    /// until it replaced itself); it goes when this process closes the file, or exits.
+    pub fn lock_now(file: &std::fs::File) -> std::io::Result<bool> {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: an all-zero flock is a valid value; the fields set are plain integers.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        // SAFETY: fcntl reads the flock we own; the descriptor is open.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } == 0 {
+            return Ok(true);
+        }
+        match std::io::Error::last_os_error() {
+            e if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => Ok(false),
+            e => Err(e),
+        }
+    }
+
+    fn pid_t(pid: u32) -> Option<libc::pid_t> {
+        libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)
+    }
+
+    pub fn exists(pid: u32) -> bool {
+        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+        pid_t(pid).is_some_and(|pid| unsafe { libc::kill(pid, 0) } == 0)
+    }
+
+    /// Sends `sig` to process `pid` once it is known to be the one that started at `start`.
+    pub fn signal_same(pid: u32, start: Option<u64>, sig: i32) -> bool {
+        let Some(target) = pid_t(pid) else {
+            return false;
+        };
+        #[cfg(target_os = "linux")]
+        {
+            // A pidfd names the process that has the pid now; checked after it is open, the
+            // start time tells that it is the recorded one, and the signal goes to it alone.
+            // SAFETY: pidfd_open takes plain integers and returns a new descriptor or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, target, 0) };
+            if let Ok(fd) = RawFd::try_from(fd) {
+                if fd >= 0 {
+                    let sent = super::same(pid, start)
+                        // SAFETY: the descriptor is ours and open; no siginfo is passed.
+                        && unsafe {
+                            libc::syscall(
+                                libc::SYS_pidfd_send_signal,
+                                fd,
+                                sig,
+                                std::ptr::null::<libc::siginfo_t>(),
+                                0,
+                            )
+                        } == 0;
+                    // SAFETY: closing the descriptor opened above, once.
+                    unsafe { libc::close(fd) };
+                    return sent;
+                }
+            }
+        }
+        // SAFETY: kill(2) takes plain integers.
+        super::same(pid, start) && unsafe { libc::kill(target, sig) } == 0
+    }
+
+    /// Sends `sig` to the process group `pgid` once its leader is known to be the process that
+    /// started at `start`.
+    pub fn signal_group_same(pgid: u32, start: Option<u64>, sig: i32) -> bool {
+        let Some(group) = pid_t(pgid) else {
+            return false;
+        };
+        // SAFETY: kill(2) takes plain integers; a negative pid names the group.
+        super::same(pgid, start) && unsafe { libc::kill(-group, sig) } == 0
+    }
+
+    /// Runs this process, and what it starts, at [`NICE`] at least: background work must not
+    /// take the CPU from the agent's own dispatches. Only system calls, so a child between
+    /// `fork` and `exec` may call it.
+    pub fn lower_priority() {
+        // SAFETY: getpriority and setpriority take plain integers; errno is left as it is, since
+        // a priority of -1 is a valid answer and a refusal changes nothing that matters here.
+        unsafe {
+            let now = libc::getpriority(libc::PRIO_PROCESS, 0);
+            if now < super::NICE {
+                libc::setpriority(libc::PRIO_PROCESS, 0, super::NICE);
+            }
+        }
+    }
+
+    /// Closes every descriptor above stderr: what the dispatcher's caller let it inherit (a
+    /// pipe it waits on, say) must not be held open for the length of a background handler.
+    pub fn close_inherited() {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: close_range(2) takes plain integers and closes only descriptors.
+            if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
+                return;
+            }
+        }
+        let open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
+            .or_else(|_| std::fs::read_dir("/dev/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter(|fd| *fd > 2)
+            .collect();
+        for fd in open {
+            // SAFETY: closing a descriptor number; the directory's own is closed by now, and
+            // one already closed gives EBADF, nothing else.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod os {
+    pub const TERM: i32 = 15;
+    pub const KILL: i32 = 9;
+
+    pub fn lock_now(file: &std::fs::File) -> std::io::Result<bool> {
+        match file.try_lock() {
+            Ok(()) => Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+    pub fn exists(_pid: u32) -> bool {
+        false
+    }
+    pub fn signal_same(_pid: u32, _start: Option<u64>, _sig: i32) -> bool {
+        false
+    }
+    pub fn signal_group_same(_pgid: u32, _start: Option<u64>, _sig: i32) -> bool {
+        false
+    }
+    pub fn close_inherited() {}
+    pub fn lower_priority() {}
+}
+
+pub use os::{
+    close_inherited, exists, lock_now, lower_priority, signal_group_same, signal_same, KILL, TERM,
+};
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_is_told_from_a_later_one_by_its_start_time() {
+        let me = std::process::id();
+        let start = start_time(me);
+        assert!(start.is_some());
+        assert!(same(me, start));
+        assert!(!same(me, start.map(|s| s + 1)));
+        assert!(!same(me, None));
+        // A pid no process has.
+        assert_eq!(start_time(u32::MAX - 1), None);
+    }
+
+    #[test]
+    fn a_signal_goes_only_to_the_process_recorded() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let start = start_time(pid);
+        assert!(!signal_same(pid, start.map(|s| s + 1), libc::SIGTERM));
+        assert!(exists(pid));
+        assert!(signal_same(pid, start, libc::SIGTERM));
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+    }
+}

@@ -1,0 +1,361 @@
+//! One background handler from its start to its record (contract §21): what a dispatch hands
+//! the process that keeps it (a [`Spec`]), the run by the same runner as any handler (its
+//! timeout, its own process group), what it came to ([`Ended`]), and where that goes: the
+//! execution log, the OpenTelemetry export, and the session's next dispatch.
+//!
+//! In `run` a supervisor, this executable started again as its hidden `background` command,
+//! reads the spec on stdin in a session of its own and outlives its dispatcher; in `serve` it
+//! answers the server on its stdout instead of the spool; `test` runs the spec in its own
+//! process and waits for it.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::process;
+use super::record::Ended;
+use super::spool::Spool;
+use crate::dispatch::action::{self, Answer, Done, Ending, Stop};
+use crate::dispatch::confine::Confine;
+use crate::dispatch::exec_log;
+use crate::dispatch::outcome::{self, Judgement, Outcome};
+use crate::dispatch::output::{HandlerReport, Report};
+use crate::dispatch::protocol::Context;
+use crate::runner::confine::{self, Rules};
+use crate::runner::Program;
+use crate::settings::events::EventKind;
+use crate::settings::protocol::Protocol;
+use crate::settings::Action;
+use crate::signals;
+
+/// The most a spec may be: the largest payload, and room for the rest.
+const MAX_SPEC: u64 = crate::dispatch::payload::MAX_BYTES as u64 + (1 << 20);
+
+/// Everything a background handler's run needs, as its dispatch hands it over.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Spec {
+    pub program: Form,
+    pub dir: PathBuf,
+    /// Its variables beyond those it inherits, and those it must not inherit.
+    pub env: Vec<(String, String)>,
+    pub unset: Vec<String>,
+    pub timeout_ms: u64,
+    /// What it reads on stdin: the payload, as its protocol gives it (always JSON, so text).
+    pub input: String,
+    pub protocol: String,
+    /// Its entry as its dispatch reported it (label, layer, source, event, tool, matcher); the
+    /// rest is filled in when it ends.
+    pub handler: Ended,
+    /// Its span, when the dispatch is exported (contract §18).
+    pub span: Option<crate::telemetry::Detached>,
+    /// Its sandbox's rules (contract §20), prepared again here and applied to the handler alone.
+    pub sandbox: Option<Rules>,
+    pub delivery: Delivery,
+}
+
+/// Where a background handler's result waits for the session's next dispatch.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// The session's spool (`run`): its folder, and the name of the handler's record there.
+    Spool { dir: PathBuf, id: String },
+    /// One JSON line on the supervisor's stdout, which the server reads (`serve`).
+    Answer,
+    /// Nowhere: the session has ended (`SessionEnd`), or `test` hands it on itself.
+    Nowhere,
+}
+
+/// A [`Program`] as a spec writes it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "form", rename_all = "snake_case")]
+pub enum Form {
+    Shell { command: String },
+    PowerShell { command: String },
+    Argv { argv: Vec<String> },
+    Exec { program: String, args: Vec<String> },
+}
+
+impl From<&Program> for Form {
+    fn from(program: &Program) -> Form {
+        match program.clone() {
+            Program::Shell(command) => Form::Shell { command },
+            Program::PowerShell(command) => Form::PowerShell { command },
+            Program::Argv(argv) => Form::Argv { argv },
+            Program::Exec { program, args } => Form::Exec { program, args },
+        }
+    }
+}
+
+impl From<Form> for Program {
+    fn from(form: Form) -> Program {
+        match form {
+            Form::Shell { command } => Program::Shell(command),
+            Form::PowerShell { command } => Program::PowerShell(command),
+            Form::Argv { argv } => Program::Argv(argv),
+            Form::Exec { program, args } => Program::Exec { program, args },
+        }
+    }
+}
+
+/// The hidden `background` command: reads a spec on stdin, runs its handler, records the end.
+/// Started by a dispatch, never by a person; its stdout and stderr go nowhere anyone waits.
+pub fn supervise() -> anyhow::Result<ExitCode> {
+    let mut text = String::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_SPEC)
+        .read_to_string(&mut text)?;
+    let spec: Spec = serde_json::from_str(&text)?;
+    drop(text);
+    // Started apart (`process::spawn_detached`, already at a lower priority) in `run`; in
+    // `serve` it stays in the server's session, which keeps it.
+    process::lower_priority();
+    process::close_inherited();
+    signals::install();
+    let spool = match &spec.delivery {
+        Delivery::Spool { dir, id } => Some((Spool::at(dir.clone()), id.as_str())),
+        Delivery::Answer | Delivery::Nowhere => None,
+    };
+    // The handler's pid goes into its record once it runs, so that a later dispatch can stop
+    // it should this process be gone (`SessionEnd`).
+    let started = || {
+        if let (Some((spool, id)), Some(&pid)) = (&spool, process::children().first()) {
+            spool.note_handler(id, pid);
+        }
+    };
+    let (mut ended, entry) = run(&spec, &started);
+    let mut warnings = Vec::new();
+    if let Some((spool, id)) = &spool {
+        spool.finish(id, &mut ended);
+    }
+    record(&spec, &ended, entry, &mut warnings);
+    if let Delivery::Answer = spec.delivery {
+        let mut line = serde_json::to_vec(&ended)?;
+        line.push(b'\n');
+        // The server may be gone: the record is in the log all the same.
+        let _ = std::io::stdout().lock().write_all(&line);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the spec's handler to its end: what it came to, and its entry as the execution log and
+/// the spans show it. `started` is called once it is under way.
+pub fn run(spec: &Spec, started: &dyn Fn()) -> (Ended, HandlerReport) {
+    let action = Action::Process(Program::from(spec.program.clone()));
+    let env: Vec<(&str, String)> = spec
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    let unset: Vec<&str> = spec.unset.iter().map(String::as_str).collect();
+    let timeout = Duration::from_millis(spec.timeout_ms);
+    // The dispatch could prepare these rules; should this process not, the handler is refused,
+    // never run with fewer restrictions.
+    let prepared = spec.sandbox.as_ref().map(confine::prepare);
+    let confined = match &prepared {
+        None => Confine::None,
+        Some(Ok(prepared)) => Confine::In(prepared),
+        Some(Err(why)) => {
+            Confine::Refused(format!("not run: its sandbox cannot be enforced: {why}"))
+        }
+    };
+    let done = action::perform(
+        &action,
+        &spec.dir,
+        spec.input.as_bytes(),
+        timeout,
+        action::Environment {
+            set: &env,
+            unset: &unset,
+        },
+        confined,
+        started,
+    );
+    let handler = &spec.handler;
+    let protocol = Protocol::parse(&spec.protocol).unwrap_or(Protocol::LEVELCODE);
+    let context = Context {
+        kind: EventKind::of(&handler.event),
+        event: &handler.event,
+        label: &handler.label,
+        rewrite: None,
+    };
+    let judgement = outcome::judge(&done, timeout, |reply| {
+        protocol.rules().judge(reply, &context)
+    });
+    let ended = ended(handler.clone(), &done, judgement, timeout);
+    let entry = entry(&ended, protocol, done);
+    (ended, entry)
+}
+
+/// What a run came to, from how it ended and what that means.
+fn ended(mut ended: Ended, done: &Done, judgement: Judgement, timeout: Duration) -> Ended {
+    ended.outcome = judgement.outcome.name().to_string();
+    ended.duration_ms = crate::dispatch::output::millis(done.duration);
+    match done.ending {
+        Ending::Answered(Answer::Exit(code)) | Ending::NotRunnable(code) => {
+            ended.exit_code = Some(code);
+        }
+        Ending::Signaled(sig) => ended.signal = Some(sig),
+        Ending::Answered(Answer::Status(_))
+        | Ending::NotStarted(_)
+        | Ending::Missing(_)
+        | Ending::NotConfined(_)
+        | Ending::Failed(_)
+        | Ending::Lost
+        | Ending::Unkillable => {}
+    }
+    ended.context = judgement.context;
+    ended.system_message = judgement.system_message;
+    let decided = match judgement.outcome {
+        Outcome::Block | Outcome::Ask | Outcome::Stop => Some(judgement.outcome.name()),
+        _ => None,
+    };
+    let failure = match judgement.outcome {
+        Outcome::Error | Outcome::Timeout | Outcome::SpawnError | Outcome::Interrupted => {
+            Some(failure(done, judgement.message.as_deref(), timeout))
+        }
+        // An exit 2 is a failure to anyone who reads its result later: nothing waited for it.
+        Outcome::Block | Outcome::Ask | Outcome::Stop if ended.exit_code != Some(0) => {
+            Some(format!(
+                "exit {}: it would have blocked, but a background handler cannot",
+                ended.exit_code.unwrap_or(2)
+            ))
+        }
+        _ => None,
+    };
+    // A failure's own words: the judgement's speak of a tool call that waited for it.
+    ended.message = match (&failure, decided) {
+        (Some(what), _) => Some(what.clone()),
+        (None, Some(decision)) => Some(format!(
+            "{}it replied {decision}, which a background handler cannot do: its dispatch had answered",
+            judgement.message.map(|m| format!("{m}; ")).unwrap_or_default()
+        )),
+        (None, None) => judgement.message,
+    };
+    let problem = failure
+        .map(|what| format!("{what}{}", output_tail(done)))
+        .or(judgement.warning);
+    ended.warning = problem.map(|what| {
+        format!(
+            "background {} hook {} ({}): {what}",
+            ended.event, ended.label, ended.source
+        )
+    });
+    ended.bounded()
+}
+
+/// How a run failed, in a few words.
+fn failure(done: &Done, message: Option<&str>, timeout: Duration) -> String {
+    match (&done.stopped, &done.ending) {
+        (Some(Stop::Timeout), _) => format!(
+            "timed out after {} s; its process group was stopped",
+            timeout.as_secs_f64()
+        ),
+        (Some(Stop::Interrupted(sig)), _) => format!(
+            "stopped before it ended: its supervisor received {}",
+            signals::name(*sig)
+        ),
+        (None, Ending::Answered(Answer::Exit(code))) => format!("failed: exit {code}"),
+        (None, Ending::Signaled(sig)) => {
+            format!("killed by signal {sig} ({})", signals::name(*sig))
+        }
+        (None, Ending::NotStarted(why)) => format!("could not start: {why}"),
+        (None, Ending::Missing(why) | Ending::NotConfined(why) | Ending::Failed(why)) => {
+            why.clone()
+        }
+        (
+            None,
+            Ending::Answered(Answer::Status(_))
+            | Ending::NotRunnable(_)
+            | Ending::Lost
+            | Ending::Unkillable,
+        ) => message.unwrap_or("failed").to_string(),
+    }
+}
+
+/// The last lines a failed run printed, for its warning: stderr's, else stdout's (test runners
+/// write their failures there).
+fn output_tail(done: &Done) -> String {
+    let (name, text) = if done.stderr.trim().is_empty() {
+        ("output", done.stdout.as_str())
+    } else {
+        ("stderr", done.stderr.as_str())
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if tail.len() > 1024 {
+        let mut start = tail.len() - 1024;
+        while !tail.is_char_boundary(start) {
+            start += 1;
+        }
+        tail = format!("…{}", &tail[start..]);
+    }
+    format!("; {name}: {tail}")
+}
+
+/// The run's entry as the execution log and the spans show it.
+fn entry(ended: &Ended, protocol: Protocol, done: Done) -> HandlerReport {
+    HandlerReport {
+        // A layer's name is one of a few words; this process records one handler and ends.
+        layer: Box::leak(ended.layer.clone().into_boxed_str()),
+        source: ended.source.clone(),
+        event: ended.event.clone(),
+        matcher: ended.matcher.clone(),
+        label: ended.label.clone(),
+        outcome: outcome_named(&ended.outcome),
+        exit_code: ended.exit_code,
+        signal: ended.signal,
+        http_status: None,
+        duration_ms: ended.duration_ms,
+        stdout: done.stdout,
+        stderr: done.stderr,
+        stdout_truncated: done.stdout_truncated,
+        stderr_truncated: done.stderr_truncated,
+        message: ended.message.clone(),
+        rewrote_input: false,
+        reason: None,
+        protocol,
+    }
+}
+
+/// The outcome a name stands for; an outcome of the record is always one of them.
+fn outcome_named(name: &str) -> Outcome {
+    [
+        Outcome::Proceed,
+        Outcome::Block,
+        Outcome::Error,
+        Outcome::Timeout,
+        Outcome::SpawnError,
+        Outcome::Interrupted,
+        Outcome::Ask,
+        Outcome::Stop,
+    ]
+    .into_iter()
+    .find(|o| o.name() == name)
+    .unwrap_or(Outcome::Error)
+}
+
+/// Records a run that ended where a person looks: the execution log's line and the span.
+pub fn record(spec: &Spec, ended: &Ended, entry: HandlerReport, warnings: &mut Vec<String>) {
+    if let Some(span) = &spec.span {
+        crate::dispatch::spans::background(&entry, ended.tool_name.as_deref(), span, warnings);
+    }
+    let started = Instant::now()
+        .checked_sub(Duration::from_secs_f64(entry.duration_ms.max(0.0) / 1000.0))
+        .unwrap_or_else(Instant::now);
+    let mut report = Report::new(Some(ended.event.clone()), ended.tool_name.clone(), started);
+    report.handlers.push(entry);
+    report.warnings.extend(ended.warning.iter().cloned());
+    report.warnings.append(warnings);
+    exec_log::append_background(&mut report, &spec.dir);
+}

@@ -1,0 +1,737 @@
+//! Background handlers (`"async": true`, contract §21), black-box: the dispatch answers at once
+//! and the handler runs on; what it comes to is recorded in the execution log and handed on,
+//! once, with the next answer of its session, in `run` (a spool under the data directory) and
+//! in `serve` (the server's memory) alike; at most 16 run per session; `SessionEnd` stops them;
+//! whatever a handler prints, what waits for the session stays bounded.
+//!
+//! Waits are for events (a marker file, the log's line of the handler's end), never for a
+//! clock; the bounds are generous for a loaded two-core machine.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{
+    alive, assert_gone, read_pids, signal, wait_for_lines, wait_gone, write, Sandbox,
+};
+
+/// How long a background handler's end may take to be recorded.
+const RECORDED: Duration = Duration::from_secs(30);
+
+/// One HOME and project for several dispatches, with the execution log on.
+struct World {
+    sandbox: Sandbox,
+    log: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let sandbox = Sandbox::new();
+        let log = sandbox.root().join("log.jsonl");
+        World { sandbox, log }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.sandbox.project()
+    }
+
+    /// Writes the data layer's settings.
+    fn settings(&self, settings: &Value) -> &World {
+        write(
+            &self.sandbox.home().join(".levelcode/settings.json"),
+            settings.to_string(),
+        );
+        self
+    }
+
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = self.sandbox.command();
+        command
+            .args(args)
+            .env("LEVELCODE_HOOKS_LOG", &self.log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    /// One `run` of `payload`: its answer and how long it took to come.
+    fn dispatch(&self, payload: &Value) -> (Value, Duration) {
+        let (answer, _, took) = self.dispatch_with(&["run"], payload);
+        (answer, took)
+    }
+
+    /// The binary with `args` on `payload`: its answer, its stderr and how long it took.
+    fn dispatch_with(&self, args: &[&str], payload: &Value) -> (Value, String, Duration) {
+        let started = Instant::now();
+        let mut child = self.command(args).spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.to_string().as_bytes())
+            .unwrap();
+        // Read to the end: a background handler must not hold the dispatcher's stdout.
+        let out = child.wait_with_output().unwrap();
+        let took = started.elapsed();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let answer = serde_json::from_str(stdout.trim_end())
+            .unwrap_or_else(|e| panic!("one JSON answer ({e}): {stdout:?}"));
+        (
+            answer,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            took,
+        )
+    }
+
+    /// Waits until the execution log holds `count` lines of background handlers that ended,
+    /// and returns them.
+    fn ended(&self, count: usize) -> Vec<Value> {
+        let deadline = Instant::now() + RECORDED;
+        loop {
+            let lines = self.background_lines();
+            if lines.len() >= count {
+                return lines;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{count} background end(s) not recorded within {RECORDED:?}: {lines:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn background_lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["background"] == true)
+            .collect()
+    }
+
+    /// The session spools under the data directory.
+    fn spools(&self) -> PathBuf {
+        self.sandbox.home().join(".levelcode/background")
+    }
+
+    fn serve(&self) -> Server {
+        let mut child = self.command(&["serve"]).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Server {
+            stdin: child.stdin.take(),
+            child,
+            answers,
+        }
+    }
+}
+
+/// Kills whatever a test's handlers wrote to `pids` files, however the test ends.
+impl Drop for World {
+    fn drop(&mut self) {
+        for entry in std::fs::read_dir(self.project())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if !entry.file_name().to_string_lossy().starts_with("pids") {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for pid in text
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
+                if pid > 1 && alive(pid) {
+                    signal(-pid, libc::SIGKILL);
+                    signal(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    answers: Receiver<String>,
+}
+
+impl Server {
+    fn ask(&mut self, request: &Value) -> Value {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        let line = self
+            .answers
+            .recv_timeout(Duration::from_secs(30))
+            .expect("an answer");
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stdin = None;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn handlers(settings_event: &str, handlers: Value) -> Value {
+    json!({ "hooks": { settings_event: [{ "hooks": handlers }] } })
+}
+
+fn post_tool_use(world: &World, session: &str) -> Value {
+    json!({
+        "event": "PostToolUse", "tool_name": "write_file", "tool_input": {"path": "a"},
+        "cwd": world.project(), "session_id": session,
+    })
+}
+
+fn stop(world: &World, session: &str) -> Value {
+    json!({ "event": "Stop", "cwd": world.project(), "session_id": session })
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+fn waits_for(path: &Path) {
+    let deadline = Instant::now() + RECORDED;
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_two_second_handler_does_not_hold_the_dispatch_and_runs_on() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([{"command": "cut -d' ' -f19 /proc/$$/stat > nice; sleep 2; touch ran", "async": true, "name": "slow"}]),
+    ));
+    let (answer, took) = world.dispatch(&post_tool_use(&world, "s1"));
+    assert!(took < Duration::from_millis(1500), "{took:?}: {answer}");
+    assert_eq!(answer["decision"], "proceed");
+    assert_eq!(answer["handlers"][0]["outcome"], "started", "{answer}");
+    assert!(
+        !world.project().join("ran").exists(),
+        "the answer came before the handler was done"
+    );
+    // It ran on after the dispatcher had exited, at a lower priority than the agent's.
+    waits_for(&world.project().join("ran"));
+    let nice: i32 = std::fs::read_to_string(world.project().join("nice"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(nice >= 10, "niceness {nice}");
+    let ended = world.ended(1);
+    assert_eq!(ended[0]["handlers"][0]["outcome"], "proceed");
+    assert_eq!(ended[0]["handlers"][0]["label"], "slow");
+    let ms = ended[0]["handlers"][0]["duration_ms"].as_f64().unwrap();
+    assert!(ms >= 2000.0, "it ran its two seconds: {ms}");
+}
+
+#[test]
+fn its_context_is_handed_on_once_to_its_session_and_no_other() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([{
+            "command": r#"echo '{"additionalContext":"3 tests passed","systemMessage":"suite done"}'"#,
+            "async": true,
+            "name": "suite",
+        }]),
+    ));
+    let (answer, _) = world.dispatch(&post_tool_use(&world, "s1"));
+    assert_eq!(answer["handlers"][0]["outcome"], "started");
+    assert!(answer.get("additionalContext").is_none(), "{answer}");
+    world.ended(1);
+    let (other, _) = world.dispatch(&stop(&world, "s2"));
+    assert!(other.get("additionalContext").is_none(), "{other}");
+    assert!(other.get("background").is_none(), "{other}");
+    let (next, _) = world.dispatch(&stop(&world, "s1"));
+    assert_eq!(
+        next["additionalContext"], "from the background PostToolUse hook suite: 3 tests passed",
+        "{next}"
+    );
+    assert_eq!(
+        next["system_message"],
+        "from the background PostToolUse hook suite: suite done"
+    );
+    assert_eq!(next["background"][0]["label"], "suite");
+    assert_eq!(next["background"][0]["outcome"], "proceed");
+    let (again, _) = world.dispatch(&stop(&world, "s1"));
+    assert!(again.get("additionalContext").is_none(), "once: {again}");
+    assert!(again.get("background").is_none(), "once: {again}");
+}
+
+#[test]
+fn a_failing_handler_is_reported_with_its_output_and_in_the_log() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([{"command": "echo 'FAIL src/a.test.ts' >&2; exit 3", "async": true, "name": "npm test"}]),
+    ));
+    world.dispatch(&post_tool_use(&world, "s1"));
+    world.ended(1);
+    let (next, _) = world.dispatch(&stop(&world, "s1"));
+    let warnings = strings(&next["warnings"]);
+    assert_eq!(warnings.len(), 1, "{next}");
+    let warning = &warnings[0];
+    for part in [
+        "background PostToolUse hook npm test",
+        "exit 3",
+        "FAIL src/a.test.ts",
+    ] {
+        assert!(warning.contains(part), "{part:?} in {warning}");
+    }
+    assert_eq!(next["background"][0]["outcome"], "error");
+    assert_eq!(next["background"][0]["exit_code"], 3);
+    let mut log = world.command(&["log"]);
+    let shown = log.output().unwrap();
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    assert!(shown.contains("background run ended"), "{shown}");
+    assert!(
+        shown.contains("exit 3") && shown.contains("npm test"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_timeout_stops_the_handler_and_its_children() {
+    let world = World::new();
+    world.settings(&handlers(
+        "Stop",
+        json!([{
+            "command": "echo $$ > pids; sleep 30 & echo $! >> pids; wait",
+            "async": true,
+            "timeout": 1,
+        }]),
+    ));
+    let (answer, took) = world.dispatch(&stop(&world, "s1"));
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert_eq!(answer["handlers"][0]["outcome"], "started");
+    let ended = world.ended(1);
+    assert_eq!(ended[0]["handlers"][0]["outcome"], "timeout");
+    let pids = read_pids(&world.project().join("pids"));
+    assert_eq!(pids.len(), 2);
+    assert_gone(&pids, pids[0]);
+    let (next, _) = world.dispatch(&stop(&world, "s1"));
+    let warnings = strings(&next["warnings"]);
+    assert!(
+        warnings.iter().any(|w| w.contains("timed out after 1 s")),
+        "{warnings:?}"
+    );
+}
+
+/// 17 handlers that each write their pid and sleep.
+fn sleepers(count: usize) -> Value {
+    let list: Vec<Value> = (0..count)
+        .map(|n| json!({"command": format!("echo $$ >> pids; exec sleep 60 # {n}"), "async": true}))
+        .collect();
+    handlers("PostToolUse", Value::Array(list))
+}
+
+#[test]
+fn at_most_sixteen_run_per_session_and_session_end_stops_them() {
+    let world = World::new();
+    world.settings(&sleepers(17));
+    let (answer, _) = world.dispatch(&post_tool_use(&world, "s1"));
+    let outcomes: Vec<&str> = answer["handlers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes[..16], ["started"; 16], "{answer}");
+    assert_eq!(outcomes[16], "skipped", "{answer}");
+    let warnings = strings(&answer["warnings"]);
+    assert!(
+        warnings.len() == 1
+            && warnings[0].contains("16 background handlers of this session are running"),
+        "{warnings:?}"
+    );
+    // Another session has room of its own.
+    world.settings(&sleepers(1));
+    let (other, _) = world.dispatch(&post_tool_use(&world, "s2"));
+    assert_eq!(other["handlers"][0]["outcome"], "started", "{other}");
+    let pids_file = world.project().join("pids");
+    wait_for_lines(&pids_file, 17, RECORDED);
+    let pids = read_pids(&pids_file);
+    let (ended, _) = world.dispatch(&json!({
+        "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1",
+    }));
+    let warnings = strings(&ended["warnings"]);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("16 background handler(s) still running were stopped")),
+        "{ended}"
+    );
+    // Sixteen stopped; the other session's goes on.
+    let deadline = Instant::now() + RECORDED;
+    let left = loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        if left.len() <= 1 || Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(
+        left.len(),
+        1,
+        "only the other session's handler runs on: {left:?}"
+    );
+    let lines = world.ended(16);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["handlers"][0]["outcome"] == "interrupted"),
+        "{lines:?}"
+    );
+    // The ended session's spool is gone; nothing is handed on to it any more.
+    let spools: Vec<_> = std::fs::read_dir(world.spools())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(spools.len(), 1, "the other session's spool stays");
+    let (after, _) = world.dispatch(&stop(&world, "s1"));
+    assert!(after.get("background").is_none(), "{after}");
+}
+
+#[test]
+fn session_end_stops_a_handler_whose_supervisor_is_gone_and_nothing_else() {
+    let world = World::new();
+    world.settings(&handlers(
+        "Stop",
+        json!([{"command": "echo $$ > pids; exec sleep 60", "async": true}]),
+    ));
+    world.dispatch(&stop(&world, "s1"));
+    waits_for(&world.project().join("pids"));
+    let handler = read_pids(&world.project().join("pids"))[0];
+    // Its supervisor, the handler's parent, dies without a word.
+    let stat = std::fs::read_to_string(format!("/proc/{handler}/stat")).unwrap();
+    let supervisor: i32 = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    // A process a record names by a pid it was not started with is left alone: a forged
+    // record names this test's own unrelated sleeper, with the start times of the real one.
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let spool = std::fs::read_dir(world.spools())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let running = std::fs::read_to_string(spool.join("running")).unwrap();
+    let first = running.lines().find(|l| l.contains("\"started\"")).unwrap();
+    let mut forged: Value = serde_json::from_str(first).unwrap();
+    forged["id"] = json!("0000000000000-forged");
+    forged["started"]["supervisor"] = json!(bystander.id());
+    forged["started"]["handler"] = json!(bystander.id());
+    forged["started"]["handler_start"] = forged["started"]["supervisor_start"].clone();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(spool.join("running"))
+        .unwrap()
+        .write_all(format!("\n{forged}\n").as_bytes())
+        .unwrap();
+    signal(supervisor, libc::SIGKILL);
+    assert!(wait_gone(&[supervisor], Duration::from_secs(10)).is_empty());
+    world.dispatch(&json!({
+        "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1",
+    }));
+    assert!(
+        bystander.try_wait().unwrap().is_none(),
+        "a process given a recorded pid later is never signalled"
+    );
+    assert_gone(&[handler], handler);
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+}
+
+#[test]
+fn a_handler_that_prints_100_mib_leaves_a_bounded_spool() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([
+            {"command": "printf '{\"additionalContext\":\"'; head -c 104857600 /dev/zero | tr '\\0' x; printf '\"}'", "async": true, "name": "flood"},
+            {"command": "head -c 104857600 /dev/zero | tr '\\0' y >&2; exit 1", "async": true, "name": "flood-err"},
+            {"command": "printf '{\"additionalContext\":\"%s\"}' \"$(head -c 60000 /dev/zero | tr '\\0' z)\"", "async": true, "name": "big-context"},
+        ]),
+    ));
+    world.dispatch(&post_tool_use(&world, "s1"));
+    world.ended(3);
+    let size: u64 = walk(&world.spools())
+        .iter()
+        .map(|p| p.metadata().unwrap().len())
+        .sum();
+    assert!(size <= 1 << 20, "the spool holds {size} bytes");
+    let (next, _) = world.dispatch(&stop(&world, "s1"));
+    let results = next["background"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{next}");
+    for result in results {
+        let text = result.to_string();
+        assert!(text.len() < 64 << 10, "{} bytes", text.len());
+    }
+    let context = next["additionalContext"].as_str().unwrap();
+    assert!(context.contains("[cut:"), "the 60 KB context is cut");
+    assert!(context.len() < 16 << 10, "{}", context.len());
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn a_blocked_dispatch_starts_none_and_the_others_do_not_wait() {
+    let world = World::new();
+    world.settings(&json!({ "hooks": { "PreToolUse": [{ "hooks": [
+        {"command": "touch ran-before", "async": true},
+        {"command": "echo no >&2; exit 2"},
+        {"command": "touch ran-after", "async": true},
+    ]}]}}));
+    let (answer, _) = world.dispatch(&json!({
+        "event": "PreToolUse", "tool_name": "write_file", "cwd": world.project(), "session_id": "s1",
+    }));
+    assert_eq!(answer["decision"], "block");
+    let outcomes: Vec<&str> = answer["handlers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["skipped", "block", "skipped"], "{answer}");
+    assert_eq!(
+        answer["handlers"][0]["message"],
+        "not started: the dispatch blocked"
+    );
+    assert!(
+        !world.spools().exists(),
+        "nothing was started, so nothing was spooled"
+    );
+}
+
+#[test]
+fn an_id_that_is_no_session_starts_nothing() {
+    let world = World::new();
+    world.settings(&handlers(
+        "Stop",
+        json!([{"command": "touch ran", "async": true}]),
+    ));
+    let (answer, _) = world.dispatch(&stop(&world, "../../x"));
+    assert_eq!(answer["handlers"][0]["outcome"], "skipped");
+    let warnings = strings(&answer["warnings"]);
+    assert!(
+        warnings[0].contains("cannot name a session"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn test_waits_for_a_background_handler_and_says_so() {
+    let world = World::new();
+    world.settings(&handlers(
+        "Stop",
+        json!([{"command": "sleep 0.2; echo '{\"additionalContext\":\"done\"}'", "async": true, "name": "later"}]),
+    ));
+    let (answer, stderr, _) = world.dispatch_with(&["test", "--event", "Stop"], &json!({}));
+    assert_eq!(answer["handlers"][0]["outcome"], "started");
+    let message = answer["handlers"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("levelcode-hooks test waited for it"),
+        "{message}"
+    );
+    assert_eq!(
+        answer["additionalContext"],
+        "from the background Stop hook later: done"
+    );
+    assert!(
+        stderr.contains("waited for 1 background handler(s)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_keeps_results_for_its_own_requests_of_the_session() {
+    let world = World::new();
+    world.settings(&json!({ "hooks": {
+        "PostToolUse": [{ "hooks": [{"command": "echo '{\"additionalContext\":\"lint clean\"}'", "async": true, "name": "lint"}]}],
+        "Stop": [{ "hooks": [{"command": "echo $$ > pids; exec sleep 60", "async": true, "name": "watch"}]}],
+    }}));
+    let mut server = world.serve();
+    let first = server.ask(&post_tool_use(&world, "s1"));
+    assert_eq!(first["handlers"][0]["outcome"], "started", "{first}");
+    world.ended(1);
+    // Another session's request, and another server, get nothing of it.
+    let other =
+        server.ask(&json!({"event": "Notification", "cwd": world.project(), "session_id": "s2"}));
+    assert!(other.get("background").is_none(), "{other}");
+    {
+        let (run_answer, _) = world.dispatch(
+            &json!({"event": "Notification", "cwd": world.project(), "session_id": "s1"}),
+        );
+        assert!(run_answer.get("background").is_none(), "{run_answer}");
+    }
+    // The server takes the result off its supervisor a moment after the log has it.
+    let mut handed = Vec::new();
+    for _ in 0..200 {
+        let answer = server
+            .ask(&json!({"event": "Notification", "cwd": world.project(), "session_id": "s1"}));
+        if let Some(context) = answer.get("additionalContext") {
+            handed.push(context.clone());
+        }
+        if !handed.is_empty() && answer.get("additionalContext").is_none() {
+            break;
+        }
+    }
+    assert_eq!(
+        handed,
+        [json!(
+            "from the background PostToolUse hook lint: lint clean"
+        )]
+    );
+    // SessionEnd stops the session's handler that still runs.
+    let started = server.ask(&stop(&world, "s1"));
+    assert_eq!(started["handlers"][0]["outcome"], "started");
+    waits_for(&world.project().join("pids"));
+    let pid = read_pids(&world.project().join("pids"))[0];
+    let ended = server.ask(&json!({"event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1"}));
+    assert!(
+        strings(&ended["warnings"])
+            .iter()
+            .any(|w| w.contains("were stopped")),
+        "{ended}"
+    );
+    assert_gone(&[pid], pid);
+}
+
+#[test]
+fn a_claude_code_async_hook_runs_in_the_background_and_its_message_is_handed_on() {
+    let world = World::new();
+    world.settings(&json!({"claudeCodeHooks": true}));
+    write(
+        &world.sandbox.home().join(".claude/settings.json"),
+        json!({"hooks": {"PostToolUse": [{"matcher": "Write", "hooks": [{
+            "type": "command",
+            "command": "cat > /dev/null; echo '{\"systemMessage\":\"formatted\",\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"additionalContext\":\"prettier ran\"}}'",
+            "async": true,
+        }]}]}})
+        .to_string(),
+    );
+    let (answer, _) = world.dispatch(&post_tool_use(&world, "s1"));
+    assert_eq!(answer["handlers"][0]["outcome"], "started", "{answer}");
+    world.ended(1);
+    let (next, _) = world.dispatch(&stop(&world, "s1"));
+    let context = next["additionalContext"].as_str().unwrap_or_default();
+    assert!(context.ends_with(": prettier ran"), "{next}");
+    assert!(next["system_message"]
+        .as_str()
+        .unwrap()
+        .ends_with(": formatted"));
+}
+
+#[test]
+fn list_validate_and_the_trust_review_say_what_async_does() {
+    let world = World::new();
+    write(
+        &world.project().join(".levelcode/settings.json"),
+        json!({"hooks": {"PostToolUse": [{"hooks": [
+            {"command": "true suite", "async": true},
+            {"command": "true guard", "async": true, "onFailure": "block"},
+            {"command": "true rewake", "asyncRewake": true},
+        ]}]}})
+        .to_string(),
+    );
+    let output = |args: &[&str]| {
+        let out = world.command(args).stdin(Stdio::null()).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed: Value = serde_json::from_str(&output(&["list", "--json"])).unwrap();
+    let handlers = listed["handlers"].as_array().unwrap();
+    assert_eq!(handlers[0]["async"], true, "{listed}");
+    assert_eq!(
+        handlers[2]["async"], true,
+        "asyncRewake implies async: {listed}"
+    );
+    assert_eq!(handlers[0]["timeout"], 600.0, "the background default");
+    assert!(output(&["list"]).contains("async: started once the chain has decided"));
+    let validated: Value = serde_json::from_str(&output(&["validate", "--json"])).unwrap();
+    let problems: Vec<(String, String)> = validated["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["path"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let at = "hooks.PostToolUse[0].hooks";
+    assert_eq!(
+        problems,
+        [
+            (
+                "async_cannot_block".to_string(),
+                format!("{at}[1].onFailure")
+            ),
+            ("not_honoured".to_string(), format!("{at}[2].asyncRewake")),
+        ],
+        "async itself is honoured: {validated}"
+    );
+    let review = output(&[
+        "trust",
+        "--yes",
+        "--project-dir",
+        world.project().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        review
+            .matches("(async: in the background, not waited for)")
+            .count(),
+        3,
+        "{review}"
+    );
+}
