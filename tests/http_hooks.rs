@@ -448,3 +448,29 @@ fn a_signal_ends_the_wait_for_a_service_at_once_and_the_result_says_so() {
     assert_eq!(out.outcomes(), ["interrupted", "skipped"]);
     assert!(!service.got_any_within(Duration::from_millis(300)));
 }
+
+/// Claude Code has `async` on command hooks only. An http guard that asks for it is waited for
+/// (a background run could not block), with a warning that says so: the service's block still
+/// stops the call.
+#[test]
+fn async_on_an_http_handler_is_a_warning_and_the_guard_still_decides() {
+    let Some(service) = Service::start() else {
+        return;
+    };
+    let block = r#"{"decision":"block","reason":"policy says no"}"#;
+    let handler = http(
+        &service.url("/reply/200"),
+        Some(block),
+        json!({ "async": true }),
+    );
+    let out = write_file(json!([handler])).run();
+    assert_eq!(out.status(), 2, "{}", out.stdout());
+    assert_eq!(out.outcomes(), ["block"]);
+    assert_eq!(out.json()["reason"], "policy says no");
+    let warned = out
+        .warnings()
+        .iter()
+        .any(|w| w.contains("async") && w.contains("is waited for"));
+    assert!(warned, "{:?}", out.warnings());
+    service.request();
+}
