@@ -6,12 +6,13 @@
 //! pipeline of one dispatch, from the payload on stdin to the exit status; [`runner`] runs one handler process; [`commands`]
 //! are the commands for people; `serve` is the long-lived mode and `compliance` the signed log
 //! of team runs, `telemetry` the OpenTelemetry export and `http` the one HTTP client that http
-//! handlers and the export post through. `environment`, `fs`, `lock`, `signals` and `style`
-//! serve all of them.
+//! handlers and the export post through. `environment`, `fs`, `lock`, `signals`, `style` and
+//! `bytes` (byte searches that ask the processor nothing) serve all of them.
 //!
 //! The binary (`src/main.rs`) only parses the command line and calls [`cli::execute`]; everything
 //! else lives here, so tests and fuzz targets reach the same code.
 
+pub(crate) mod bytes;
 pub mod cli;
 pub mod commands;
 pub(crate) mod compliance;

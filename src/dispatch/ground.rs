@@ -30,8 +30,8 @@ pub fn project_root(payload: &Payload, options: &Options) -> PathBuf {
 /// handlers are given names the project plainly. A path with no `/.` in it is left as it is.
 fn tidy(dir: PathBuf) -> PathBuf {
     let bytes = dir.as_os_str().as_encoded_bytes();
-    let dotted = memchr::memmem::find(bytes, b"/.").is_some()
-        || (cfg!(windows) && memchr::memmem::find(bytes, b"\\.").is_some())
+    let dotted = crate::bytes::find(bytes, b"/.").is_some()
+        || (cfg!(windows) && crate::bytes::find(bytes, b"\\.").is_some())
         || bytes.starts_with(b".");
     if dotted {
         crate::fs::normalize(&dir)

@@ -334,7 +334,7 @@ fn environment(env: &[(&str, String)], unset: &[&str], own: &[u8]) -> Vec<*const
         }
     }
     let mut start = 0;
-    for end in memchr::memchr_iter(0, own) {
+    for end in crate::bytes::positions(0, own) {
         list.push(own[start..].as_ptr().cast());
         start = end + 1;
     }

@@ -57,7 +57,8 @@ impl<R: Read> Lines<R> {
 
     pub fn next(&mut self) -> io::Result<Next<'_>> {
         loop {
-            if let Some(at) = memchr::memchr(b'\n', &self.buf[self.searched..self.filled]) {
+            if let Some(at) = crate::bytes::find_byte(b'\n', &self.buf[self.searched..self.filled])
+            {
                 let end = self.searched + at;
                 let line = self.start..end;
                 self.start = end + 1;

@@ -39,14 +39,14 @@ struct OpLine {
 /// Returns false if `line` is certainly not an op (nothing in it reads `"op"`); true when it may
 /// be, which [`answer`] decides.
 pub fn may_be_op(line: &[u8]) -> bool {
-    memchr::memmem::find(line, b"\"op\"").is_some()
+    crate::bytes::contains(line, b"\"op\"")
 }
 
 /// [`answer`] for the ops that are answered on the reading thread, in the order their lines
 /// come: `compliance`, so that a team's log holds the calls in the order the client recorded
 /// them (an append takes microseconds, and runs no handler). `None` for every other line.
 pub fn answer_in_order(line: &[u8], args: &ServeArgs) -> Option<(String, Option<Box<RawValue>>)> {
-    memchr::memmem::find(line, b"\"compliance\"")?;
+    crate::bytes::find(line, b"\"compliance\"")?;
     let parsed: OpLine = serde_json::from_slice(line).ok()?;
     if parsed.op.as_ref()?.as_str() != Some("compliance") {
         return None;

@@ -170,13 +170,13 @@ pub fn switches_in(
 /// `claudeCodeHooks`): all of them end in `Hooks`, which a settings file rarely holds, so one
 /// search spares the others on nearly every dispatch.
 pub fn may_name_personal_settings(bytes: &[u8]) -> bool {
-    memchr::memmem::find(bytes, b"Hooks\"").is_some()
+    crate::bytes::find(bytes, b"Hooks\"").is_some()
 }
 
 /// A top-level boolean setting of a settings file's `bytes`: `Ok(None)` when the file does not
 /// mention it (found without parsing in the usual case), an error when it is not a boolean.
 pub fn boolean_setting(bytes: &[u8], key: &str) -> Result<Option<bool>, String> {
-    if memchr::memmem::find(bytes, key.as_bytes()).is_none() {
+    if crate::bytes::find(bytes, key.as_bytes()).is_none() {
         return Ok(None);
     }
     let Ok(serde_json::Value::Object(mut top)) = serde_json::from_slice(bytes) else {

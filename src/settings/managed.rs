@@ -177,7 +177,7 @@ fn ownership_problem(_meta: &std::fs::Metadata, _own_ok: bool) -> Option<String>
 /// Whether the managed file's `bytes` set `managedHooksOnly`: a value that is not a boolean is
 /// a warning and counts as not set.
 pub fn only_in(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> bool {
-    if memchr::memmem::find(bytes, ONLY_KEY.as_bytes()).is_none() {
+    if crate::bytes::find(bytes, ONLY_KEY.as_bytes()).is_none() {
         return false;
     }
     #[derive(serde::Deserialize)]
@@ -228,7 +228,7 @@ impl HttpPolicy {
             file: Some(path.to_path_buf()),
             ..HttpPolicy::default()
         };
-        let named = |key: &str| memchr::memmem::find(bytes, key.as_bytes()).is_some();
+        let named = |key: &str| crate::bytes::find(bytes, key.as_bytes()).is_some();
         if !named(URLS_KEY) && !named(ENV_VARS_KEY) {
             return policy;
         }

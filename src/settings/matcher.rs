@@ -87,7 +87,7 @@ pub fn lite_reads_as_regex(pattern: &str) -> bool {
     let bytes = pattern.as_bytes();
     let mut case_insensitive = false;
     let mut at = 0;
-    while let Some(found) = memchr::memmem::find(&bytes[at..], b"(?") {
+    while let Some(found) = crate::bytes::find(&bytes[at..], b"(?") {
         let flags_start = at + found + 2;
         let flags = &bytes[flags_start..];
         let flags = &flags[..flags

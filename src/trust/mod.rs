@@ -173,7 +173,7 @@ fn opt_in_from(value: Option<&std::ffi::OsStr>) -> OptIn {
 /// Whether a user or data layer's `bytes` set `trustAllProjectHooks`: `Ok(None)` when they do
 /// not mention it (found without parsing in the usual case), an error when it is not a boolean.
 pub fn trust_all_in(bytes: &[u8]) -> Result<Option<bool>, String> {
-    if memchr::memmem::find(bytes, TRUST_ALL.as_bytes()).is_none() {
+    if crate::bytes::find(bytes, TRUST_ALL.as_bytes()).is_none() {
         return Ok(None);
     }
     #[derive(serde::Deserialize)]
