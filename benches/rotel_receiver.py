@@ -19,6 +19,14 @@ import threading
 import time
 
 
+def die_with_parent():
+    """In the agent, before it runs: SIGKILL when this script ends (Linux's PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -48,6 +56,9 @@ def main():
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Killed with this script: benches/interleaved.py ends it by SIGKILL, and an agent left
+        # behind idles on the CPUs the next measurements share.
+        preexec_fn=die_with_parent,
     )
     threading.Timer(args.lifetime, agent.kill).start()
     deadline = time.monotonic() + 30
