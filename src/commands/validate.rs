@@ -94,14 +94,11 @@ fn handler_keys(fields: &Map<String, Value>) -> Vec<&'static str> {
 }
 
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let options = Options {
-        project_dir: args.project_dir.clone(),
-        settings: args.settings.clone(),
-        no_project: args.no_project,
-        team: None,
-        traceparent: None,
-        ..Options::default()
-    };
+    let options = Options::reading(
+        args.project_dir.clone(),
+        args.settings.clone(),
+        args.no_project,
+    );
     let mut inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     if args.settings.is_empty() {
         inspection

@@ -100,6 +100,37 @@ impl Done {
             ..Done::not_run(Ending::Failed(why))
         }
     }
+
+    /// How it ended, as a result entry says it: the exit code (of a process that exited, or of
+    /// the shell that could not run its program; not the negative one of a process the
+    /// dispatcher stopped), the signal that ended it, an http handler's status.
+    pub fn codes(&self) -> Codes {
+        let mut codes = Codes::default();
+        match self.ending {
+            Ending::Answered(Answer::Exit(code)) if self.stopped.is_none() || code >= 0 => {
+                codes.exit_code = Some(code);
+            }
+            Ending::Answered(Answer::Status(status)) => codes.http_status = Some(status),
+            Ending::NotRunnable(code) => codes.exit_code = Some(code),
+            Ending::Signaled(sig) => codes.signal = Some(sig),
+            Ending::Answered(Answer::Exit(_))
+            | Ending::NotStarted(_)
+            | Ending::Missing(_)
+            | Ending::NotConfined(_)
+            | Ending::Failed(_)
+            | Ending::Lost
+            | Ending::Unkillable => {}
+        }
+        codes
+    }
+}
+
+/// What a result entry says of how a run ended ([`Done::codes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Codes {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub http_status: Option<u16>,
 }
 
 /// The environment of one run: the variables it gets on top of the dispatcher's (replacing

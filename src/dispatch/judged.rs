@@ -2,7 +2,7 @@
 //! as a block under `"onFailure": "block"`, its entry filled in, and what it adds to the
 //! dispatch (contract §6, §11, §16).
 
-use super::action::{Answer, Done, Ending};
+use super::action::Done;
 use super::handler_input::Inputs;
 use super::outcome::{Judgement, Outcome};
 use super::output::{self, HandlerReport, Report};
@@ -65,21 +65,10 @@ pub(super) fn fail_closed(mut judgement: Judgement, label: &str, event: &str) ->
 pub(super) fn fill_entry(entry: &mut HandlerReport, done: Done, judgement: &Judgement) {
     entry.outcome = judgement.outcome;
     entry.duration_ms = output::millis(done.duration);
-    match done.ending {
-        Ending::Answered(Answer::Exit(code)) if done.stopped.is_none() || code >= 0 => {
-            entry.exit_code = Some(code);
-        }
-        Ending::Answered(Answer::Status(status)) => entry.http_status = Some(status),
-        Ending::NotRunnable(code) => entry.exit_code = Some(code),
-        Ending::Signaled(sig) => entry.signal = Some(sig),
-        Ending::Answered(Answer::Exit(_))
-        | Ending::NotStarted(_)
-        | Ending::Missing(_)
-        | Ending::NotConfined(_)
-        | Ending::Failed(_)
-        | Ending::Lost
-        | Ending::Unkillable => {}
-    }
+    let codes = done.codes();
+    entry.exit_code = codes.exit_code;
+    entry.signal = codes.signal;
+    entry.http_status = codes.http_status;
     entry.stderr_truncated = done.stderr_truncated;
     entry.stderr = done.stderr;
     if !judgement.suppress_output {

@@ -22,6 +22,23 @@ pub struct Options {
     pub caller_records_compliance: bool,
 }
 
+impl Options {
+    /// The options of a command that reads the settings without dispatching (`list`,
+    /// `validate`): where they are, and nothing of a dispatch.
+    pub fn reading(
+        project_dir: Option<PathBuf>,
+        settings: Vec<PathBuf>,
+        no_project: bool,
+    ) -> Options {
+        Options {
+            project_dir,
+            settings,
+            no_project,
+            ..Options::default()
+        }
+    }
+}
+
 /// The options of every subcommand that dispatches (`run`, `test`, `serve`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct DispatchArgs {

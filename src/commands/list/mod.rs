@@ -354,14 +354,11 @@ fn check_event_and_tool(event: Option<&str>, tool: Option<&str>) -> anyhow::Resu
 
 pub fn run(args: &ListArgs) -> anyhow::Result<ExitCode> {
     check_event_and_tool(args.event.as_deref(), args.tool.as_deref())?;
-    let options = Options {
-        project_dir: args.project_dir.clone(),
-        settings: args.settings.clone(),
-        no_project: args.no_project,
-        team: None,
-        traceparent: None,
-        ..Options::default()
-    };
+    let options = Options::reading(
+        args.project_dir.clone(),
+        args.settings.clone(),
+        args.no_project,
+    );
     let inspection = inspect::inspect(&options, inspect::root_without_payload(&options));
     let tool = tool_for(args.event.as_deref(), args.tool.as_deref());
     let input = match &args.input {

@@ -194,19 +194,9 @@ pub fn run(spec: &Spec, started: &dyn Fn()) -> (Ended, HandlerReport) {
 fn ended(mut ended: Ended, done: &Done, judgement: Judgement, timeout: Duration) -> Ended {
     ended.outcome = judgement.outcome.name().to_string();
     ended.duration_ms = crate::dispatch::output::millis(done.duration);
-    match done.ending {
-        Ending::Answered(Answer::Exit(code)) | Ending::NotRunnable(code) => {
-            ended.exit_code = Some(code);
-        }
-        Ending::Signaled(sig) => ended.signal = Some(sig),
-        Ending::Answered(Answer::Status(_))
-        | Ending::NotStarted(_)
-        | Ending::Missing(_)
-        | Ending::NotConfined(_)
-        | Ending::Failed(_)
-        | Ending::Lost
-        | Ending::Unkillable => {}
-    }
+    let codes = done.codes();
+    ended.exit_code = codes.exit_code;
+    ended.signal = codes.signal;
     ended.context = judgement.context;
     ended.system_message = judgement.system_message;
     let decided = match judgement.outcome {
