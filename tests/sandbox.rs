@@ -429,6 +429,38 @@ fn a_kernel_without_landlock_runs_no_sandboxed_handler() {
 
 /// `validate` names a path a policy may write that is not there; `-v` prints each sandboxed
 /// handler's policy.
+/// A background handler whose sandbox this kernel cannot enforce is not started either: its
+/// entry is `error` at once, nothing runs later, and under `"onFailure": "block"` it blocks the
+/// call, as the same guard in the foreground would (contract §20 before §21's "cannot block").
+#[test]
+fn a_background_handler_whose_sandbox_cannot_be_had_starts_nothing() {
+    let place = Place::new().without_landlock();
+    let pre_tool_use = |handler: &Value| json!({"hooks": {"PreToolUse": [{"matcher": "write_file", "hooks": [handler]}]}});
+    let call = json!({
+        "event": "PreToolUse",
+        "session_id": "s1",
+        "tool_name": "write_file",
+        "tool_input": {"path": "a.txt", "content": "x"}
+    });
+    let handler = json!({"command": "echo ran > ran.txt", "sandbox": true, "async": true});
+    place.project_settings(&pre_tool_use(&handler));
+    let out = place.dispatch(&call);
+    assert_eq!(out["handlers"][0]["outcome"], "error", "{out}");
+    assert_eq!(out["decision"], "proceed", "{out}");
+    let mut guard = handler;
+    guard["onFailure"] = json!("block");
+    place.project_settings(&pre_tool_use(&guard));
+    let out = place.dispatch(&call);
+    assert_eq!(out["handlers"][0]["outcome"], "block", "{out}");
+    assert_eq!(out["decision"], "block", "{out}");
+    // Nothing was started in the background that could write it later: the next dispatch of
+    // the session has nothing handed on, and the file is not there.
+    place.project_settings(&json!({}));
+    let next = place.dispatch(&json!({"event": "Stop", "session_id": "s1"}));
+    assert!(next.get("background").is_none(), "{next}");
+    assert!(!place.project().join("ran.txt").exists());
+}
+
 #[test]
 fn validate_names_a_missing_path_and_the_trace_names_the_policy() {
     let place = Place::new();
