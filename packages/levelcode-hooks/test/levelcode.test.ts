@@ -307,7 +307,7 @@ await main();
     const project = guardedProject();
     await Bun.sleep(2100);
     const got = host(
-      `import { readdirSync, readlinkSync, writeSync } from "node:fs";
+      `import { readdirSync, readFileSync, readlinkSync, writeSync } from "node:fs";
 import { Watches } from ${JSON.stringify(resolve(import.meta.dir, "../src/inotify.ts"))};
 ${EXECUTOR}
 for (let i = 0; i < 3; i++) {
@@ -318,6 +318,11 @@ say({ hits: hookRunner.cacheStats().hits, holder: Watches.get()?.holderPid ?? nu
 // After the client's own exit handler, which started the holder.
 process.on("exit", () => {
   const pid = Watches.get()?.holderPid ?? null;
+  // It is started just now: until it runs the shell it is still the spawn's copy of this
+  // process, whose other descriptors go at its exec. What it holds is read once it has (at
+  // most 2 s).
+  const until = Date.now() + 2000;
+  while (pid !== null && Date.now() < until && !readFileSync("/proc/" + pid + "/cmdline", "latin1").startsWith("/bin/sh")) Bun.sleepSync(2);
   const fds = pid === null ? [] : readdirSync("/proc/" + pid + "/fd").map((fd) => [fd, readlinkSync("/proc/" + pid + "/fd/" + fd)]);
   writeSync(1, JSON.stringify({ pid, fds }) + "\\n");
 });`,
