@@ -7,14 +7,14 @@
 //! Waits are for events (a marker file, the log's line of the handler's end), never for a
 //! clock; the bounds are generous for a loaded two-core machine.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::common::server::Server;
 use crate::common::{
     alive, assert_gone, read_pids, signal, wait_for_lines, wait_gone, write, Sandbox,
 };
@@ -120,21 +120,7 @@ impl World {
     }
 
     fn serve(&self) -> Server {
-        let mut child = self.command(&["serve"]).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (send, answers) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Server {
-            stdin: child.stdin.take(),
-            child,
-            answers,
-        }
+        Server::start(self.command(&["serve"]))
     }
 }
 
@@ -160,33 +146,6 @@ impl Drop for World {
                 }
             }
         }
-    }
-}
-
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    answers: Receiver<String>,
-}
-
-impl Server {
-    fn ask(&mut self, request: &Value) -> Value {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{request}").unwrap();
-        stdin.flush().unwrap();
-        let line = self
-            .answers
-            .recv_timeout(Duration::from_secs(30))
-            .expect("an answer");
-        serde_json::from_str(&line).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stdin = None;
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

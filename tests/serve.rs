@@ -5,18 +5,15 @@
 mod concurrency;
 mod summary;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::common::server::{Server, ANSWER_LIMIT};
 use crate::common::{alive, group_members, read_pids, wait_for_lines, write, Sandbox};
-
-/// How long one answer may take before the test fails as hung.
-const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 
 /// A temporary HOME and project, shared by `run` and `serve` in one test.
 struct World {
@@ -94,117 +91,6 @@ impl World {
         let mut full = vec!["serve"];
         full.extend_from_slice(args);
         Server::start(self.command(&full))
-    }
-}
-
-/// A running `serve`: requests written one by one, answers read one by one.
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    answers: Receiver<String>,
-}
-
-impl Server {
-    fn start(mut command: Command) -> Server {
-        let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (send, answers) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if send.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Server {
-            stdin: child.stdin.take(),
-            child,
-            answers,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        i32::try_from(self.child.id()).unwrap()
-    }
-
-    fn send(&mut self, line: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(line).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The next answer line, raw.
-    fn answer_text(&self) -> String {
-        self.answers
-            .recv_timeout(ANSWER_LIMIT)
-            .expect("an answer within the limit")
-    }
-
-    fn answer(&self) -> Value {
-        let text = self.answer_text();
-        let value: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("an answer is one JSON object ({e}): {text:?}"));
-        assert!(value.is_object(), "{text}");
-        value
-    }
-
-    /// Sends one request and returns its answer.
-    fn ask(&mut self, request: &Value) -> Value {
-        self.send(request.to_string().as_bytes());
-        self.answer()
-    }
-
-    /// Closes stdin and waits for the exit status; every answer not yet read is returned.
-    fn finish(mut self) -> (i32, Vec<String>) {
-        self.stdin = None;
-        let status = self.wait();
-        (status, self.answers.iter().collect())
-    }
-
-    fn wait(&mut self) -> i32 {
-        let deadline = Instant::now() + ANSWER_LIMIT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().expect("an exit code, not death by a signal");
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("serve did not exit");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// Waits until the server is asleep waiting for input.
-    fn wait_until_idle(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut asleep_since: Option<Instant> = None;
-        while Instant::now() < deadline {
-            let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
-            let state = stat[stat.rfind(')').unwrap() + 1..]
-                .trim_start()
-                .chars()
-                .next();
-            if state == Some('S') {
-                let since = *asleep_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= Duration::from_millis(200) {
-                    return;
-                }
-            } else {
-                asleep_since = None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("serve never went idle");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

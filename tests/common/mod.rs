@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 
 pub mod certs;
 mod sandbox;
+pub mod server;
 pub use sandbox::{bin, command, Sandbox, CLEARED, TRUST};
 
 /// Writes `contents` at `path`, creating its folders.
