@@ -433,21 +433,7 @@ impl Running {
 
     /// Waits until the dispatcher is asleep (blocked reading its stdin, say), at most 10 s.
     pub fn wait_until_sleeping(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut asleep_since: Option<Instant> = None;
-        while Instant::now() < deadline {
-            if process_state(self.pid()) == Some('S') {
-                let since = *asleep_since.get_or_insert_with(Instant::now);
-                // Asleep for a while, not between two steps of starting up.
-                if since.elapsed() >= Duration::from_millis(200) {
-                    return;
-                }
-            } else {
-                asleep_since = None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("the dispatcher never went to sleep");
+        wait_asleep(self.pid(), "the dispatcher");
     }
 
     /// Writes to a stdin left open by [`Test::stdin_open`].
@@ -665,6 +651,25 @@ impl Output {
 pub fn signal(pid: i32, sig: i32) {
     // SAFETY: kill(2) takes plain integers; a failure (no such process) is ignored.
     unsafe { libc::kill(pid, sig) };
+}
+
+/// Waits until the process `pid` has been asleep for 200 ms on end (blocked reading its input,
+/// not between two steps of starting up), at most 10 s; `what` names it if it never is.
+pub fn wait_asleep(pid: i32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut asleep_since: Option<Instant> = None;
+    while Instant::now() < deadline {
+        if process_state(pid) == Some('S') {
+            let since = *asleep_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= Duration::from_millis(200) {
+                return;
+            }
+        } else {
+            asleep_since = None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{what} never went to sleep");
 }
 
 /// A process's state letter from `/proc/<pid>/stat` (`R`, `S`, `Z`, …); `None` when it is gone.

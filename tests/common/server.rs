@@ -94,25 +94,7 @@ impl Server {
 
     /// Waits until the server is asleep waiting for input.
     pub fn wait_until_idle(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut asleep_since: Option<Instant> = None;
-        while Instant::now() < deadline {
-            let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
-            let state = stat[stat.rfind(')').unwrap() + 1..]
-                .trim_start()
-                .chars()
-                .next();
-            if state == Some('S') {
-                let since = *asleep_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= Duration::from_millis(200) {
-                    return;
-                }
-            } else {
-                asleep_since = None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("serve never went idle");
+        super::wait_asleep(self.pid(), "serve");
     }
 }
 
