@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::Test;
+use crate::common::{server, Test};
 
 /// Arguments no shell would leave alone: spaces, both quotes, a variable, a glob, a command
 /// separator, a backslash, an empty one.
@@ -24,21 +24,6 @@ const PRINT_ARGS: &str = "for a in \"$@\"; do printf '[%s]\\n' \"$a\"; done";
 
 fn bracketed(args: &[&str]) -> String {
     args.iter().map(|a| format!("[{a}]\n")).collect()
-}
-
-/// The answers of one `serve` fed `requests`, by their `id`.
-fn serve(test: Test, requests: &[Value]) -> Vec<Value> {
-    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    let out = test.arg("serve").stdin(lines).run();
-    assert_eq!(out.status(), 0, "{}", out.stderr());
-    let mut answers: Vec<Value> = out
-        .stdout()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    answers.sort_by_key(|a| a["id"].as_u64());
-    assert_eq!(answers.len(), requests.len(), "{}", out.stdout());
-    answers
 }
 
 #[test]
@@ -73,7 +58,7 @@ fn exec_form_through_serve_gives_the_same_arguments() {
     let test = Test::new()
         .project_script("hooks/print-args.sh", PRINT_ARGS)
         .project_settings(&settings);
-    let answers = serve(
+    let answers = server::answers(
         test,
         &[
             json!({"id": 1, "event": "Stop"}),
@@ -104,7 +89,7 @@ fn a_claude_handler_in_exec_form_reads_claude_codes_payload_and_blocks() {
     let test = Test::new().project_settings(&settings);
     let mut request = payload.clone();
     request["id"] = json!(7);
-    let answer = &serve(test, &[request])[0];
+    let answer = &server::answers(test, &[request])[0];
     assert_eq!(answer["decision"], "block");
     assert_eq!(answer["reason"], "no \"rm\" here; $HOME stays");
 }
@@ -696,7 +681,7 @@ fn with_the_switch_off_claude_codes_files_are_not_read_at_all() {
     let out = test().arg("validate").run();
     assert_eq!(out.status(), 0, "{}", out.stdout());
     // What a served answer depends on leaves them out too: a client watches none of them.
-    let answers = serve(
+    let answers = server::answers(
         test(),
         &[json!({"id": 1, "event": "Stop", "options": {"watch": true}})],
     );

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{require, runs, Output, Test};
+use crate::common::{require, runs, server, Output, Test};
 
 /// Each new event, a payload of it, and a matcher its group must match (`None`: the event has
 /// nothing to match, and a matcher that would not match is ignored).
@@ -69,24 +69,7 @@ fn settings(event: &str, matching: Option<&str>, other: &str, protocol: &str) ->
 
 /// `serve` answers for `payloads`, in their order, from one server.
 fn served(test: Test, payloads: &[Value]) -> Vec<Value> {
-    let mut lines = String::new();
-    for (id, payload) in payloads.iter().enumerate() {
-        let mut request = json!({"id": id});
-        for (k, v) in payload.as_object().unwrap() {
-            request[k] = v.clone();
-        }
-        lines.push_str(&format!("{request}\n"));
-    }
-    let out = test.arg("serve").stdin(lines).run();
-    assert_eq!(out.status(), 0, "{}", out.stderr());
-    let mut answers: Vec<Value> = out
-        .stdout()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    answers.sort_by_key(|a| a["id"].as_u64());
-    assert_eq!(answers.len(), payloads.len(), "{}", out.stdout());
-    answers
+    server::answers(test, &server::numbered(payloads))
 }
 
 fn outcomes(answer: &Value) -> Vec<String> {

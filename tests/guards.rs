@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::common::Test;
+use crate::common::{server, Test};
 
 /// A user-layer guard with `if: rule` that blocks whatever it sees.
 fn guard(rule: &str) -> Value {
@@ -23,26 +23,11 @@ fn bash(command: &str) -> Value {
 
 /// The answers of one `serve` to a call of each command, with the guard of `rule`.
 fn answers(rule: &str, commands: &[&str]) -> Vec<Value> {
-    let mut lines = String::new();
-    for (id, command) in commands.iter().enumerate() {
-        let mut request = bash(command);
-        request["id"] = json!(id);
-        lines.push_str(&format!("{request}\n"));
-    }
-    let out = Test::new()
-        .user_settings(guard(rule))
-        .arg("serve")
-        .stdin(lines)
-        .run();
-    assert_eq!(out.status(), 0, "{}", out.stderr());
-    let mut answers: Vec<Value> = out
-        .stdout()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    answers.sort_by_key(|a| a["id"].as_u64());
-    assert_eq!(answers.len(), commands.len(), "{}", out.stdout());
-    answers
+    let calls: Vec<Value> = commands.iter().map(|command| bash(command)).collect();
+    server::answers(
+        Test::new().user_settings(guard(rule)),
+        &server::numbered(&calls),
+    )
 }
 
 /// Returns true if and only if the guard started for the answer's call (and blocked it).

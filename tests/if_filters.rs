@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::Test;
+use crate::common::{server, Test};
 
 /// A guard that blocks every call it sees, saying so on stderr.
 fn blocker(said: &str) -> Value {
@@ -45,29 +45,13 @@ fn both(hooks: &Value, payloads: &[Value]) -> Vec<(&'static str, Vec<Value>)> {
 
 /// One `serve`'s answers for `payloads`, in their order; `watch` asks for what each depends on.
 fn served(settings: &Value, payloads: &[Value], watch: bool) -> Vec<Value> {
-    let mut lines = String::new();
-    for (id, payload) in payloads.iter().enumerate() {
-        let mut request = payload.clone();
-        request["id"] = json!(id);
-        if watch {
+    let mut requests = server::numbered(payloads);
+    if watch {
+        for request in &mut requests {
             request["options"] = json!({"watch": true});
         }
-        lines.push_str(&format!("{request}\n"));
     }
-    let out = Test::new()
-        .project_settings(settings)
-        .arg("serve")
-        .stdin(lines)
-        .run();
-    assert_eq!(out.status(), 0, "{}", out.stderr());
-    let mut answers: Vec<Value> = out
-        .stdout()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    answers.sort_by_key(|a| a["id"].as_u64());
-    assert_eq!(answers.len(), payloads.len(), "{}", out.stdout());
-    answers
+    server::answers(Test::new().project_settings(settings), &requests)
 }
 
 fn labels(answer: &Value) -> Vec<String> {

@@ -6,7 +6,9 @@ use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
+
+use super::Test;
 
 /// How long an answer may take.
 pub const ANSWER_LIMIT: Duration = Duration::from_secs(30);
@@ -103,4 +105,33 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The answers of one `serve` of `test` fed `requests` (one line each) until its input ends,
+/// in the order of their `id`s; the server exits 0 and answers each once.
+pub fn answers(test: Test, requests: &[Value]) -> Vec<Value> {
+    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let out = test.arg("serve").stdin(lines).run();
+    assert_eq!(out.status(), 0, "{}", out.stderr());
+    let mut answers: Vec<Value> = out
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    answers.sort_by_key(|a| a["id"].as_u64());
+    assert_eq!(answers.len(), requests.len(), "{}", out.stdout());
+    answers
+}
+
+/// `payloads` as requests, each `id` its place.
+pub fn numbered(payloads: &[Value]) -> Vec<Value> {
+    payloads
+        .iter()
+        .enumerate()
+        .map(|(id, payload)| {
+            let mut request = payload.clone();
+            request["id"] = json!(id);
+            request
+        })
+        .collect()
 }
