@@ -75,6 +75,20 @@ mod imp {
         }
     }
 
+    /// [`install`] again in a copy of this process made by `fork`: a pipe of its own, the old
+    /// one closed, and no signal received yet.
+    pub fn renew() {
+        for fd in [&WAKE_READ, &WAKE_WRITE] {
+            let old = fd.swap(-1, Ordering::SeqCst);
+            if old >= 0 {
+                // SAFETY: the pipe's descriptors are this module's alone, and no longer named.
+                unsafe { libc::close(old) };
+            }
+        }
+        RECEIVED.store(0, Ordering::SeqCst);
+        install();
+    }
+
     /// The first of SIGINT, SIGTERM or SIGHUP received, if any.
     pub fn received() -> Option<i32> {
         match RECEIVED.load(Ordering::SeqCst) {
@@ -145,6 +159,7 @@ mod imp {
     //! Console control events are not translated yet: on Windows the dispatcher stops with its
     //! console, and the job object takes the handler with it.
     pub fn install() {}
+    pub fn renew() {}
     pub fn received() -> Option<i32> {
         None
     }

@@ -26,13 +26,26 @@ const RECORDED: Duration = Duration::from_secs(30);
 struct World {
     sandbox: Sandbox,
     log: PathBuf,
+    more_threads: bool,
 }
 
 impl World {
     fn new() -> World {
         let sandbox = Sandbox::new();
         let log = sandbox.root().join("log.jsonl");
-        World { sandbox, log }
+        World {
+            sandbox,
+            log,
+            more_threads: false,
+        }
+    }
+
+    /// A world whose dispatchers take the way of a process with more than one thread: each
+    /// supervisor started by `exec` (a debug build's test switch).
+    fn with_more_threads() -> World {
+        let mut world = World::new();
+        world.more_threads = true;
+        world
     }
 
     fn project(&self) -> PathBuf {
@@ -53,6 +66,10 @@ impl World {
         command
             .args(args)
             .env("LEVELCODE_HOOKS_LOG", &self.log)
+            .envs(
+                self.more_threads
+                    .then_some(("LEVELCODE_HOOKS_TEST_MORE_THREADS", "1")),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -318,7 +335,15 @@ fn sleepers(count: usize) -> Value {
 
 #[test]
 fn at_most_sixteen_run_per_session_and_session_end_stops_them() {
-    let world = World::new();
+    sixteen_at_most_and_session_end(World::new());
+}
+
+#[test]
+fn supervisors_started_by_exec_hold_their_places_and_stop_at_session_end_too() {
+    sixteen_at_most_and_session_end(World::with_more_threads());
+}
+
+fn sixteen_at_most_and_session_end(world: World) {
     world.settings(&sleepers(17));
     let (answer, _) = world.dispatch(&post_tool_use(&world, "s1"));
     let outcomes: Vec<&str> = answer["handlers"]
@@ -342,6 +367,28 @@ fn at_most_sixteen_run_per_session_and_session_end_stops_them() {
     let pids_file = world.project().join("pids");
     wait_for_lines(&pids_file, 17, RECORDED);
     let pids = read_pids(&pids_file);
+    // Each handler's supervisor is the dispatcher gone on (`run` still in its command line),
+    // or, from a process of more threads, this executable started again as `background`.
+    for pid in &pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let parent = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .to_string();
+        let command = std::fs::read(format!("/proc/{parent}/cmdline")).unwrap();
+        let command: Vec<&[u8]> = command.split(|b| *b == 0).collect();
+        let word = if world.more_threads {
+            "background"
+        } else {
+            "run"
+        };
+        assert_eq!(
+            command.get(1),
+            Some(&word.as_bytes()),
+            "{pid}'s supervisor {parent}"
+        );
+    }
     let (ended, _) = world.dispatch(&json!({
         "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1",
     }));
@@ -413,19 +460,21 @@ fn session_end_stops_a_handler_whose_supervisor_is_gone_and_nothing_else() {
         .unwrap()
         .unwrap()
         .path();
-    let running = std::fs::read_to_string(spool.join("running")).unwrap();
-    let first = running.lines().find(|l| l.contains("\"started\"")).unwrap();
-    let mut forged: Value = serde_json::from_str(first).unwrap();
-    forged["id"] = json!("0000000000000-forged");
-    forged["started"]["supervisor"] = json!(bystander.id());
-    forged["started"]["handler"] = json!(bystander.id());
-    forged["started"]["handler_start"] = forged["started"]["supervisor_start"].clone();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(spool.join("running"))
-        .unwrap()
-        .write_all(format!("\n{forged}\n").as_bytes())
-        .unwrap();
+    // The handler's place names it (slot.0); another, not held, is forged to name the
+    // bystander with the real one's start times.
+    let place: Value = serde_json::from_str(
+        std::fs::read_to_string(spool.join("slot.0"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(place["supervisor"][0], json!(supervisor), "{place}");
+    assert_eq!(place["handler"][0], json!(handler), "{place}");
+    let forged = json!({
+        "supervisor": [bystander.id(), place["supervisor"][1]],
+        "handler": [bystander.id(), place["handler"][1]],
+    });
+    std::fs::write(spool.join("slot.5"), forged.to_string()).unwrap();
     signal(supervisor, libc::SIGKILL);
     assert!(wait_gone(&[supervisor], Duration::from_secs(10)).is_empty());
     world.dispatch(&json!({
@@ -693,4 +742,57 @@ fn list_validate_and_the_trust_review_say_what_async_does() {
         3,
         "{review}"
     );
+}
+
+#[test]
+fn the_caller_gets_its_status_and_its_descriptors_back_while_the_handler_runs() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PreToolUse",
+        json!([
+            {"command": "echo '{\"decision\":\"ask\",\"reason\":\"a person should look\"}'"},
+            {"command": "sleep 2; touch ran", "async": true, "name": "slow"},
+        ]),
+    ));
+    // A pipe the caller leaves open in the dispatcher as its descriptor 3, not closed on exec,
+    // as some harnesses do: reading it to its end must not wait for the handler.
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into the array.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    let (read, write) = (fds[0], fds[1]);
+    let mut command = world.command(&["run"]);
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: dup2 only, between fork and exec; the copy at 3 is not closed on exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(write, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    // SAFETY: this process's copy of the write end, closed once.
+    unsafe { libc::close(write) };
+    let payload = json!({"event": "PreToolUse", "tool_name": "write_file", "session_id": "s1", "cwd": world.project(), "tool_input": {}});
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    // SAFETY: `read` is ours; File takes it over and closes it.
+    let mut extra = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read) };
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut extra, &mut rest).unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert!(!world.project().join("ran").exists(), "it answered first");
+    assert_eq!(out.status.code(), Some(2), "ask's status");
+    let answer: Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap();
+    assert_eq!(answer["decision"], "ask", "{answer}");
+    assert_eq!(answer["handlers"][1]["outcome"], "started", "{answer}");
+    waits_for(&world.project().join("ran"));
 }

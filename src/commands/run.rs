@@ -45,7 +45,16 @@ pub fn exec(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Err(message) => return output::print_error(&message),
     };
     let report = dispatch(&payload, &args.dispatch.options(), &trace, started);
-    output::print_report(&report, args.dispatch.output, &trace)
+    let printed = output::print_report(&report, args.dispatch.output, &trace);
+    // The background handlers it started, once its answer is out (contract §21); with the
+    // answer written, the dispatcher may end at once, with its status, and leave them to a
+    // process of their own.
+    let code = printed
+        .as_ref()
+        .ok()
+        .map(|code| crate::dispatch::exit::number(*code));
+    crate::dispatch::background::launch(code);
+    printed
 }
 
 /// What a person who ran the dispatcher at a terminal is told before it waits for them: it reads

@@ -101,6 +101,11 @@ impl Done {
         }
     }
 
+    /// A process that could not be started, for `why`.
+    pub fn not_started(why: String) -> Done {
+        Done::not_run(Ending::NotStarted(why))
+    }
+
     /// How it ended, as a result entry says it: the exit code (of a process that exited, or of
     /// the shell that could not run its program; not the negative one of a process the
     /// dispatcher stopped), the signal that ended it, an http handler's status.
@@ -253,16 +258,24 @@ fn post(hook: &HttpHook, input: &[u8], timeout: Duration, traceparent: Option<&s
                 roots: &Roots::System,
             }));
         });
-    if let Err(e) = spawned {
-        return Done::failed(
-            format!("not sent: cannot start a thread: {e}"),
-            started.elapsed(),
-        );
-    }
+    let thread = match spawned {
+        Ok(thread) => thread,
+        Err(e) => {
+            return Done::failed(
+                format!("not sent: cannot start a thread: {e}"),
+                started.elapsed(),
+            )
+        }
+    };
     let answer = loop {
         // The answer, or every 20 ms a look for a signal; the client keeps the deadline.
         match answer.recv_timeout(Duration::from_millis(20)) {
-            Ok(answer) => break answer,
+            Ok(answer) => {
+                // It has sent its answer and ends: joined, so that a dispatch that goes on to
+                // start a background handler is again a process of one thread (contract §21).
+                let _ = thread.join();
+                break answer;
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 break Err(http::Failure::Other("the request's thread ended".into()))
             }

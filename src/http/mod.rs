@@ -119,8 +119,20 @@ impl Url {
 
 /// The agents, one per set of certificates, built at their first request and kept: `serve`
 /// reuses their connections.
+static AGENTS: OnceLock<Mutex<Vec<(Roots, Agent)>>> = OnceLock::new();
+
+/// Lets every kept connection go (a process about to be copied by `fork`: a copy must not
+/// share a connection with another, which would mix their requests on one socket).
+pub fn drop_connections() {
+    if let Some(agents) = AGENTS.get() {
+        agents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+}
+
 fn agent(roots: &Roots) -> Result<Agent, String> {
-    static AGENTS: OnceLock<Mutex<Vec<(Roots, Agent)>>> = OnceLock::new();
     let agents = AGENTS.get_or_init(|| Mutex::new(Vec::new()));
     let mut agents = agents
         .lock()

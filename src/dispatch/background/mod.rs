@@ -7,6 +7,8 @@
 //! spool in `run` (`spool`), from the server's memory in `serve` (`memory`). `test` waits for
 //! it and hands it on in its own answer. `process` holds what other processes see of them.
 
+#[cfg(target_os = "linux")]
+mod handover;
 mod memory;
 pub mod process;
 pub mod record;
@@ -245,75 +247,155 @@ pub fn start(
     }
 }
 
-/// `run`: each spec's supervisor started apart from this process, and what became of each.
-/// With a spool (`locked` holds its lock), each is counted, started and recorded under the
-/// lock, a record lock of this process's that a supervisor started meanwhile does not hold too
-/// (`process::lock_now`).
+/// `run`: each spec given its place among its session's handlers, where there is one, and kept
+/// to be started once the answer is out ([`launch`]): the dispatch's caller waits for none of
+/// it. Counting and taking a place happen here, under the spool's lock (`locked`), so that
+/// the bound holds however many dispatches of the session run at once.
 fn detach_all(
     specs: Vec<(usize, Spec)>,
     spool: Option<&Spool>,
     locked: Option<spool::Locked<'_>>,
     full: &str,
 ) -> Started {
-    let mut live = locked.as_ref().map_or(0, spool::Locked::running_count);
     let mut started = Vec::new();
+    let mut pending = Vec::new();
     for (entry, mut spec) in specs {
-        if locked.is_some() && live >= MAX_RUNNING {
-            started.push((entry, Err((Outcome::Skipped, full.to_string()))));
-            continue;
-        }
-        let id = spool::new_id();
+        let mut slot = None;
         if let Some(spool) = spool.filter(|_| locked.is_some()) {
+            match spool.reserve() {
+                Ok(Some(held)) => slot = Some(held),
+                Ok(None) => {
+                    started.push((entry, Err((Outcome::Skipped, full.to_string()))));
+                    continue;
+                }
+                Err(e) => {
+                    let why = format!(
+                        "not started: cannot take its place in {}: {e}",
+                        spool.dir().display()
+                    );
+                    started.push((entry, Err((Outcome::SpawnError, why))));
+                    continue;
+                }
+            }
             spec.delivery = Delivery::Spool {
                 dir: spool.dir().to_path_buf(),
-                id: id.clone(),
+                place: slot.as_ref().map_or(0, spool::Slot::place),
+                fd: None,
             };
         }
-        let noted = |pid: u32| {
-            if let Some(locked) = &locked {
-                let _ = locked.add_running(&id, &spool::Running::of(&spec.handler.label, pid));
-            }
-        };
-        let result = detach(&spec, noted);
-        live += usize::from(result.is_ok());
-        started.push((entry, result));
+        pending.push(Pending { spec, slot });
+        started.push((entry, Ok(())));
     }
+    let _ = full;
+    PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .append(&mut pending);
     started
 }
 
-/// Starts `spec`'s supervisor apart from this process, has `noted` record its pid, then writes
-/// it its spec.
-fn detach(spec: &Spec, noted: impl FnOnce(u32)) -> Result<(), (Outcome, String)> {
-    let failed = |e: std::io::Error| {
-        (
-            Outcome::SpawnError,
-            format!("could not start its supervisor: {e}"),
-        )
-    };
-    let bytes = serde_json::to_vec(spec).map_err(|e| failed(std::io::Error::other(e)))?;
-    // Never waited for: it outlives this process, whose exit hands it to init.
-    let (pid, mut stdin) = detached_supervisor().map_err(failed)?;
-    noted(pid);
-    let written = stdin.write_all(&bytes);
-    drop(stdin);
-    written.map_err(failed)
+/// A background handler the dispatch said it started, whose supervisor [`launch`] starts.
+struct Pending {
+    spec: Spec,
+    /// Its place among its session's handlers, which its supervisor holds for its life.
+    slot: Option<spool::Slot>,
 }
 
-/// A supervisor started apart from this process: its pid and the pipe for its spec.
+/// What [`launch`] has to start.
+static PENDING: std::sync::Mutex<Vec<Pending>> = std::sync::Mutex::new(Vec::new());
+
+/// `run`, once its answer is written: starts the supervisor of each background handler the
+/// dispatch said it started. `code` is the dispatch's exit status, when it may end here: then
+/// on Linux the dispatcher's process ends with it at once and a new process goes on with the
+/// handlers ([`process::continue_apart`]), keeping the last itself and forking a supervisor for
+/// each other one, so that the caller waits for nothing, not even a copy of this process.
+/// Otherwise each supervisor is a fork, or this executable started again when this process
+/// runs more than one thread. A supervisor that cannot be started is a failure recorded where
+/// its end would have been: the session's next answer says so.
+pub fn launch(code: Option<u8>) {
+    let mut pending = std::mem::take(
+        &mut *PENDING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    if pending.is_empty() {
+        return;
+    }
+    if let Some(sig) = crate::signals::received() {
+        let why = format!(
+            "not started: the dispatcher received {} before its supervisor could start",
+            crate::signals::name(sig)
+        );
+        for Pending { spec, .. } in &pending {
+            supervise::not_started(spec, why.clone());
+        }
+        return;
+    }
+    // No copy of this process shares a connection with another.
+    crate::http::drop_connections();
+    #[cfg(target_os = "linux")]
+    if code.is_some_and(|code| process::continue_apart(code).is_ok()) {
+        // The continuation: the dispatch has ended for its caller.
+        let last = pending.pop();
+        for Pending { mut spec, slot } in pending {
+            if let Err(e) = launch_one(&mut spec, slot) {
+                supervise::not_started(&spec, format!("could not start its supervisor: {e}"));
+            }
+        }
+        if let Some(Pending { spec, slot }) = last {
+            supervise::keep(&spec, slot.as_ref());
+        }
+        // SAFETY: _exit ends this process at once; the dispatcher's own work was done before
+        // the hand-over, so nothing is left to flush or drop.
+        unsafe { libc::_exit(0) }
+    }
+    let _ = code;
+    for Pending { mut spec, slot } in pending {
+        if let Err(e) = launch_one(&mut spec, slot) {
+            supervise::not_started(&spec, format!("could not start its supervisor: {e}"));
+        }
+    }
+}
+
+/// Starts the supervisor of `spec`, holding `slot`: a fork of this process when it runs one
+/// thread, else this executable started again by `exec` and handed the spec.
 #[cfg(target_os = "linux")]
-fn detached_supervisor() -> std::io::Result<(u32, std::fs::File)> {
-    process::spawn_detached()
+fn launch_one(spec: &mut Spec, slot: Option<spool::Slot>) -> std::io::Result<()> {
+    match process::fork_apart() {
+        Ok(None) => {
+            supervise::keep(spec, slot.as_ref());
+            // SAFETY: _exit ends this process at once; nothing of the dispatcher's (its stdout
+            // buffer, emptied before the fork) is flushed or dropped twice.
+            unsafe { libc::_exit(0) }
+        }
+        // The child holds the slot's open file description; this process lets its copy go.
+        Ok(Some(_)) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+            if let Delivery::Spool { fd, .. } = &mut spec.delivery {
+                *fd = slot.as_ref().map(|_| 3);
+            }
+            let (_, stdin) = process::spawn_detached(slot.as_ref().map(spool::Slot::fd))?;
+            write_spec(spec, stdin)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Elsewhere std's `Command` starts it, in the dispatcher's session (docs/hooks.md).
 #[cfg(not(target_os = "linux"))]
-fn detached_supervisor() -> std::io::Result<(u32, std::process::ChildStdin)> {
+fn launch_one(spec: &mut Spec, _slot: Option<spool::Slot>) -> std::io::Result<()> {
     let mut child = process::spawn_supervisor(false)?;
     let stdin = child
         .stdin
         .take()
         .ok_or_else(|| std::io::Error::other("no stdin"))?;
-    Ok((child.id(), stdin))
+    write_spec(spec, stdin)
+}
+
+/// Writes `spec` to the pipe a supervisor reads it from, and closes it.
+fn write_spec(spec: &Spec, mut stdin: impl Write) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(spec).map_err(std::io::Error::other)?;
+    stdin.write_all(&bytes)
 }
 
 /// `test`: runs `spec` here and now, records it, and hands it on in this answer.

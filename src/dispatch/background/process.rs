@@ -37,21 +37,18 @@ pub fn spawn_supervisor(answers: bool) -> io::Result<Child> {
         .spawn()
 }
 
-/// Starts a supervisor apart from this process (`run`): in a session of its own, stdin a pipe
-/// whose other end is returned for its spec, stdout and stderr `/dev/null`. This process does
-/// not wait for it to start the executable (a `vfork` would, and on a loaded machine that is
-/// a wait for the scheduler): `fork`, and the child does nothing but `setsid`, its descriptors
-/// and `execv`. Returns the supervisor's pid and the pipe for its spec.
+/// Starts a supervisor apart from this process (`run`) by `exec`: in a session of its own,
+/// stdin a pipe whose other end is returned for its spec, stdout and stderr `/dev/null`, and
+/// `slot` (the descriptor that holds its place, `Spool::reserve`) as its descriptor 3. This
+/// process does not wait for it to start the executable (a `vfork` would, and on a loaded
+/// machine that is a wait for the scheduler): `fork`, and the child does nothing but `setsid`,
+/// its descriptors and `execv`. Returns the supervisor's pid and the pipe for its spec.
 #[cfg(target_os = "linux")]
-pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
+pub fn spawn_detached(slot: Option<i32>) -> io::Result<(u32, std::fs::File)> {
     use std::ffi::CString;
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
-    let exe = if cfg!(target_os = "linux") {
-        PathBuf::from("/proc/self/exe")
-    } else {
-        std::env::current_exe()?
-    };
+    let exe = PathBuf::from("/proc/self/exe");
     // Everything the child needs, made before the fork: it may not allocate.
     let path = CString::new(exe.as_os_str().as_bytes())?;
     let name = CString::new("levelcode-hooks")?;
@@ -73,7 +70,7 @@ pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: see above. A copy made by dup2 is not closed on exec; one that was already
-        // in place (a caller that closed 0 to 2) is made so by fcntl.
+        // in place (a caller that closed 0 to 2, a slot that is 3 already) is made so by fcntl.
         unsafe {
             libc::setsid();
             lower_priority();
@@ -81,7 +78,13 @@ pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
             if devnull < 0 {
                 libc::_exit(127);
             }
-            for (from, to) in [(spec, 0), (devnull, 1), (devnull, 2)] {
+            let moves = [
+                (spec, 0),
+                (devnull, 1),
+                (devnull, 2),
+                (slot.unwrap_or(-1), 3),
+            ];
+            for (from, to) in moves.into_iter().filter(|(from, _)| *from >= 0) {
                 if libc::dup2(from, to) < 0 || libc::fcntl(to, libc::F_SETFD, 0) < 0 {
                     libc::_exit(127);
                 }
@@ -95,6 +98,106 @@ pub fn spawn_detached() -> io::Result<(u32, std::fs::File)> {
     }
     drop(read);
     Ok((u32::try_from(pid).unwrap_or(0), std::fs::File::from(write)))
+}
+
+/// Ends this process with exit status `code`, as its caller sees it, and goes on in a new
+/// process apart from the caller (`super::handover`): in a session of its own, `/dev/null` as its
+/// stdin, stdout and stderr, none of the descriptors the caller let it inherit, signals of its
+/// own. Returns in the new process only; an error when it could not be made (this process
+/// runs more than one thread, or the system refused), and this process goes on as it was.
+#[cfg(target_os = "linux")]
+pub fn continue_apart(code: u8) -> io::Result<()> {
+    if !single_threaded() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the dispatcher runs more than one thread",
+        ));
+    }
+    super::handover::split(code)?;
+    set_apart();
+    Ok(())
+}
+
+/// A copy of this process set apart from its caller, as [`continue_apart`] sets it, to keep a
+/// background handler without starting an executable again: the child gets `Ok(None)`, this
+/// process the child's pid. Only for a process with one thread: the child runs on, and a lock
+/// another thread held at the fork would stay held in it for ever.
+#[cfg(target_os = "linux")]
+pub fn fork_apart() -> io::Result<Option<u32>> {
+    if !single_threaded() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the dispatcher runs more than one thread",
+        ));
+    }
+    // SAFETY: this process has one thread (checked above), so the child is a whole copy of it,
+    // every lock as it was, and may go on to run anything this process could.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            set_apart();
+            Ok(None)
+        }
+        pid => Ok(Some(u32::try_from(pid).unwrap_or(0))),
+    }
+}
+
+/// What sets a new process apart from the dispatcher's caller; see [`continue_apart`].
+#[cfg(target_os = "linux")]
+fn set_apart() {
+    // SAFETY: plain system calls on descriptors 0 to 2; should /dev/null not open, they stay
+    // what they were, which the caller may wait on, but nothing is lost.
+    unsafe {
+        libc::setsid();
+        lower_priority();
+        let devnull = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if devnull >= 0 {
+            for to in 0..3 {
+                libc::dup2(devnull, to);
+            }
+            libc::close(devnull);
+        }
+    }
+    close_inherited_only();
+    crate::signals::renew();
+}
+
+/// In a copy of the dispatcher set apart ([`set_apart`]): closes every descriptor above stderr
+/// that would not be closed on `exec`, which are those the dispatcher's caller let it inherit
+/// (a pipe it waits on, say), since every descriptor this program opens is opened to be
+/// closed on `exec`. Those stay: the objects of this memory own them, and a descriptor closed
+/// under its owner could be given to another file and then written or closed by mistake.
+#[cfg(target_os = "linux")]
+fn close_inherited_only() {
+    let open: Vec<std::os::fd::RawFd> = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in open {
+        // SAFETY: fcntl(F_GETFD) and close(2) take a descriptor number; the directory's own
+        // descriptor, closed by now, gives EBADF and is left alone.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Returns true if and only if this process runs one thread: `/proc/self/task` has a link for
+/// each thread beside its own two.
+#[cfg(target_os = "linux")]
+pub fn single_threaded() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // The tests' way to the path of a process with more threads (debug builds only).
+    if cfg!(debug_assertions) && std::env::var_os("LEVELCODE_HOOKS_TEST_MORE_THREADS").is_some() {
+        return false;
+    }
+    std::fs::metadata("/proc/self/task").is_ok_and(|m| m.nlink() == 3)
 }
 
 /// The start time of process `pid`, in clock ticks since boot (field 22 of `/proc/<pid>/stat`);
@@ -232,13 +335,24 @@ mod os {
         }
     }
 
-    /// Closes every descriptor above stderr: what the dispatcher's caller let it inherit (a
-    /// pipe it waits on, say) must not be held open for the length of a background handler.
-    pub fn close_inherited() {
+    /// Closes every descriptor above stderr but `keep`: what the dispatcher's caller let it
+    /// inherit (a pipe it waits on, say) must not be held open for the length of a background
+    /// handler.
+    pub fn close_inherited(keep: Option<RawFd>) {
+        let keep = keep.filter(|fd| *fd > 2);
         #[cfg(target_os = "linux")]
         {
-            // SAFETY: close_range(2) takes plain integers and closes only descriptors.
-            if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
+            let ranges = match keep.and_then(|fd| u32::try_from(fd).ok()) {
+                Some(fd) => [(3, fd - 1), (fd + 1, u32::MAX)],
+                None => [(3, u32::MAX), (1, 0)],
+            };
+            // SAFETY: close_range(2) takes plain integers and closes only descriptors; an empty
+            // range (first above last) is refused with EINVAL and closes nothing.
+            let closed = ranges.iter().all(|&(first, last)| {
+                first > last
+                    || unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) } == 0
+            });
+            if closed {
                 return;
             }
         }
@@ -248,7 +362,7 @@ mod os {
             .flatten()
             .flatten()
             .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-            .filter(|fd| *fd > 2)
+            .filter(|fd| *fd > 2 && Some(*fd) != keep)
             .collect();
         for fd in open {
             // SAFETY: closing a descriptor number; the directory's own is closed by now, and
@@ -279,7 +393,7 @@ mod os {
     pub fn signal_group_same(_pgid: u32, _start: Option<u64>, _sig: i32) -> bool {
         false
     }
-    pub fn close_inherited() {}
+    pub fn close_inherited(_keep: Option<i32>) {}
     pub fn lower_priority() {}
 }
 

@@ -1,21 +1,21 @@
 //! A session's spool, for `run` (contract §21): the folder under the data directory where its
-//! background handlers are recorded while they run and their results wait for the session's
-//! next dispatch. `<data dir>/background/<session key>/` holds `lock`, `running` (what became
-//! of each handler started: its supervisor's and its own pid and start time, so that a later
-//! dispatch can stop them, then its end) and `results` (each result, then whether some did not
-//! fit), one JSON line each.
+//! background handlers hold their places while they run and their results wait for the
+//! session's next dispatch. `<data dir>/background/<session key>/` holds `lock`, `slot.0` to
+//! `slot.15` (a handler's place, [`Slot`]: held by its supervisor's lock for as long as it
+//! runs, and naming its supervisor's and its handler's pid and start time, so that a later
+//! dispatch can stop them) and `results` (each result, then whether some did not fit, one JSON
+//! line each).
 //!
-//! The folder is the owner's alone (0700), its files 0600. Every change is made under the lock
-//! and is one `write` of whole lines at the end of a file, or the file emptied once what it
-//! holds is done with: no reader ever sees part of a record, and no file is made or removed on
-//! a dispatch's way (on ext4, making and removing files was most of what a background start
-//! cost). A line torn by a crash is not JSON, and is passed over. A spool is bounded: at most
-//! [`MAX_RUNNING`] handlers run at once, and at most [`MAX_RESULTS`] results of at most
-//! [`MAX_BYTES`] in all wait, each bounded itself ([`super::record`]); what does not fit is
-//! counted, and the next dispatch says so. Results go once handed on, and the whole spool when
-//! the session ends.
+//! The folder is the owner's alone (0700), its files 0600. A result is added under the lock in
+//! one `write` of a whole line at the end of `results`, which is emptied once what it holds is
+//! handed on: no reader ever sees part of a result, and no file is made or removed on a
+//! dispatch's way (on ext4, making and removing files was most of what a background start
+//! cost). A line torn by a crash is not JSON, and is passed over. A place is written only by
+//! its holder, and needs no lock. A spool is bounded: at most [`MAX_RUNNING`] handlers run at
+//! once, and at most [`MAX_RESULTS`] results of at most [`MAX_BYTES`] in all wait, each bounded
+//! itself ([`super::record`]); what does not fit is counted, and the next dispatch says so.
+//! Results go once handed on, and the whole spool when the session ends.
 
-use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -34,9 +34,6 @@ pub const MAX_RESULTS: usize = 64;
 /// Bytes of results waiting in one spool, at most.
 pub const MAX_BYTES: u64 = 1 << 20;
 
-/// The `running` file is written afresh, with only what still runs, past this size.
-const MAX_RUNNING_FILE: u64 = 64 << 10;
-
 /// How long the lock is waited for: its holders keep it for a few file operations, so the
 /// first pause is short (a dispatch often meets the supervisor of the one before it).
 const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -48,53 +45,18 @@ const FOLDER: &str = "background";
 /// How long a spool whose session never ended is kept once nothing in it has changed.
 const ABANDONED: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// A handler running in the background, as its record says.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Running {
-    pub label: String,
-    /// The supervisor that keeps it, and its start time (`process::start_time`).
+/// What a place says of the handler that holds it, or held it last: its supervisor's and its
+/// own pid, each with its start time (`process::start_time`), the handler once it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Holder {
     #[serde(default)]
-    pub supervisor: Option<u32>,
+    pub supervisor: Option<(u32, Option<u64>)>,
     #[serde(default)]
-    pub supervisor_start: Option<u64>,
-    /// The handler itself, the leader of its process group, once it runs.
-    #[serde(default)]
-    pub handler: Option<u32>,
-    #[serde(default)]
-    pub handler_start: Option<u64>,
+    pub handler: Option<(u32, Option<u64>)>,
 }
 
-impl Running {
-    /// The record of a handler whose supervisor was just started as `pid`.
-    pub fn of(label: &str, pid: u32) -> Running {
-        Running {
-            label: label.to_string(),
-            supervisor: Some(pid),
-            supervisor_start: process::start_time(pid),
-            handler: None,
-            handler_start: None,
-        }
-    }
-
-    /// Returns true if and only if the handler may still run: its supervisor is the process
-    /// recorded.
-    fn live(&self) -> bool {
-        self.supervisor
-            .is_some_and(|pid| process::same(pid, self.supervisor_start))
-    }
-}
-
-/// One line of `running`: a handler started, its handler's pid noted, or its end.
-#[derive(Serialize, Deserialize)]
-struct Event {
-    id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    started: Option<Running>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    handler: Option<(u32, Option<u64>)>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    ended: bool,
-}
+/// The bytes a place's record takes, written over whole each time: a record is shorter.
+const HOLDER_BYTES: usize = 128;
 
 /// One line of `results`: a result, or one that did not fit.
 #[derive(Serialize, Deserialize)]
@@ -107,6 +69,78 @@ enum Line {
 /// One session's spool.
 pub struct Spool {
     dir: PathBuf,
+}
+
+/// A place among a session's [`MAX_RUNNING`] ([`Spool::reserve`]): a file of the spool whose
+/// lock (`flock`, of the open file description, so shared by a `fork` and let go only when
+/// the last copy of the descriptor is closed, however its process ends) says that a supervisor
+/// still runs, and whose text names it and its handler ([`Holder`]).
+pub struct Slot {
+    file: File,
+    place: usize,
+}
+
+impl Slot {
+    /// The place's number, `0..MAX_RUNNING`.
+    pub fn place(&self) -> usize {
+        self.place
+    }
+
+    /// The descriptor that holds it, for a supervisor started by `exec` to keep open.
+    #[cfg(unix)]
+    pub fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd as _;
+        self.file.as_raw_fd()
+    }
+
+    /// The place held by descriptor `fd` (a supervisor started by `exec`: its descriptor 3).
+    #[cfg(unix)]
+    pub fn inherited(fd: i32, place: usize) -> Option<Slot> {
+        use std::os::fd::FromRawFd as _;
+        // fcntl says whether the descriptor is open; owning it, the slot closes it once.
+        // Closed on exec from now on: the handler must not hold the place after its supervisor.
+        // SAFETY: F_SETFD sets a flag of a descriptor number; an unopened one gives EBADF.
+        if fd < 3 || unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+            return None;
+        }
+        // SAFETY: an open descriptor handed to this process for this use, owned by nothing else.
+        let file = unsafe { File::from_raw_fd(fd) };
+        Some(Slot { file, place })
+    }
+
+    /// Says who holds the place now. Returns false when the session has ended meanwhile
+    /// (`SessionEnd` removed the spool, this file with it): then nothing more may start, and
+    /// what did must stop, since the dispatch that ended the session may have read the place
+    /// before this was written.
+    pub fn note(&self, holder: &Holder) -> bool {
+        use std::io::Seek as _;
+        let mut text = serde_json::to_vec(holder).unwrap_or_default();
+        text.resize(HOLDER_BYTES, b' ');
+        let mut file = &self.file;
+        let _ = file.rewind().and_then(|()| file.write_all(&text));
+        !self.ended()
+    }
+
+    /// Returns true if and only if the session ended: the place's file is no longer there.
+    pub fn ended(&self) -> bool {
+        !still_there(&self.file)
+    }
+}
+
+/// What place `file` says of its holder, and whether it is held now (taking its lock for a
+/// moment when it is not).
+fn holder_of(mut file: &File) -> (Holder, bool) {
+    let mut text = Vec::new();
+    let _ = (&mut file).take(HOLDER_BYTES as u64).read_to_end(&mut text);
+    let holder = serde_json::from_slice(text.trim_ascii()).unwrap_or_default();
+    let held = match file.try_lock() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(_) => true,
+    };
+    (holder, held)
 }
 
 /// A spool whose lock is held; dropping it lets the lock go.
@@ -143,12 +177,52 @@ impl Spool {
         &self.dir
     }
 
-    fn running(&self) -> PathBuf {
-        self.dir.join("running")
-    }
-
     fn results(&self) -> PathBuf {
         self.dir.join("results")
+    }
+
+    fn slot(&self, place: usize) -> PathBuf {
+        self.dir.join(format!("slot.{place}"))
+    }
+
+    /// Takes one of the session's [`MAX_RUNNING`] places for a handler about to start, for as
+    /// long as the returned [`Slot`] (or a copy of its descriptor: the supervisor's) is open;
+    /// `Ok(None)` when every place is held. Counting needs no record of what runs, no `/proc`,
+    /// and cannot be fooled by a pid given to another process: a place is held exactly as long
+    /// as some process keeps its descriptor.
+    pub fn reserve(&self) -> std::io::Result<Option<Slot>> {
+        for place in 0..MAX_RUNNING {
+            let mut options = OpenOptions::new();
+            options.read(true).write(true).create(true);
+            let file = crate::fs::open_regular(
+                &self.slot(place),
+                crate::fs::with_mode(&mut options, 0o600),
+            )?;
+            match file.try_lock() {
+                Ok(()) => return Ok(Some(Slot { file, place })),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Each place's file, open, with what it says and whether it is held.
+    fn places(&self) -> Vec<(File, Holder, bool)> {
+        (0..MAX_RUNNING)
+            .filter_map(|place| {
+                let file =
+                    crate::fs::open_regular(&self.slot(place), OpenOptions::new().read(true))
+                        .ok()?;
+                let (holder, held) = holder_of(&file);
+                Some((file, holder, held))
+            })
+            .collect()
+    }
+
+    /// How many of the session's places are held: handlers whose supervisors still run.
+    pub fn held(&self) -> usize {
+        self.places().iter().filter(|(_, _, held)| *held).count()
     }
 
     /// Takes the spool's lock, creating the spool first when `create`; `Ok(None)` when it does
@@ -203,164 +277,31 @@ impl Spool {
         std::fs::metadata(self.results()).is_ok_and(|m| m.len() > 0)
     }
 
-    /// Notes that the handler of the record `id` runs as `pid`, if the record is still there.
-    pub fn note_handler(&self, id: &str, pid: u32) {
-        let Ok(Some(locked)) = self.lock(false) else {
-            return;
-        };
-        if locked.records().contains_key(id) {
-            let _ = locked.append_event(&Event {
-                id: id.to_string(),
-                started: None,
-                handler: Some((pid, process::start_time(pid))),
-                ended: false,
-            });
+    /// Adds `ended` to the results waiting, if the spool is still there.
+    pub fn give(&self, ended: &Ended) {
+        if let Ok(Some(locked)) = self.lock(false) {
+            locked.add_result(ended);
         }
     }
 
-    /// What a supervisor does once its handler has ended: its record goes, and its result
-    /// waits for the session's next dispatch, if the session has not ended meanwhile (then
-    /// `ended` says so, for the log).
-    pub fn finish(&self, id: &str, ended: &mut Ended) {
-        let locked = match self.lock(false) {
-            Ok(Some(locked)) if locked.remove_running(id) => locked,
-            _ => {
-                let note =
-                    "its session ended (SessionEnd) before it did, so its result is not handed on";
-                ended.message = Some(match ended.message.take() {
-                    Some(m) => format!("{m}; {note}"),
-                    None => note.to_string(),
-                });
+    /// What a supervisor does once its handler has ended: its result waits for the session's
+    /// next dispatch, unless the session ended meanwhile (then `ended` says so, for the log).
+    pub fn finish(&self, slot: &Slot, ended: &mut Ended) {
+        if !slot.ended() {
+            if let Ok(Some(locked)) = self.lock(false) {
+                locked.add_result(ended);
                 return;
             }
-        };
-        locked.add_result(ended);
+        }
+        let note = "its session ended (SessionEnd) before it did, so its result is not handed on";
+        ended.message = Some(match ended.message.take() {
+            Some(m) => format!("{m}; {note}"),
+            None => note.to_string(),
+        });
     }
 }
 
 impl Locked<'_> {
-    /// The records of `running`, by id, in the order they started: each started and not ended.
-    fn records(&self) -> BTreeMap<String, Running> {
-        let mut records = BTreeMap::new();
-        for event in lines::<Event>(&self.spool.running()) {
-            match event {
-                Event {
-                    id,
-                    started: Some(running),
-                    ..
-                } => {
-                    records.insert(id, running);
-                }
-                Event {
-                    id,
-                    handler: Some((pid, start)),
-                    ..
-                } => {
-                    if let Some(running) = records.get_mut(&id) {
-                        running.handler = Some(pid);
-                        running.handler_start = start;
-                    }
-                }
-                Event {
-                    id, ended: true, ..
-                } => {
-                    records.remove(&id);
-                }
-                Event { .. } => {}
-            }
-        }
-        records
-    }
-
-    /// How many handlers may be running, for the bound: those recorded, when fewer than the
-    /// bound (most are live, and a stale one costs nothing then), else the live ones.
-    pub fn running_count(&self) -> usize {
-        let records = self.records();
-        if records.len() < MAX_RUNNING {
-            return records.len();
-        }
-        self.live().len()
-    }
-
-    /// The live running records, by id; those of supervisors that are gone are dropped, and
-    /// `running` written afresh with the rest.
-    pub fn live(&self) -> Vec<(String, Running)> {
-        let records = self.records();
-        let all = records.len();
-        let live: Vec<(String, Running)> = records.into_iter().filter(|(_, r)| r.live()).collect();
-        if live.len() < all {
-            self.rewrite_running(&live);
-        }
-        live
-    }
-
-    /// `running` with only `live` in it, replaced whole.
-    fn rewrite_running(&self, live: &[(String, Running)]) {
-        let mut text = Vec::new();
-        for (id, running) in live {
-            let event = Event {
-                id: id.clone(),
-                started: Some(running.clone()),
-                handler: None,
-                ended: false,
-            };
-            if serde_json::to_writer(&mut text, &event).is_ok() {
-                text.push(b'\n');
-            }
-        }
-        let _ = crate::fs::write_atomically(
-            &self.spool.running(),
-            &text,
-            0o600,
-            crate::fs::Writers::LockHeld,
-        );
-    }
-
-    /// Records that the handler `id` was started, its supervisor recorded in `running`.
-    pub fn add_running(&self, id: &str, running: &Running) -> std::io::Result<()> {
-        self.append_event(&Event {
-            id: id.to_string(),
-            started: Some(running.clone()),
-            handler: None,
-            ended: false,
-        })
-    }
-
-    fn append_event(&self, event: &Event) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
-        line.push(b'\n');
-        append(&self.spool.running(), &line)
-    }
-
-    /// Records that the handler `id` ended; returns whether it was recorded as running. When
-    /// nothing runs any more, or `running` grew large, it is written afresh.
-    pub fn remove_running(&self, id: &str) -> bool {
-        let records = self.records();
-        if !records.contains_key(id) {
-            return false;
-        }
-        let size = std::fs::metadata(self.spool.running()).map_or(0, |m| m.len());
-        if records.len() == 1 || size > MAX_RUNNING_FILE {
-            let rest: Vec<(String, Running)> = records
-                .into_iter()
-                .filter(|(other, _)| other != id)
-                .collect();
-            if rest.is_empty() {
-                let _ = empty(&self.spool.running());
-            } else {
-                self.rewrite_running(&rest);
-            }
-            return true;
-        }
-        let _ = self.append_event(&Event {
-            id: id.to_string(),
-            started: None,
-            handler: None,
-            ended: true,
-        });
-        true
-    }
-
     /// Adds a result, or counts it as one that did not fit.
     fn add_result(&self, ended: &Ended) {
         let Ok(mut line) = serde_json::to_vec(ended) else {
@@ -415,25 +356,33 @@ impl Locked<'_> {
     /// The session has ended: its running handlers are stopped, its results taken, and its
     /// spool removed. Returns the results, how many did not fit, and how many were stopped.
     pub fn end(self) -> (Vec<Ended>, usize, usize) {
+        // The places are opened, then the spool removed, then what they say read: a supervisor
+        // that writes its place after that read finds its file gone (`Slot::note`) and stops.
+        let places: Vec<File> = (0..MAX_RUNNING)
+            .filter_map(|place| {
+                crate::fs::open_regular(&self.spool.slot(place), OpenOptions::new().read(true)).ok()
+            })
+            .collect();
+        let (taken, dropped) = self.take();
+        let _ = std::fs::remove_dir_all(&self.spool.dir);
         let mut stopped = 0;
-        // The spool goes below, before any supervisor has stopped its handler: one that ends
-        // then finds no record, and hands nothing on.
-        for (_, running) in self.records() {
+        for file in &places {
+            let (holder, held) = holder_of(file);
             // Its supervisor stops the handler's group as a timeout would, and records it; a
-            // handler whose supervisor is gone is killed here.
-            let supervisor = running.supervisor.is_some_and(|pid| {
-                process::signal_same(pid, running.supervisor_start, process::TERM)
-            });
+            // handler whose supervisor is gone is killed here. Each only if it is the process
+            // that started when the place says.
+            let supervisor = held
+                && holder
+                    .supervisor
+                    .is_some_and(|(pid, start)| process::signal_same(pid, start, process::TERM));
             if supervisor
-                || running.handler.is_some_and(|pid| {
-                    process::signal_group_same(pid, running.handler_start, process::KILL)
+                || holder.handler.is_some_and(|(pid, start)| {
+                    process::signal_group_same(pid, start, process::KILL)
                 })
             {
                 stopped += 1;
             }
         }
-        let (taken, dropped) = self.take();
-        let _ = std::fs::remove_dir_all(&self.spool.dir);
         (taken, dropped, stopped)
     }
 }
@@ -477,11 +426,6 @@ fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(&whole)
 }
 
-/// Empties the file at `path`, which stays.
-fn empty(path: &Path) -> std::io::Result<()> {
-    crate::fs::open_regular(path, OpenOptions::new().write(true))?.set_len(0)
-}
-
 /// Removes the spools beside `kept` of sessions that never ended: nothing running in them, and
 /// nothing changed for [`ABANDONED`]. Each is removed under its lock, taken without waiting.
 fn sweep(kept: &Path) {
@@ -493,8 +437,9 @@ fn sweep(kept: &Path) {
         if spool.dir == kept {
             continue;
         }
-        let changed = [spool.running(), spool.results(), spool.dir.join("lock")]
-            .iter()
+        let changed = (0..MAX_RUNNING)
+            .map(|place| spool.slot(place))
+            .chain([spool.results(), spool.dir.join("lock")])
             .filter_map(|file| std::fs::metadata(file).and_then(|m| m.modified()).ok())
             .max();
         let old = changed.is_none_or(|at| at.elapsed().is_ok_and(|age| age > ABANDONED));
@@ -509,14 +454,8 @@ fn sweep(kept: &Path) {
         let Ok((true, lock)) = taken else {
             continue;
         };
-        if still_there(&lock) {
-            let locked = Locked {
-                spool: &spool,
-                _file: lock,
-            };
-            if locked.live().is_empty() {
-                let _ = std::fs::remove_dir_all(&spool.dir);
-            }
+        if still_there(&lock) && spool.held() == 0 {
+            let _ = std::fs::remove_dir_all(&spool.dir);
         }
     }
 }
@@ -558,14 +497,6 @@ fn still_there(file: &File) -> bool {
     }
 }
 
-/// A new record's name: its time first, so that names sort as the handlers started.
-pub fn new_id() -> String {
-    // This process's pid and a count of its own: no two ids of one moment are the same.
-    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{:013}-{:x}-{n}", crate::fs::now_ms(), std::process::id())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,29 +516,17 @@ mod tests {
         }
     }
 
-    fn mine() -> Running {
-        Running::of("h", std::process::id())
-    }
-
     #[test]
     fn results_wait_in_order_and_go_once_taken() {
         let (_dir, spool) = spool();
-        let locked = spool.lock(true).unwrap().unwrap();
-        for n in 0..3 {
-            locked.add_running(&format!("{n}"), &mine()).unwrap();
-        }
-        drop(locked);
+        drop(spool.lock(true).unwrap());
+        let slots: Vec<Slot> = (0..3).map(|_| spool.reserve().unwrap().unwrap()).collect();
         for n in [2, 0, 1] {
             let mut ended = result(n);
-            spool.finish(&n.to_string(), &mut ended);
+            spool.finish(&slots[n], &mut ended);
+            assert_eq!(ended.message, None);
         }
         let locked = spool.lock(false).unwrap().unwrap();
-        assert!(locked.live().is_empty(), "each record went with its result");
-        assert_eq!(
-            std::fs::metadata(spool.running()).unwrap().len(),
-            0,
-            "emptied once nothing runs"
-        );
         let (taken, dropped) = locked.take();
         let labels: Vec<&str> = taken.iter().map(|e| e.label.as_str()).collect();
         assert_eq!(labels, ["h2", "h0", "h1"], "in the order they ended");
@@ -617,13 +536,63 @@ mod tests {
     }
 
     #[test]
-    fn a_result_whose_record_is_gone_is_not_kept() {
+    fn a_result_whose_session_ended_is_not_kept() {
         let (_dir, spool) = spool();
         drop(spool.lock(true).unwrap());
+        let slot = spool.reserve().unwrap().unwrap();
+        let (_, _, stopped) = spool.lock(false).unwrap().unwrap().end();
+        assert_eq!(stopped, 0, "its place names no process");
+        assert!(slot.ended());
+        assert!(!slot.note(&Holder::default()), "nothing may start now");
         let mut ended = result(0);
-        spool.finish("gone", &mut ended);
+        spool.finish(&slot, &mut ended);
         assert!(ended.message.unwrap().contains("session ended"));
-        assert!(spool.lock(false).unwrap().unwrap().take().0.is_empty());
+        assert!(spool.lock(false).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_place_is_held_while_a_copy_of_its_descriptor_is_open_and_no_longer() {
+        let (_dir, spool) = spool();
+        drop(spool.lock(true).unwrap());
+        let slots: Vec<Slot> = (0..MAX_RUNNING)
+            .map(|_| spool.reserve().unwrap().unwrap())
+            .collect();
+        assert!(spool.reserve().unwrap().is_none(), "all are held");
+        assert_eq!(spool.held(), MAX_RUNNING);
+        let places: Vec<usize> = slots.iter().map(Slot::place).collect();
+        assert_eq!(places, (0..MAX_RUNNING).collect::<Vec<_>>());
+        // A copy of the descriptor, as a fork or an exec'd supervisor has, keeps it held.
+        let copy = slots[3].file.try_clone().unwrap();
+        drop(slots);
+        assert_eq!(spool.held(), 1);
+        let again = spool.reserve().unwrap().unwrap();
+        assert_eq!(again.place(), 0, "the first free place");
+        drop(copy);
+        assert_eq!(spool.held(), 1, "place 3 went with its last copy");
+    }
+
+    #[test]
+    fn what_a_place_says_is_read_back_whole() {
+        let (_dir, spool) = spool();
+        drop(spool.lock(true).unwrap());
+        let slot = spool.reserve().unwrap().unwrap();
+        let long = Holder {
+            supervisor: Some((u32::MAX, Some(u64::MAX))),
+            handler: Some((u32::MAX, Some(u64::MAX))),
+        };
+        assert!(slot.note(&long));
+        let short = Holder {
+            supervisor: Some((7, None)),
+            handler: None,
+        };
+        assert!(slot.note(&short));
+        let places = spool.places();
+        assert_eq!(places.len(), 1);
+        assert_eq!(
+            (places[0].1, places[0].2),
+            (short, true),
+            "a shorter record is not torn"
+        );
     }
 
     #[test]
@@ -656,31 +625,12 @@ mod tests {
     }
 
     #[test]
-    fn a_handler_s_pid_and_its_end_are_read_back() {
-        let (_dir, spool) = spool();
-        let locked = spool.lock(true).unwrap().unwrap();
-        locked.add_running("a", &mine()).unwrap();
-        locked.add_running("b", &mine()).unwrap();
-        drop(locked);
-        spool.note_handler("a", 4242);
-        spool.note_handler("gone", 4243);
-        let locked = spool.lock(false).unwrap().unwrap();
-        let records = locked.records();
-        assert_eq!(records["a"].handler, Some(4242));
-        assert_eq!(records["b"].handler, None);
-        assert!(!records.contains_key("gone"));
-        assert!(locked.remove_running("a"));
-        assert!(!locked.remove_running("a"), "once");
-        assert_eq!(locked.running_count(), 1);
-    }
-
-    #[test]
     fn a_new_session_s_spool_clears_away_those_of_sessions_long_gone() {
         let dir = tempfile::tempdir().unwrap();
         let at = |name: &str| Spool::at(dir.path().join(name));
         let age = |spool: &Spool, secs: u64| {
             let then = std::time::SystemTime::now() - Duration::from_secs(secs);
-            for file in [spool.running(), spool.results(), spool.dir.join("lock")] {
+            for file in [spool.slot(0), spool.results(), spool.dir.join("lock")] {
                 if let Ok(file) = OpenOptions::new().write(true).open(file) {
                     file.set_modified(then).unwrap();
                 }
@@ -690,56 +640,49 @@ mod tests {
         for spool in [&gone, &recent, &busy] {
             drop(spool.lock(true).unwrap());
         }
-        busy.lock(false)
-            .unwrap()
-            .unwrap()
-            .add_running("r", &mine())
-            .unwrap();
+        let running = busy.reserve().unwrap().unwrap();
         age(&gone, ABANDONED.as_secs() + 60);
         age(&busy, ABANDONED.as_secs() + 60);
         age(&recent, 60);
         drop(at("new").lock(true).unwrap());
         assert!(!gone.dir().exists(), "abandoned, so cleared away");
         assert!(recent.dir().exists());
-        assert_eq!(
-            busy.dir().exists(),
-            cfg!(target_os = "linux"),
-            "its handler still runs"
-        );
+        assert!(busy.dir().exists(), "its handler still runs");
         assert!(at("new").dir().exists());
+        drop(running);
     }
 
     #[test]
-    fn stale_records_are_pruned_and_an_ended_spool_is_gone() {
+    fn ending_signals_only_the_processes_a_place_names_by_their_start() {
         let (_dir, spool) = spool();
-        let locked = spool.lock(true).unwrap().unwrap();
-        let me = std::process::id();
-        let record = |start: Option<u64>| Running {
-            supervisor_start: start,
-            ..Running::of("h", me)
-        };
-        locked
-            .add_running("live", &record(process::start_time(me)))
+        drop(spool.lock(true).unwrap());
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
             .unwrap();
-        locked
-            .add_running("stale", &record(process::start_time(me).map(|s| s + 1)))
-            .unwrap();
-        let unstarted = Running {
-            supervisor: None,
-            ..Running::of("h", me)
-        };
-        locked.add_running("unstarted", &unstarted).unwrap();
-        let live: Vec<String> = locked.live().into_iter().map(|(id, _)| id).collect();
-        if cfg!(target_os = "linux") {
-            assert_eq!(live, ["live"]);
-            assert_eq!(locked.records().len(), 1, "the others were dropped");
-        }
-        // Ending it removes the spool; this process's own record is not signalled, since the
-        // test removed it first.
-        locked.remove_running("live");
-        let (_, _, stopped) = locked.end();
+        let pid = sleeper.id();
+        let start = process::start_time(pid);
+        // A place that names the sleeper with another start time: a pid given to another
+        // process since. It is not signalled.
+        let forged = spool.reserve().unwrap().unwrap();
+        assert!(forged.note(&Holder {
+            supervisor: Some((pid, start.map(|s| s + 1))),
+            handler: Some((pid, start.map(|s| s + 1))),
+        }));
+        let (_, _, stopped) = spool.lock(false).unwrap().unwrap().end();
         assert_eq!(stopped, 0);
+        assert!(sleeper.try_wait().unwrap().is_none(), "left alone");
         assert!(!spool.dir().exists());
-        assert!(spool.lock(false).unwrap().is_none());
+        // The same place naming it as it started: signalled (its supervisor, held).
+        drop(spool.lock(true).unwrap());
+        let real = spool.reserve().unwrap().unwrap();
+        assert!(real.note(&Holder {
+            supervisor: Some((pid, start)),
+            handler: None,
+        }));
+        let (_, _, stopped) = spool.lock(false).unwrap().unwrap().end();
+        assert_eq!(stopped, 1);
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(sleeper.wait().unwrap().signal(), Some(libc::SIGTERM));
     }
 }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::process;
 use super::record::Ended;
-use super::spool::Spool;
+use super::spool::{Holder, Slot, Spool};
 use crate::dispatch::action::{self, Answer, Done, Ending, Stop};
 use crate::dispatch::confine::Confine;
 use crate::dispatch::exec_log;
@@ -60,8 +60,15 @@ pub struct Spec {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
-    /// The session's spool (`run`): its folder, and the name of the handler's record there.
-    Spool { dir: PathBuf, id: String },
+    /// The session's spool (`run`): its folder, the handler's place there
+    /// (`spool::Spool::reserve`), and, for a supervisor started by `exec`, the descriptor
+    /// that holds that place.
+    Spool {
+        dir: PathBuf,
+        place: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fd: Option<i32>,
+    },
     /// One JSON line on the supervisor's stdout, which the server reads (`serve`).
     Answer,
     /// Nowhere: the session has ended (`SessionEnd`), or `test` hands it on itself.
@@ -113,25 +120,19 @@ pub fn supervise() -> anyhow::Result<ExitCode> {
     // Started apart (`process::spawn_detached`, already at a lower priority) in `run`; in
     // `serve` it stays in the server's session, which keeps it.
     process::lower_priority();
-    process::close_inherited();
+    // The place it holds among the session's handlers (`Spool::reserve`) is its descriptor 3.
+    let slot = match spec.delivery {
+        #[cfg(unix)]
+        Delivery::Spool {
+            place,
+            fd: Some(fd),
+            ..
+        } => Slot::inherited(fd, place),
+        _ => None,
+    };
+    process::close_inherited(slot.as_ref().map(Slot::fd));
     signals::install();
-    let spool = match &spec.delivery {
-        Delivery::Spool { dir, id } => Some((Spool::at(dir.clone()), id.as_str())),
-        Delivery::Answer | Delivery::Nowhere => None,
-    };
-    // The handler's pid goes into its record once it runs, so that a later dispatch can stop
-    // it should this process be gone (`SessionEnd`).
-    let started = || {
-        if let (Some((spool, id)), Some(&pid)) = (&spool, process::children().first()) {
-            spool.note_handler(id, pid);
-        }
-    };
-    let (mut ended, entry) = run(&spec, &started);
-    let mut warnings = Vec::new();
-    if let Some((spool, id)) = &spool {
-        spool.finish(id, &mut ended);
-    }
-    record(&spec, &ended, entry, &mut warnings);
+    let ended = keep(&spec, slot.as_ref());
     if let Delivery::Answer = spec.delivery {
         let mut line = serde_json::to_vec(&ended)?;
         line.push(b'\n');
@@ -139,6 +140,68 @@ pub fn supervise() -> anyhow::Result<ExitCode> {
         let _ = std::io::stdout().lock().write_all(&line);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a supervisor does, whichever way it was started: says in its place (`slot`, in `run`)
+/// that it keeps the handler, runs it, and records its end where it goes (the spool, the
+/// execution log, the export). Returns the end.
+pub fn keep(spec: &Spec, slot: Option<&Slot>) -> Ended {
+    let spool = match (&spec.delivery, slot) {
+        (Delivery::Spool { dir, .. }, Some(slot)) => Some((Spool::at(dir.clone()), slot)),
+        _ => None,
+    };
+    let me = std::process::id();
+    let supervisor = Some((me, process::start_time(me)));
+    // Its place first, so that a dispatch that ends the session can stop it. A session that
+    // ended by now (`SessionEnd`) before its handler could start: it does not.
+    if let Some((_, slot)) = &spool {
+        if !slot.note(&Holder {
+            supervisor,
+            handler: None,
+        }) {
+            let done = Done::not_started(
+                "not run: its session ended (SessionEnd) before it could start".into(),
+            );
+            let (ended, entry) = conclude(spec, done, Duration::from_millis(spec.timeout_ms));
+            record(spec, &ended, entry, &mut Vec::new());
+            return ended;
+        }
+    }
+    // The handler's pid goes into its place once it runs, so that a later dispatch can stop
+    // it should this process be gone (`SessionEnd`). Should the session have ended before that
+    // was written, this process stops it itself, as the dispatch that ended it would have.
+    let started = || {
+        if let (Some((_, slot)), Some(&pid)) = (&spool, process::children().first()) {
+            let handler = Some((pid, process::start_time(pid)));
+            if !slot.note(&Holder {
+                supervisor,
+                handler,
+            }) {
+                process::signal_same(me, supervisor.and_then(|(_, start)| start), process::TERM);
+            }
+        }
+    };
+    let (mut ended, entry) = run(spec, &started);
+    let mut warnings = Vec::new();
+    if let Some((spool, slot)) = &spool {
+        spool.finish(slot, &mut ended);
+    }
+    record(spec, &ended, entry, &mut warnings);
+    ended
+}
+
+/// A handler whose supervisor could not be started, for `why`: its failure recorded where its
+/// end would have been, so that the session's next dispatch says so.
+pub fn not_started(spec: &Spec, why: String) {
+    let (ended, entry) = conclude(
+        spec,
+        Done::not_started(why),
+        Duration::from_millis(spec.timeout_ms),
+    );
+    if let Delivery::Spool { dir, .. } = &spec.delivery {
+        Spool::at(dir.clone()).give(&ended);
+    }
+    record(spec, &ended, entry, &mut Vec::new());
 }
 
 /// Runs the spec's handler to its end: what it came to, and its entry as the execution log and
@@ -174,6 +237,11 @@ pub fn run(spec: &Spec, started: &dyn Fn()) -> (Ended, HandlerReport) {
         confined,
         started,
     );
+    conclude(spec, done, timeout)
+}
+
+/// What a run that ended as `done` came to, and its entry.
+fn conclude(spec: &Spec, done: Done, timeout: Duration) -> (Ended, HandlerReport) {
     let handler = &spec.handler;
     let protocol = Protocol::parse(&spec.protocol).unwrap_or(Protocol::LEVELCODE);
     let context = Context {
