@@ -107,6 +107,13 @@ pub fn python_safe_path_set() -> bool {
     *SET.get_or_init(|| std::env::var_os(PYTHON_SAFE_PATH).is_some())
 }
 
+/// Returns true if and only if a debug build is told to take the way of a process that runs
+/// more than one thread (`LEVELCODE_HOOKS_TEST_MORE_THREADS`, the tests' switch): each
+/// background supervisor started by `exec`. A release build never reads it.
+pub fn test_more_threads() -> bool {
+    cfg!(debug_assertions) && std::env::var_os("LEVELCODE_HOOKS_TEST_MORE_THREADS").is_some()
+}
+
 /// A dispatcher started at this depth or deeper runs nothing.
 pub const MAX_DEPTH: u32 = 4;
 

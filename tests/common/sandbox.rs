@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
 /// (`src/environment.rs`; `tests/architecture.rs` checks that none is missing), those it gives
 /// handlers (a handler must see what the dispatcher set, not what it inherited), and the color
 /// switches.
-pub const CLEARED: [&str; 44] = [
+pub const CLEARED: [&str; 45] = [
     // The switches and paths of src/environment.rs (HOME is set, not cleared).
     "LEVELCODE_AGENT",
     "CLAUDECODE",
@@ -35,6 +35,7 @@ pub const CLEARED: [&str; 44] = [
     "LEVELCODE_TRUST_PROJECT_HOOKS",
     "NEXT_PUBLIC_CB_ENVIRONMENT",
     "LEVELCODE_MANAGED_SETTINGS",
+    "LEVELCODE_HOOKS_TEST_MORE_THREADS",
     "ProgramData",
     // The temporary folder a sandboxed handler may write in: a test that sandboxes one gives
     // its own.

@@ -194,7 +194,7 @@ fn close_inherited_only() {
 pub fn single_threaded() -> bool {
     use std::os::unix::fs::MetadataExt;
     // The tests' way to the path of a process with more threads (debug builds only).
-    if cfg!(debug_assertions) && std::env::var_os("LEVELCODE_HOOKS_TEST_MORE_THREADS").is_some() {
+    if crate::environment::test_more_threads() {
         return false;
     }
     std::fs::metadata("/proc/self/task").is_ok_and(|m| m.nlink() == 3)

@@ -130,7 +130,10 @@ pub fn supervise() -> anyhow::Result<ExitCode> {
         } => Slot::inherited(fd, place),
         _ => None,
     };
+    #[cfg(unix)]
     process::close_inherited(slot.as_ref().map(Slot::fd));
+    #[cfg(not(unix))]
+    process::close_inherited(None);
     signals::install();
     let ended = keep(&spec, slot.as_ref());
     if let Delivery::Answer = spec.delivery {
