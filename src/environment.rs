@@ -38,14 +38,15 @@ pub const ANSWER_VARS: [&str; 11] = [
 /// dispatcher's own), the OpenTelemetry export's (contract §18), which say where the spans of
 /// a dispatch that ran handlers go and what they hold: a dispatch that runs none exports nothing;
 /// `PYTHONSAFEPATH`, which only a handler that runs reads; `TMPDIR`, which only a sandboxed
-/// handler's policy reads; and `PAGER`, `trust`'s alone.
+/// handler's policy reads; `PAGER`, `trust`'s alone; and `LEVELCODE_HOOKS_TEST_MORE_THREADS`, a
+/// debug build's switch for how background supervisors start ([`test_more_threads`]).
 ///
 /// `SSL_CERT_FILE` and `SSL_CERT_DIR` say which certificates an `https://` request trusts (an
 /// http handler's or the export's, `crate::http`): they change whether such a request is made,
 /// not which handlers a dispatch runs, and a dispatch that runs an http handler is never one a
 /// client answers from memory. The variables an http handler's `allowedEnvVars` name are read
 /// by [`handler_variable`], for that handler's headers only.
-pub const NO_ANSWER_VARS: [&str; 25] = [
+pub const NO_ANSWER_VARS: [&str; 26] = [
     "LEVELCODE_AGENT",
     "CLAUDECODE",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -71,6 +72,7 @@ pub const NO_ANSWER_VARS: [&str; 25] = [
     "PAGER",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    "LEVELCODE_HOOKS_TEST_MORE_THREADS",
 ];
 
 /// The variable naming the execution log file (`dispatch/exec_log.rs`).

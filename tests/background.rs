@@ -796,3 +796,63 @@ fn the_caller_gets_its_status_and_its_descriptors_back_while_the_handler_runs() 
     assert_eq!(answer["handlers"][1]["outcome"], "started", "{answer}");
     waits_for(&world.project().join("ran"));
 }
+
+/// A dispatch that starts several: each handler's place names its own supervisor and handler,
+/// and no supervisor holds another's place, so `SessionEnd` stops exactly what still runs.
+#[test]
+fn session_end_stops_every_handler_of_a_dispatch_that_started_several() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([
+            {"command": "echo $$ >> pids; exec sleep 60", "async": true, "name": "long"},
+            {"command": "true", "async": true, "name": "short"},
+        ]),
+    ));
+    world.dispatch(&post_tool_use(&world, "s1"));
+    let pids_file = world.project().join("pids");
+    wait_for_lines(&pids_file, 1, RECORDED);
+    let long = read_pids(&pids_file)[0];
+    let ended = world.ended(1);
+    assert_eq!(ended[0]["handlers"][0]["label"], "short", "{ended:?}");
+    let spool = std::fs::read_dir(world.spools())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // The short one's supervisor is gone, and with it its place: one is held, the long one's,
+    // naming it.
+    let deadline = Instant::now() + RECORDED;
+    let held = loop {
+        let held: Vec<Value> = (0..16)
+            .filter_map(|n| {
+                let path = spool.join(format!("slot.{n}"));
+                let file = std::fs::File::open(&path).ok()?;
+                let free = file.try_lock().is_ok();
+                let text = std::fs::read_to_string(&path).ok()?;
+                (!free).then(|| serde_json::from_str(text.trim()).unwrap())
+            })
+            .collect();
+        if held.len() <= 1 || Instant::now() > deadline {
+            break held;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0]["handler"][0], json!(long), "{held:?}");
+    let (answer, _) = world.dispatch(&json!({
+        "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1",
+    }));
+    let warnings = strings(&answer["warnings"]);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("1 background handler(s) still running were stopped")),
+        "{answer}"
+    );
+    assert!(
+        wait_gone(&[long], RECORDED).is_empty(),
+        "the long one was stopped"
+    );
+}

@@ -158,20 +158,20 @@ pub fn perform(
     timeout: Duration,
     env: Environment<'_>,
     confine: Confine<'_>,
-    spawned: &dyn Fn(),
+    spawned: &dyn Fn(Option<u32>),
 ) -> Done {
     let confine = match confine {
         Confine::None => None,
         Confine::In(prepared) => Some(prepared),
         Confine::Refused(why) => {
-            spawned();
+            spawned(None);
             return Done::not_run(Ending::NotConfined(why));
         }
     };
     match action {
         Action::Process(program) => {
             if let Some(why) = missing_script(program, dir) {
-                spawned();
+                spawned(None);
                 return Done::not_run(Ending::Missing(why));
             }
             let finished = runner::run(&Invocation {
@@ -189,7 +189,7 @@ pub fn perform(
         // An http handler is no process of its own: there is nothing to confine (contract §20
         // is about what a handler's processes may do); the dispatcher sends the request.
         Action::Http(hook) => {
-            spawned();
+            spawned(None);
             let traceparent = env
                 .set
                 .iter()

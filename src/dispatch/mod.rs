@@ -552,7 +552,7 @@ impl<'a> Chain<'a> {
                     unset: &unset,
                 },
                 confine,
-                &|| {},
+                &|_| {},
             ),
         };
         if let Some(file) = &run_file {

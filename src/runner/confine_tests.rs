@@ -57,7 +57,7 @@ fn run_in(
         env: &[],
         unset: &[],
         confine: Some(prepared),
-        spawned: &|| {},
+        spawned: &|_| {},
     })
 }
 

@@ -112,8 +112,9 @@ pub struct Invocation<'a> {
     pub confine: Option<&'a confine::Prepared>,
     /// Called once the handler is started (its payload written to its stdin as far as the
     /// pipe takes it at once), or could not be, before the runner waits for it: what the
-    /// caller does there overlaps the handler's own start instead of delaying it.
-    pub spawned: &'a dyn Fn(),
+    /// caller does there overlaps the handler's own start instead of delaying it. It gets the
+    /// handler's pid, `None` when it did not start.
+    pub spawned: &'a dyn Fn(Option<u32>),
 }
 
 /// How the handler's process ended.

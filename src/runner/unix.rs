@@ -54,7 +54,7 @@ fn run_started_by(
     let process = match start_by(invocation) {
         Ok(process) => process,
         Err(ending) => {
-            (invocation.spawned)();
+            (invocation.spawned)(None);
             return Finished::not_started(ending, start.elapsed());
         }
     };
@@ -238,10 +238,10 @@ impl<'a> Session<'a> {
 
     /// Runs the handler to its end; `spawned` is called once its payload is in the pipe (all
     /// of it, when the pipe takes it at once), before the first wait.
-    fn drive(&mut self, deadline: Instant, spawned: &dyn Fn()) {
+    fn drive(&mut self, deadline: Instant, spawned: &dyn Fn(Option<u32>)) {
         // A payload that fits in the pipe goes in at once, without a poll to ask first.
         self.feed();
-        spawned();
+        spawned(u32::try_from(self.pid).ok());
         if self.pidfd.is_none() {
             self.reap();
         }
@@ -638,12 +638,12 @@ mod tests {
             env: &[("LEVELCODE_HOOK_EVENT", "Stop".to_string())],
             unset: &["HOME"],
             confine: None,
-            spawned: &|| {},
+            spawned: &|_| {},
         };
         let began = Instant::now();
         let process = start(&invocation).expect("the handler starts");
         let mut session = Session::new(process, input);
-        session.drive(began + invocation.timeout, &|| {});
+        session.drive(began + invocation.timeout, &|_| {});
         session.finish(began)
     }
 
@@ -659,12 +659,12 @@ mod tests {
             env: &[],
             unset: &[],
             confine: None,
-            spawned: &|| {},
+            spawned: &|_| {},
         };
         let began = Instant::now();
         let process = start_process(&invocation).expect("the handler starts");
         let mut session = Session::new(process, b"");
-        session.drive(began + timeout, &|| {});
+        session.drive(began + timeout, &|_| {});
         let scans = session.scans;
         (session.finish(began), scans)
     }
@@ -675,7 +675,7 @@ mod tests {
     fn the_caller_hears_once_that_the_handler_is_started_or_could_not_be() {
         let dir = std::env::current_dir().unwrap();
         let heard = std::cell::RefCell::new(Vec::new());
-        let spawned = || {
+        let spawned = |_: Option<u32>| {
             let children = std::fs::read_to_string("/proc/thread-self/children");
             heard.borrow_mut().push(children.ok());
         };
@@ -725,7 +725,7 @@ mod tests {
             env: &[],
             unset: &[],
             confine: None,
-            spawned: &|| {},
+            spawned: &|_| {},
         };
         let began = Instant::now();
         let process = start_process(&invocation).expect("the handler starts");
@@ -736,7 +736,7 @@ mod tests {
             process.pid
         );
         let mut session = Session::new(process, b"");
-        session.drive(began + invocation.timeout, &|| {});
+        session.drive(began + invocation.timeout, &|_| {});
         let finished = session.finish(began);
         assert!(
             matches!(finished.ending, Ending::Lost),

@@ -24,7 +24,7 @@ const SLICE: Duration = Duration::from_millis(20);
 pub fn run(invocation: &Invocation<'_>) -> Finished {
     let start = Instant::now();
     let spawn = command(invocation).spawn();
-    (invocation.spawned)();
+    (invocation.spawned)(None);
     let mut child = match spawn {
         Ok(child) => child,
         Err(err) => {

@@ -16,14 +16,23 @@
 //! - one thread ([`super::process::single_threaded`], checked by the caller): another thread
 //!   would run on in the same memory until the original's `exit_group` took it, perhaps in the
 //!   middle of changing something the continuation then finds half changed;
-//! - every signal blocked around the `clone`: a handler run by the original would use the stack
-//!   the continuation is running on; the continuation restores the mask;
+//! - every signal blocked around the `clone` (by the caller): a handler run by the original
+//!   would use the stack the continuation is running on; the continuation restores the mask;
 //! - the kernel writes nothing into the memory when the original ends: `set_tid_address(NULL)`
 //!   and `set_robust_list(NULL)` first, so that neither its thread id word nor a robust lock list
-//!   is touched by its exit;
+//!   is touched by its exit. (A SIGKILL, which no mask holds, arriving in the few instructions
+//!   before them would clear the thread id word and walk an empty robust list: the C library
+//!   reads that word only as the owner of recursive and error-checking mutexes, which nothing
+//!   here uses.) Until it is gone, the kernel also keeps the original's restartable-sequence
+//!   area in the thread's storage up to date (its CPU number), which only `sched_getcpu` reads;
+//!   the continuation has none of its own, the kernel giving none to a `CLONE_VM` child;
 //! - the continuation's thread id word (where the C library keeps the thread's id) is its own:
 //!   `CLONE_CHILD_SETTID` writes it there, at the address the original had registered
 //!   (`PR_GET_TID_ADDRESS`), and `CLONE_CHILD_CLEARTID` gives it the same exit as any thread.
+//!
+//! - no shadow stack (x86 CET): the kernel gives a `CLONE_VM` child an empty one, on which the
+//!   continuation's first return would fault; with one, or when the `clone` is refused (a
+//!   seccomp filter), the continuation is a `fork` instead.
 //!
 //! Elsewhere the continuation is a `fork` and the original `_exit`s at once.
 
@@ -32,23 +41,47 @@ use std::io;
 /// Ends this process with exit status `code`, its work going on in a new process that has its
 /// memory, its descriptors (as copies) and its signal dispositions. Returns in the new process;
 /// an error when it could not be made, this process going on as it was. The caller makes sure
-/// this process runs one thread.
+/// this process runs one thread and blocks every signal around the call.
 #[cfg(target_os = "linux")]
 pub fn split(code: u8) -> io::Result<()> {
-    // SAFETY: sigfillset and pthread_sigmask write into sets we own.
-    let old = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
-        old
-    };
-    let made = clone_apart(code);
-    // SAFETY: restores the mask saved above, in whichever process goes on.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    #[cfg(target_arch = "x86_64")]
+    if !shadow_stack() && clone_apart(code).is_ok() {
+        return Ok(());
     }
-    made
+    fork_apart(code)
+}
+
+/// Returns true if and only if this thread runs with a shadow stack (x86 CET, Linux 6.6 and
+/// later): the kernel would give a `CLONE_VM` child a new, empty one, and the new process's
+/// first return would fault. The `fork` below copies it instead.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn shadow_stack() -> bool {
+    const ARCH_SHSTK_STATUS: libc::c_ulong = 0x5005;
+    const ARCH_SHSTK_SHSTK: u64 = 1;
+    let mut status: u64 = 0;
+    // SAFETY: arch_prctl(ARCH_SHSTK_STATUS) writes one u64 into `status`, which we own; a kernel
+    // without it answers EINVAL and writes nothing.
+    let asked = unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_SHSTK_STATUS,
+            &mut status as *mut u64,
+        )
+    };
+    asked == 0 && status & ARCH_SHSTK_SHSTK != 0
+}
+
+/// A `fork`, and the original ends at once: where the memory cannot be shared.
+#[cfg(target_os = "linux")]
+fn fork_apart(code: u8) -> io::Result<()> {
+    // SAFETY: one thread (the caller's condition), so the child is a whole copy; the parent
+    // only ends.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(()),
+        // SAFETY: _exit ends this process; its answer was written and flushed before.
+        _ => unsafe { libc::_exit(i32::from(code)) },
+    }
 }
 
 /// The `clone(CLONE_VM)` of the module's documentation.
@@ -103,17 +136,4 @@ fn clone_apart(code: u8) -> io::Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Elsewhere on Linux, a `fork`, and the original ends at once.
-#[cfg(all(target_os = "linux", not(target_arch = "x86_64")))]
-fn clone_apart(code: u8) -> io::Result<()> {
-    // SAFETY: one thread (the caller's condition), so the child is a whole copy; the parent
-    // only ends.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => Ok(()),
-        // SAFETY: _exit ends this process; its answer was written and flushed before.
-        _ => unsafe { libc::_exit(i32::from(code)) },
-    }
 }

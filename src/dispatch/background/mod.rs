@@ -313,7 +313,7 @@ static PENDING: std::sync::Mutex<Vec<Pending>> = std::sync::Mutex::new(Vec::new(
 /// runs more than one thread. A supervisor that cannot be started is a failure recorded where
 /// its end would have been: the session's next answer says so.
 pub fn launch(code: Option<u8>) {
-    let mut pending = std::mem::take(
+    let pending = std::mem::take(
         &mut *PENDING
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
@@ -336,41 +336,60 @@ pub fn launch(code: Option<u8>) {
     #[cfg(target_os = "linux")]
     if code.is_some_and(|code| process::continue_apart(code).is_ok()) {
         // The continuation: the dispatch has ended for its caller.
-        let last = pending.pop();
-        for Pending { mut spec, slot } in pending {
-            if let Err(e) = launch_one(&mut spec, slot) {
-                supervise::not_started(&spec, format!("could not start its supervisor: {e}"));
-            }
-        }
-        if let Some(Pending { spec, slot }) = last {
-            supervise::keep(&spec, slot.as_ref());
-        }
+        start_each(pending, true);
         // SAFETY: _exit ends this process at once; the dispatcher's own work was done before
         // the hand-over, so nothing is left to flush or drop.
         unsafe { libc::_exit(0) }
     }
     let _ = code;
-    for Pending { mut spec, slot } in pending {
-        if let Err(e) = launch_one(&mut spec, slot) {
-            supervise::not_started(&spec, format!("could not start its supervisor: {e}"));
+    start_each(pending, false);
+}
+
+/// Starts a supervisor for each of `pending`, or, with `keep_last`, for each but the last,
+/// which this process then keeps itself (it does not return). Each place goes with the process
+/// that keeps its handler alone: a copy of a place's descriptor left in another supervisor
+/// would hold it for that one's life.
+fn start_each(mut pending: Vec<Pending>, keep_last: bool) {
+    let count = pending.len();
+    for at in 0..count {
+        if keep_last && at + 1 == count {
+            let Pending { spec, slot } = &pending[at];
+            supervise::keep(spec, slot.as_ref());
+            // SAFETY: as in `launch`: nothing is left to flush or drop.
+            unsafe { libc::_exit(0) }
         }
+        if let Err(e) = start_one(&mut pending, at) {
+            supervise::not_started(
+                &pending[at].spec,
+                format!("could not start its supervisor: {e}"),
+            );
+        }
+        // Its supervisor holds its place now, or it was not started.
+        pending[at].slot = None;
     }
 }
 
-/// Starts the supervisor of `spec`, holding `slot`: a fork of this process when it runs one
-/// thread, else this executable started again by `exec` and handed the spec.
+/// Starts the supervisor of `pending[at]`: a fork of this process when it runs one thread,
+/// which keeps that handler's place and no other, else this executable started again by
+/// `exec` and handed the spec.
 #[cfg(target_os = "linux")]
-fn launch_one(spec: &mut Spec, slot: Option<spool::Slot>) -> std::io::Result<()> {
+fn start_one(pending: &mut [Pending], at: usize) -> std::io::Result<()> {
     match process::fork_apart() {
         Ok(None) => {
+            for (other, p) in pending.iter_mut().enumerate() {
+                if other != at {
+                    p.slot = None;
+                }
+            }
+            let Pending { spec, slot } = &pending[at];
             supervise::keep(spec, slot.as_ref());
             // SAFETY: _exit ends this process at once; nothing of the dispatcher's (its stdout
             // buffer, emptied before the fork) is flushed or dropped twice.
             unsafe { libc::_exit(0) }
         }
-        // The child holds the slot's open file description; this process lets its copy go.
         Ok(Some(_)) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+            let Pending { spec, slot } = &mut pending[at];
             if let Delivery::Spool { fd, .. } = &mut spec.delivery {
                 *fd = slot.as_ref().map(|_| 3);
             }
@@ -383,13 +402,13 @@ fn launch_one(spec: &mut Spec, slot: Option<spool::Slot>) -> std::io::Result<()>
 
 /// Elsewhere std's `Command` starts it, in the dispatcher's session (docs/hooks.md).
 #[cfg(not(target_os = "linux"))]
-fn launch_one(spec: &mut Spec, _slot: Option<spool::Slot>) -> std::io::Result<()> {
+fn start_one(pending: &mut [Pending], at: usize) -> std::io::Result<()> {
     let mut child = process::spawn_supervisor(false)?;
     let stdin = child
         .stdin
         .take()
         .ok_or_else(|| std::io::Error::other("no stdin"))?;
-    write_spec(spec, stdin)
+    write_spec(&pending[at].spec, stdin)
 }
 
 /// Writes `spec` to the pipe a supervisor reads it from, and closes it.
@@ -400,7 +419,7 @@ fn write_spec(spec: &Spec, mut stdin: impl Write) -> std::io::Result<()> {
 
 /// `test`: runs `spec` here and now, records it, and hands it on in this answer.
 fn wait(spec: Spec, entry: usize, report: &mut Report, trace: &Trace) {
-    let (ended, logged) = supervise::run(&spec, &|| {});
+    let (ended, logged) = supervise::run(&spec, &|_| {});
     let mut warnings = Vec::new();
     supervise::record(&spec, &ended, logged, &mut warnings);
     report.warnings.append(&mut warnings);

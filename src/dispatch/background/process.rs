@@ -103,8 +103,9 @@ pub fn spawn_detached(slot: Option<i32>) -> io::Result<(u32, std::fs::File)> {
 /// Ends this process with exit status `code`, as its caller sees it, and goes on in a new
 /// process apart from the caller (`super::handover`): in a session of its own, `/dev/null` as its
 /// stdin, stdout and stderr, none of the descriptors the caller let it inherit, signals of its
-/// own. Returns in the new process only; an error when it could not be made (this process
-/// runs more than one thread, or the system refused), and this process goes on as it was.
+/// own, at a lower priority. Returns in the new process only; an error when it could not be
+/// made (this process runs more than one thread, or the system refused), and this process goes
+/// on as it was.
 #[cfg(target_os = "linux")]
 pub fn continue_apart(code: u8) -> io::Result<()> {
     if !single_threaded() {
@@ -113,9 +114,16 @@ pub fn continue_apart(code: u8) -> io::Result<()> {
             "the dispatcher runs more than one thread",
         ));
     }
-    super::handover::split(code)?;
-    set_apart();
-    Ok(())
+    // Every signal blocked until the new process has its own: a handler run in between would
+    // use the stack the two share (`handover`), or record for the new process a signal sent
+    // to the caller's group, which `set_apart` then forgets.
+    let old = block_all();
+    let made = super::handover::split(code);
+    if made.is_ok() {
+        set_apart();
+    }
+    restore(&old);
+    made
 }
 
 /// A copy of this process set apart from its caller, as [`continue_apart`] sets it, to keep a
@@ -130,26 +138,52 @@ pub fn fork_apart() -> io::Result<Option<u32>> {
             "the dispatcher runs more than one thread",
         ));
     }
+    let old = block_all();
     // SAFETY: this process has one thread (checked above), so the child is a whole copy of it,
     // every lock as it was, and may go on to run anything this process could.
-    match unsafe { libc::fork() } {
+    let forked = match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),
         0 => {
             set_apart();
             Ok(None)
         }
         pid => Ok(Some(u32::try_from(pid).unwrap_or(0))),
+    };
+    restore(&old);
+    forked
+}
+
+/// Blocks every signal this thread can block; returns the mask it had.
+#[cfg(target_os = "linux")]
+fn block_all() -> libc::sigset_t {
+    // SAFETY: sigfillset and pthread_sigmask write into sets we own.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        old
     }
 }
 
-/// What sets a new process apart from the dispatcher's caller; see [`continue_apart`].
+/// Puts back the mask [`block_all`] returned.
+#[cfg(target_os = "linux")]
+fn restore(old: &libc::sigset_t) {
+    // SAFETY: pthread_sigmask reads the set we own.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut());
+    }
+}
+
+/// What sets a new process apart from the dispatcher's caller; see [`continue_apart`]. The
+/// caller's descriptors go first, its priority last: at a lower priority on a busy machine the
+/// caller would wait longer for the end of its pipes.
 #[cfg(target_os = "linux")]
 fn set_apart() {
     // SAFETY: plain system calls on descriptors 0 to 2; should /dev/null not open, they stay
     // what they were, which the caller may wait on, but nothing is lost.
     unsafe {
         libc::setsid();
-        lower_priority();
         let devnull = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
         if devnull >= 0 {
             for to in 0..3 {
@@ -160,6 +194,7 @@ fn set_apart() {
     }
     close_inherited_only();
     crate::signals::renew();
+    lower_priority();
 }
 
 /// In a copy of the dispatcher set apart ([`set_apart`]): closes every descriptor above stderr
@@ -229,16 +264,6 @@ pub fn same(pid: u32, start: Option<u64>) -> bool {
         (None, None) if !std::path::Path::new("/proc/self/stat").exists() => exists(pid),
         _ => false,
     }
-}
-
-/// The children of this process (a supervisor's: the handler the runner started).
-pub fn children() -> Vec<u32> {
-    let me = std::process::id();
-    std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))
-        .unwrap_or_default()
-        .split_ascii_whitespace()
-        .filter_map(|pid| pid.parse().ok())
-        .collect()
 }
 
 #[cfg(unix)]

@@ -173,8 +173,8 @@ pub fn keep(spec: &Spec, slot: Option<&Slot>) -> Ended {
     // The handler's pid goes into its place once it runs, so that a later dispatch can stop
     // it should this process be gone (`SessionEnd`). Should the session have ended before that
     // was written, this process stops it itself, as the dispatch that ended it would have.
-    let started = || {
-        if let (Some((_, slot)), Some(&pid)) = (&spool, process::children().first()) {
+    let started = |pid: Option<u32>| {
+        if let (Some((_, slot)), Some(pid)) = (&spool, pid) {
             let handler = Some((pid, process::start_time(pid)));
             if !slot.note(&Holder {
                 supervisor,
@@ -209,7 +209,7 @@ pub fn not_started(spec: &Spec, why: String) {
 
 /// Runs the spec's handler to its end: what it came to, and its entry as the execution log and
 /// the spans show it. `started` is called once it is under way.
-pub fn run(spec: &Spec, started: &dyn Fn()) -> (Ended, HandlerReport) {
+pub fn run(spec: &Spec, started: &dyn Fn(Option<u32>)) -> (Ended, HandlerReport) {
     let action = Action::Process(Program::from(spec.program.clone()));
     let env: Vec<(&str, String)> = spec
         .env
