@@ -325,6 +325,20 @@ fn a_timeout_stops_the_handler_and_its_children() {
     );
 }
 
+/// Dispatches `SessionEnd` for `session`, whose answer says `stopped` handlers were stopped.
+fn end_session(world: &World, session: &str, stopped: usize) {
+    let (answer, _) = world.dispatch(&json!({
+        "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": session,
+    }));
+    let said = format!("{stopped} background handler(s) still running were stopped");
+    assert!(
+        strings(&answer["warnings"])
+            .iter()
+            .any(|w| w.contains(&said)),
+        "{answer}"
+    );
+}
+
 /// 17 handlers that each write their pid and sleep.
 fn sleepers(count: usize) -> Value {
     let list: Vec<Value> = (0..count)
@@ -389,16 +403,7 @@ fn sixteen_at_most_and_session_end(world: World) {
             "{pid}'s supervisor {parent}"
         );
     }
-    let (ended, _) = world.dispatch(&json!({
-        "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1",
-    }));
-    let warnings = strings(&ended["warnings"]);
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.contains("16 background handler(s) still running were stopped")),
-        "{ended}"
-    );
+    end_session(&world, "s1", 16);
     // Sixteen stopped; the other session's goes on.
     let deadline = Instant::now() + RECORDED;
     let left = loop {
@@ -841,16 +846,7 @@ fn session_end_stops_every_handler_of_a_dispatch_that_started_several() {
     };
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(held[0]["handler"][0], json!(long), "{held:?}");
-    let (answer, _) = world.dispatch(&json!({
-        "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1",
-    }));
-    let warnings = strings(&answer["warnings"]);
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.contains("1 background handler(s) still running were stopped")),
-        "{answer}"
-    );
+    end_session(&world, "s1", 1);
     assert!(
         wait_gone(&[long], RECORDED).is_empty(),
         "the long one was stopped"
