@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::common::server::Server;
 use crate::common::{
-    alive, assert_gone, read_pids, signal, wait_for_lines, wait_gone, write, Sandbox,
+    alive, assert_gone, parent_of, read_pids, signal, wait_for_lines, wait_gone, write, Sandbox,
 };
 
 /// How long a background handler's end may take to be recorded.
@@ -85,15 +85,7 @@ impl World {
     /// The binary with `args` on `payload`: its answer, its stderr and how long it took.
     fn dispatch_with(&self, args: &[&str], payload: &Value) -> (Value, String, Duration) {
         let started = Instant::now();
-        let mut child = self.command(args).spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(payload.to_string().as_bytes())
-            .unwrap();
-        // Read to the end: a background handler must not hold the dispatcher's stdout.
-        let out = child.wait_with_output().unwrap();
+        let out = fed(self.command(args), payload);
         let took = started.elapsed();
         let stdout = String::from_utf8(out.stdout).unwrap();
         let answer = serde_json::from_str(stdout.trim_end())
@@ -164,6 +156,19 @@ impl Drop for World {
             }
         }
     }
+}
+
+/// `command` run on `payload` and read to its end: a background handler must not hold the
+/// dispatcher's stdout.
+fn fed(mut command: std::process::Command, payload: &Value) -> std::process::Output {
+    let mut child = command.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 fn handlers(settings_event: &str, handlers: Value) -> Value {
@@ -384,12 +389,7 @@ fn sixteen_at_most_and_session_end(world: World) {
     // Each handler's supervisor is the dispatcher gone on (`run` still in its command line),
     // or, from a process of more threads, this executable started again as `background`.
     for pid in &pids {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let parent = stat[stat.rfind(')').unwrap() + 1..]
-            .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .to_string();
+        let parent = parent_of(*pid);
         let command = std::fs::read(format!("/proc/{parent}/cmdline")).unwrap();
         let command: Vec<&[u8]> = command.split(|b| *b == 0).collect();
         let word = if world.more_threads {
@@ -446,13 +446,7 @@ fn session_end_stops_a_handler_whose_supervisor_is_gone_and_nothing_else() {
     waits_for(&world.project().join("pids"));
     let handler = read_pids(&world.project().join("pids"))[0];
     // Its supervisor, the handler's parent, dies without a word.
-    let stat = std::fs::read_to_string(format!("/proc/{handler}/stat")).unwrap();
-    let supervisor: i32 = stat[stat.rfind(')').unwrap() + 1..]
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let supervisor = parent_of(handler);
     // A process a record names by a pid it was not started with is left alone: a forged
     // record names this test's own unrelated sleeper, with the start times of the real one.
     let mut bystander = std::process::Command::new("sleep")
@@ -777,17 +771,10 @@ fn the_caller_gets_its_status_and_its_descriptors_back_while_the_handler_runs() 
         });
     }
     let started = Instant::now();
-    let mut child = command.spawn().unwrap();
+    let payload = json!({"event": "PreToolUse", "tool_name": "write_file", "session_id": "s1", "cwd": world.project(), "tool_input": {}});
+    let out = fed(command, &payload);
     // SAFETY: this process's copy of the write end, closed once.
     unsafe { libc::close(write) };
-    let payload = json!({"event": "PreToolUse", "tool_name": "write_file", "session_id": "s1", "cwd": world.project(), "tool_input": {}});
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
     // SAFETY: `read` is ours; File takes it over and closes it.
     let mut extra = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read) };
     let mut rest = Vec::new();

@@ -679,6 +679,16 @@ fn process_state(pid: i32) -> Option<char> {
     stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
+/// The parent of process `pid`, from `/proc/<pid>/stat` (the field after its state).
+pub fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(1)
+        .and_then(|ppid| ppid.parse().ok())
+        .unwrap_or_else(|| panic!("no parent in {stat:?}"))
+}
+
 /// Returns true if and only if process `pid` exists and is not a zombie.
 pub fn alive(pid: i32) -> bool {
     if Path::new("/proc/self/stat").exists() {

@@ -262,8 +262,8 @@ fn detach_all(
     for (entry, mut spec) in specs {
         let mut slot = None;
         if let Some(spool) = spool.filter(|_| locked.is_some()) {
-            match spool.reserve() {
-                Ok(Some(held)) => slot = Some(held),
+            let held = match spool.reserve() {
+                Ok(Some(held)) => held,
                 Ok(None) => {
                     started.push((entry, Err((Outcome::Skipped, full.to_string()))));
                     continue;
@@ -276,17 +276,17 @@ fn detach_all(
                     started.push((entry, Err((Outcome::SpawnError, why))));
                     continue;
                 }
-            }
+            };
             spec.delivery = Delivery::Spool {
                 dir: spool.dir().to_path_buf(),
-                place: slot.as_ref().map_or(0, spool::Slot::place),
+                place: held.place(),
                 fd: None,
             };
+            slot = Some(held);
         }
         pending.push(Pending { spec, slot });
         started.push((entry, Ok(())));
     }
-    let _ = full;
     PENDING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -341,6 +341,7 @@ pub fn launch(code: Option<u8>) {
         // the hand-over, so nothing is left to flush or drop.
         unsafe { libc::_exit(0) }
     }
+    #[cfg(not(target_os = "linux"))]
     let _ = code;
     start_each(pending, false);
 }
