@@ -655,6 +655,151 @@ fn serve_keeps_results_for_its_own_requests_of_the_session() {
 }
 
 #[test]
+fn serve_says_a_session_has_results_to_come_and_gives_nothing_to_remember_meanwhile() {
+    let world = World::new();
+    let go = world.project().join("go");
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([{"command": format!("while [ ! -e '{}' ]; do sleep 0.01; done; echo '{{\"additionalContext\":\"lint clean\"}}'", go.display()), "async": true, "name": "lint"}]),
+    ));
+    let mut server = world.serve();
+    let watched = |session: &str| {
+        let mut request = stop(&world, session);
+        request["options"] = json!({"watch": true});
+        request
+    };
+    let quiet = server.ask(&watched("s1"));
+    assert!(quiet.get("watch").is_some(), "{quiet}");
+    assert!(quiet.get("background_pending").is_none(), "{quiet}");
+    let started = server.ask(&post_tool_use(&world, "s1"));
+    assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
+    assert_eq!(started["background_pending"], true, "{started}");
+    // While it runs: the session's answer is not one to keep; another session's is.
+    let running = server.ask(&watched("s1"));
+    assert_eq!(running["background_pending"], true, "{running}");
+    assert!(running.get("watch").is_none(), "{running}");
+    let other = server.ask(&watched("s2"));
+    assert!(other.get("watch").is_some(), "{other}");
+    assert!(other.get("background_pending").is_none(), "{other}");
+    write(&go, "");
+    world.ended(1);
+    // Pending until the answer that hands the result on; that answer says it no longer is.
+    let mut answers = Vec::new();
+    for _ in 0..400 {
+        let answer = server.ask(&watched("s1"));
+        let handed = answer.get("background").is_some();
+        answers.push(answer);
+        if handed {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let last = answers.last().unwrap();
+    assert_eq!(
+        last["additionalContext"], "from the background PostToolUse hook lint: lint clean",
+        "{answers:?}"
+    );
+    assert!(last.get("background_pending").is_none(), "{last}");
+    assert!(
+        answers[..answers.len() - 1]
+            .iter()
+            .all(|a| a["background_pending"] == true && a.get("watch").is_none()),
+        "{answers:?}"
+    );
+    let after = server.ask(&watched("s1"));
+    assert!(after.get("watch").is_some(), "{after}");
+    assert!(after.get("background_pending").is_none(), "{after}");
+}
+
+/// Dispatches `payload` with `ask` until `count` contexts were handed on, and returns them.
+fn contexts_handed_on(count: usize, mut ask: impl FnMut() -> Value) -> Vec<String> {
+    let deadline = Instant::now() + RECORDED;
+    let mut handed = Vec::new();
+    while handed.len() < count {
+        let answer = ask();
+        handed.extend(
+            answer["additionalContext"]
+                .as_str()
+                .into_iter()
+                .flat_map(str::lines)
+                .map(str::to_string),
+        );
+        assert!(Instant::now() < deadline, "handed on: {handed:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    handed.sort();
+    handed
+}
+
+#[test]
+fn results_outlive_their_server_and_go_to_the_next_dispatch_of_their_session() {
+    let world = World::new();
+    let go = world.project().join("go");
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([
+            {"command": format!("while [ ! -e '{}' ]; do sleep 0.01; done; echo '{{\"additionalContext\":\"suite passed\"}}'", go.display()), "async": true, "name": "suite"},
+            {"command": "echo '{\"additionalContext\":\"lint clean\"}'", "async": true, "name": "lint"},
+        ]),
+    ));
+    let mut server = world.serve();
+    let started = server.ask(&post_tool_use(&world, "s1"));
+    assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
+    assert_eq!(started["handlers"][1]["outcome"], "started", "{started}");
+    world.ended(1);
+    // The server ends (its client went idle) with one result kept and one handler running.
+    let (status, _) = server.finish();
+    assert_eq!(status, 0);
+    write(&go, "");
+    world.ended(2);
+    let handed = contexts_handed_on(2, || world.dispatch(&stop(&world, "s1")).0);
+    assert_eq!(
+        handed,
+        [
+            "from the background PostToolUse hook lint: lint clean",
+            "from the background PostToolUse hook suite: suite passed"
+        ]
+    );
+    // Once each: nothing more comes, and another session got nothing.
+    let (again, _) = world.dispatch(&stop(&world, "s1"));
+    assert!(again.get("background").is_none(), "{again}");
+}
+
+#[test]
+fn serve_hands_on_what_a_run_of_the_session_left_and_ends_its_spool_at_session_end() {
+    let world = World::new();
+    world.settings(&json!({ "hooks": {
+        "PostToolUse": [{ "hooks": [{"command": "echo '{\"additionalContext\":\"lint clean\"}'", "async": true, "name": "lint"}]}],
+        "Stop": [{ "hooks": [{"command": "echo $$ > pids; exec sleep 60", "async": true, "name": "watch"}]}],
+    }}));
+    let (first, _) = world.dispatch(&post_tool_use(&world, "s1"));
+    assert_eq!(first["handlers"][0]["outcome"], "started", "{first}");
+    world.ended(1);
+    let mut server = world.serve();
+    let handed = contexts_handed_on(1, || {
+        server.ask(&json!({"event": "Notification", "cwd": world.project(), "session_id": "s1"}))
+    });
+    assert_eq!(
+        handed,
+        ["from the background PostToolUse hook lint: lint clean"]
+    );
+    // A handler a `run` started is stopped by the server's SessionEnd, and the spool goes.
+    let (started, _) = world.dispatch(&stop(&world, "s1"));
+    assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
+    waits_for(&world.project().join("pids"));
+    let pid = read_pids(&world.project().join("pids"))[0];
+    let ended = server.ask(&json!({"event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1"}));
+    assert!(
+        strings(&ended["warnings"])
+            .iter()
+            .any(|w| w.contains("1 background handler(s) still running were stopped")),
+        "{ended}"
+    );
+    assert_gone(&[pid], pid);
+    assert_eq!(walk(&world.spools()), Vec::<PathBuf>::new());
+}
+
+#[test]
 fn a_claude_code_async_hook_runs_in_the_background_and_its_message_is_handed_on() {
     let world = World::new();
     world.settings(&json!({"claudeCodeHooks": true}));

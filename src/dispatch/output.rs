@@ -49,6 +49,9 @@ pub struct Report {
     /// The session's background results were taken for this answer already, as its own
     /// background handlers were started: none is taken twice, nor one of those.
     pub handed_on: bool,
+    /// In `serve`: the session still has background handlers running or results waiting in
+    /// this server after this answer (`background::hand_on`).
+    pub background_pending: bool,
 }
 
 /// One matched handler in the output.
@@ -131,6 +134,7 @@ impl Report {
             depends_on_input: false,
             background: Vec::new(),
             handed_on: false,
+            background_pending: false,
         }
     }
 

@@ -154,6 +154,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         workers.finish();
         ended
     })?;
+    // What background handlers left for a later request of their session, and what those
+    // still running come to, goes to the session's spool: a later dispatch hands it on (§21).
+    crate::dispatch::background::spill();
     // A signal during the last answers ends the server as one while reading would.
     Ok(match ended.or_else(signals::received) {
         Some(sig) => Status::Signal(sig).into(),
@@ -513,13 +516,23 @@ fn finish(ready: Box<Ready>, started: Instant, trace: &Trace) -> String {
     let mut json = report.to_json(output);
     // An answer that an `"if"` made for this tool input holds for no other: nothing to watch,
     // so a client keeps no answer for the tool (contract §16).
-    // Nor does one that hands background results on: they are given once (contract §21).
-    let keepable = !report.depends_on_input && report.background.is_empty();
+    // Nor does one that hands background results on: they are given once (contract §21). Nor
+    // one of a session whose background results are still to come: the session's next answer
+    // must come from here, with them.
+    let keepable =
+        !report.depends_on_input && report.background.is_empty() && !report.background_pending;
     if let Some(watch) = watch.as_ref().filter(|_| keepable) {
         add_watch(&mut json, watch);
         if let Some(except) = except.filter(|_| report.handlers.is_empty()) {
             add_member(&mut json, "no_match_except", &serde_json::json!(except));
         }
+    }
+    if report.background_pending {
+        add_member(
+            &mut json,
+            "background_pending",
+            &serde_json::Value::Bool(true),
+        );
     }
     with_id(json, id)
 }

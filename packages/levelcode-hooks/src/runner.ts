@@ -97,6 +97,15 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
   const seenWarnings = new Set<string>();
   /** undefined: not decided yet; null: off or unavailable. */
   let memory: AnswerMemory | null | undefined = options.noMatchCache === false ? null : undefined;
+  /**
+   * The sessions (`sessionOf`) whose background handlers still run, or whose results wait, in
+   * the dispatcher, with the server that keeps them (null: a `run`'s). None of their calls is
+   * answered from memory, and each goes to that server while it lives, since the answer that
+   * hands a result on must come from it (contract §21). A session goes in when an answer starts
+   * a background handler or says `background_pending`, and out when its server's answer no
+   * longer says so; meanwhile that server does not end for being idle.
+   */
+  const backgroundSessions = new Map<string, Server | null>();
 
   let envKey = "";
   let envId = 0;
@@ -190,7 +199,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const bin = findOnce();
     if (!bin) return Promise.resolve(finish(event, { kind: "fault", warning: binaryError ?? "", neverStarted: false }));
     const known = memoryNow();
-    const call = known ? known.callOf(event, payload) : null;
+    const call = known && !backgroundSessions.has(sessionOf(payload)) ? known.callOf(event, payload) : null;
     if (!known || !call) return send(bin, event, payload, null);
     const hit = known.recall(bin, call);
     if (hit) return Promise.resolve(hit);
@@ -229,7 +238,8 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
     const json = payloadJson(event, payload);
     if (serveFailure === null) {
       const chosen = poolOf(bin);
-      const server = chosen.pick();
+      const keeper = backgroundSessions.get(sessionOf(payload));
+      const server = keeper?.alive ? keeper : chosen.pick();
       const id = newId();
       const line = requestLine(event, json, id, server, learn !== null);
       const stop = watchdog(limits(), bin, event, payload, () => !server.concurrent && !server.isOldest(id), (ms) =>
@@ -246,6 +256,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
           serveFailure = reply.warning;
           return fallback(bin, event, payload, json, remember);
         }
+        noteBackground(payload, reply, server);
         return remember(reply, finish(event, reply));
       });
       return answered.catch((error: unknown) => failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`));
@@ -279,7 +290,29 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       runKnowsCallerRecords = false;
       reply = await once(args);
     }
+    noteBackground(payload, reply, null);
     return remember(reply, finish(event, reply, fallbackNote ? [fallbackNote] : []));
+  }
+
+  /**
+   * Keeps `backgroundSessions` up to date with an answer of `payload`'s session from `server`
+   * (null: from a `run`). Only a server says whether results are still to come
+   * (`background_pending`); a session whose handlers a `run` started stays out of memory's reach.
+   */
+  function noteBackground(payload: HookPayload, reply: Reply, server: Server | null): void {
+    if (reply.kind !== "answer") return;
+    const handlers = reply.answer.handlers;
+    const started = Array.isArray(handlers) && handlers.some((h) => h !== null && typeof h === "object" && (h as { outcome?: unknown }).outcome === "started");
+    const session = sessionOf(payload);
+    const keeper = backgroundSessions.get(session);
+    if (started || reply.answer.background_pending === true) {
+      if (keeper && keeper !== server) keeper.background.delete(session);
+      backgroundSessions.set(session, server);
+      server?.background.add(session);
+    } else if (server && (keeper === undefined || keeper === server || !keeper?.alive)) {
+      keeper?.background.delete(session);
+      backgroundSessions.delete(session);
+    }
   }
 
   function finish(event: string, reply: Reply, extra: string[] = []): HookDispatchOutcome {
@@ -418,4 +451,16 @@ export type HookRunner = ReturnType<typeof createHookRunner>;
 /** `text` as one word of a POSIX shell: as it is when nothing in it is special, else quoted. */
 function shellQuoted(text: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * The session a payload belongs to, as the dispatcher reads it: its `session_id`, else its
+ * `sessionId`; "" for one without (the dispatcher's session of its project root).
+ */
+function sessionOf(payload: HookPayload): string {
+  for (const member of ["session_id", "sessionId"] as const) {
+    const id = (payload as Record<string, unknown>)[member];
+    if (typeof id === "string") return id;
+  }
+  return "";
 }

@@ -81,6 +81,11 @@ export class Server {
   watch = true;
   /** The binary takes `options.caller_records_compliance`; likewise until an answer says otherwise. */
   callerRecords = true;
+  /**
+   * The sessions whose background results a runner expects from this server (runner.ts): while
+   * there is one, the server does not end for being idle.
+   */
+  readonly background = new Set<string>();
   /** The server answered a request before an older one: it serves requests side by side. */
   concurrent = false;
   /** When the server last answered, or last went from idle to busy (ms, `Date.now()`). */
@@ -284,11 +289,16 @@ export class Server {
     resolve({ kind: "answer", answer: answer as Json });
   }
 
-  /** An idle server ends by itself after `idleMs`. */
+  /**
+   * An idle server ends by itself after `idleMs`, unless it keeps background results still to
+   * come for a session of a runner (`background`): their next answer is to come from it.
+   */
   private armIdle(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.outstanding === 0) this.end();
+      if (this.outstanding > 0) return;
+      if (this.background.size === 0) this.end();
+      else this.armIdle();
     }, this.idleMs);
     (this.idleTimer as Unrefable).unref?.();
   }

@@ -8,7 +8,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 
-import { createHookRunner, type HookDispatchOutcome, type HookRunner, type HooksConfig } from "../src/index.ts";
+import { createHookRunner, serverCounts, type HookDispatchOutcome, type HookRunner, type HookRunnerOptions, type HooksConfig } from "../src/index.ts";
 import { perTestDir } from "./helpers.ts";
 
 setDefaultTimeout(60_000);
@@ -18,8 +18,8 @@ const runners = perTestDir((fresh) => {
   dir = fresh;
 });
 
-function runnerWith(hooks: HooksConfig): HookRunner {
-  const runner = createHookRunner({ hooks });
+function runnerWith(hooks: HooksConfig, options: HookRunnerOptions = {}): HookRunner {
+  const runner = createHookRunner({ ...options, hooks });
   runners.push(runner);
   return runner;
 }
@@ -68,6 +68,87 @@ describe("background handlers", () => {
     expect(result!.event).toBe("PostToolUse");
     expect(result!.outcome).toBe("proceed");
     expect(answers.at(-1)!.background).toBeUndefined();
+  });
+
+  test("calls answered from memory while a handler runs do not keep its result from the session's next answer", async () => {
+    const go = join(dir, "go");
+    const marker = join(dir, "done");
+    const runner = runnerWith({
+      PostToolUse: [{ hooks: [{ command: `while [ ! -e ${go} ]; do sleep 0.01; done; echo '{"additionalContext":"lint clean"}'; touch ${marker}`, async: true, name: "lint" }] }],
+    });
+    const stop = () => runner.runEvent("Stop", { event: "Stop", cwd: dir, session_id: "s1" });
+    // Before the handler starts, Stop matches nothing, as often as a memory needs to keep it.
+    for (let i = 0; i < 3; i++) expect((await stop()).results).toEqual([]);
+    const post = await runner.runEvent("PostToolUse", { event: "PostToolUse", cwd: dir, session_id: "s1", tool_name: "write_file", tool_input: { path: "a" } });
+    expect(post.results.map((r) => r.outcome)).toEqual(["started"]);
+    // While it runs, the session's calls still match nothing.
+    for (let i = 0; i < 3; i++) expect((await stop()).additionalContext).toBe("");
+    const before = runner.cacheStats();
+    for (let i = 0; i < 3; i++) await stop();
+    expect(runner.cacheStats().hits).toBe(before.hits);
+    // Another session's calls are answered from memory meanwhile.
+    const other = () => runner.runEvent("Stop", { event: "Stop", cwd: dir, session_id: "s2" });
+    for (let i = 0; i < 3; i++) await other();
+    expect(runner.cacheStats().hits).toBeGreaterThan(before.hits);
+    await Bun.write(go, "");
+    await until(marker);
+    const answers = await untilHandedOn(stop);
+    expect(answers.map((a) => a.additionalContext).filter((c) => c !== "")).toEqual(["from the background PostToolUse hook lint: lint clean"]);
+    // Once handed on, the session's calls are answered from memory again.
+    const after = runner.cacheStats().hits;
+    for (let i = 0; i < 3; i++) await stop();
+    expect(runner.cacheStats().hits).toBeGreaterThan(after);
+  });
+
+  test("a server that keeps a session's results to come does not end for being idle, and ends once it handed them on", async () => {
+    const go = join(dir, "go");
+    const marker = join(dir, "done");
+    const before = serverCounts();
+    const runner = runnerWith(
+      { PostToolUse: [{ hooks: [{ command: `while [ ! -e ${go} ]; do sleep 0.01; done; echo '{"additionalContext":"suite passed"}'; touch ${marker}`, async: true, name: "suite" }] }] },
+      // A data directory of its own, and so a pool of servers of its own.
+      { idleMs: 50, env: { LEVELCODE_DIR: join(dir, "data") } },
+    );
+    const post = await runner.runEvent("PostToolUse", { event: "PostToolUse", cwd: dir, tool_name: "write_file", tool_input: { path: "a" } });
+    expect(post.results.map((r) => r.outcome)).toEqual(["started"]);
+    const [pid] = serverCounts().pids.filter((p) => !before.pids.includes(p));
+    // Many times its idle bound, and the server that keeps the handler is still there.
+    await Bun.sleep(500);
+    expect(serverCounts().pids).toContain(pid!);
+    await Bun.write(go, "");
+    await until(marker);
+    const answers = await untilHandedOn(() => runner.runEvent("Stop", { event: "Stop", cwd: dir }));
+    expect(answers.map((a) => a.additionalContext).filter((c) => c !== "")).toEqual(["from the background PostToolUse hook suite: suite passed"]);
+    expect(serverCounts().started - before.started).toBe(1);
+    const deadline = Date.now() + 30_000;
+    while (serverCounts().pids.includes(pid!)) {
+      if (Date.now() > deadline) throw new Error("the server never ended once idle");
+      await Bun.sleep(10);
+    }
+  });
+
+  test("a session's calls go to the server that keeps its handler, while another one is there", async () => {
+    const release = join(dir, "release");
+    const marker = join(dir, "done");
+    const before = serverCounts();
+    const runner = runnerWith(
+      {
+        PreToolUse: [{ matcher: "slow", hooks: [{ command: `while [ ! -e ${release} ]; do sleep 0.01; done` }] }],
+        PostToolUse: [{ hooks: [{ command: `echo '{"additionalContext":"lint clean"}'; touch ${marker}`, async: true, name: "lint" }] }],
+      },
+      { env: { LEVELCODE_DIR: join(dir, "data") } },
+    );
+    // A slow call holds the first server, so the next call starts a second one.
+    const slow = runner.runEvent("PreToolUse", { event: "PreToolUse", cwd: dir, session_id: "s1", tool_name: "slow", tool_input: {} });
+    await Bun.sleep(100);
+    const post = await runner.runEvent("PostToolUse", { event: "PostToolUse", cwd: dir, session_id: "s1", tool_name: "write_file", tool_input: { path: "a" } });
+    expect(post.results.map((r) => r.outcome)).toEqual(["started"]);
+    await Bun.write(release, "");
+    await slow;
+    expect(serverCounts().started - before.started).toBe(2);
+    await until(marker);
+    const answers = await untilHandedOn(() => runner.runEvent("Stop", { event: "Stop", cwd: dir, session_id: "s1" }));
+    expect(answers.map((a) => a.additionalContext).filter((c) => c !== "")).toEqual(["from the background PostToolUse hook lint: lint clean"]);
   });
 
   test("a failure is told to the person at the next SessionStart", async () => {

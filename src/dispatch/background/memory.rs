@@ -4,14 +4,19 @@
 //! is: at most [`MAX_RUNNING`] running per session, at most [`MAX_RESULTS`] results of at most
 //! [`MAX_BYTES`] waiting.
 //!
+//! The server acknowledges a result it keeps with a line on the supervisor's stdin. When it
+//! ends ([`spill`]), what waits goes to each session's spool, and a result that comes later is
+//! not acknowledged: its supervisor writes it to the spool itself. So a result the server never
+//! handed on is there for the session's next dispatch, in `run` or in another server.
+//!
 //! A supervisor is a child of the server until its thread has taken its result: its pid is
 //! removed from the session before the thread reaps it, so a `SessionEnd` that signals the
 //! pids of its session never reaches another process.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Child;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::process;
@@ -26,6 +31,9 @@ const STACK: usize = 64 << 10;
 struct Store {
     sessions: Mutex<HashMap<String, Kept>>,
     next: AtomicU64,
+    /// The server is ending ([`spill`]): a result that comes now is left to its supervisor,
+    /// which gives it to its session's spool. Set and read with `sessions` locked.
+    ending: AtomicBool,
 }
 
 /// One session's background handlers in this server.
@@ -101,23 +109,37 @@ pub fn start(session: Option<&str>, spec: &Spec) -> Result<(), Refused> {
         .name("background".into())
         .stack_size(STACK)
         .spawn(move || {
-            if let Some(mut stdin) = stdin {
+            // The spec is one line; the pipe stays open for the acknowledgement.
+            let stdin = stdin.and_then(|mut stdin| {
                 // A supervisor that is gone at once says so by the result it does not give.
-                let _ = stdin.write_all(&bytes);
-            }
-            keep_result(child, id, key, template);
+                stdin
+                    .write_all(&bytes)
+                    .and_then(|()| stdin.write_all(b"\n"))
+                    .ok()?;
+                Some(stdin)
+            });
+            keep_result(child, stdin, id, key, template);
         });
     spawned
         .map(|_| ())
         .map_err(|e| Refused::Spawn(format!("could not start a thread to wait for it: {e}")))
 }
 
-/// Waits for `child`'s result and keeps it for `key`, unless its session ended meanwhile.
-fn keep_result(mut child: Child, id: u64, key: Option<String>, template: Ended) {
+/// Waits for `child`'s result and keeps it for `key`, unless its session ended meanwhile, and
+/// tells the supervisor on `stdin` that it did. A result that comes as the server ends is not
+/// acknowledged: the supervisor gives it to its session's spool instead.
+fn keep_result(
+    mut child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    id: u64,
+    key: Option<String>,
+    template: Ended,
+) {
     let mut line = Vec::new();
     if let Some(stdout) = child.stdout.take() {
-        let _ = stdout.take(MAX_RECORD as u64 + 1).read_to_end(&mut line);
+        let _ = BufReader::new(stdout.take(MAX_RECORD as u64 + 1)).read_until(b'\n', &mut line);
     }
+    let given = !line.trim_ascii().is_empty();
     let ended = serde_json::from_slice::<Ended>(line.trim_ascii()).unwrap_or_else(|_| {
         let mut lost = template;
         lost.outcome = "error".into();
@@ -129,12 +151,18 @@ fn keep_result(mut child: Child, id: u64, key: Option<String>, template: Ended) 
         ));
         lost
     });
+    let mut acknowledge = true;
     if let Some(key) = key {
         let mut sessions = sessions();
+        let ending = STORE
+            .get()
+            .is_some_and(|store| store.ending.load(Ordering::Relaxed));
         if let Some(kept) = sessions.get_mut(&key) {
             let before = kept.running.len();
             kept.running.retain(|(i, _)| *i != id);
-            if kept.running.len() < before {
+            if kept.running.len() < before && ending && given {
+                acknowledge = false;
+            } else if kept.running.len() < before {
                 let size = serde_json::to_vec(&ended).map_or(MAX_RECORD, |b| b.len());
                 let held: usize = kept.results.iter().map(|(_, n)| n).sum();
                 if kept.results.len() < MAX_RESULTS && (held + size) as u64 <= MAX_BYTES {
@@ -144,9 +172,48 @@ fn keep_result(mut child: Child, id: u64, key: Option<String>, template: Ended) 
                 }
             }
         }
+        // Said with the lock held, so that what `spill` gives the spool was acknowledged and
+        // no result is given twice.
+        if let (Some(mut stdin), true) = (stdin, acknowledge) {
+            let _ = stdin.write_all(b"\n");
+        }
     }
     // Reaped only now that its pid is nowhere to be signalled.
     let _ = child.wait();
+}
+
+/// The server ends: what waits for each session goes to its spool, for the session's next
+/// dispatch wherever it runs, and a result that comes from now on goes there by its supervisor.
+pub fn spill() {
+    let Some(store) = STORE.get() else {
+        return;
+    };
+    let mut sessions = sessions();
+    store.ending.store(true, Ordering::Relaxed);
+    for (key, kept) in sessions.iter_mut() {
+        if kept.results.is_empty() && kept.dropped == 0 {
+            continue;
+        }
+        let results: Vec<Ended> = std::mem::take(&mut kept.results)
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect();
+        if let Some(spool) = super::spool::Spool::of_key(key) {
+            spool.give_made(&results, std::mem::take(&mut kept.dropped));
+        }
+    }
+}
+
+/// Returns true if and only if some session has handlers running or results waiting here.
+pub fn any() -> bool {
+    STORE.get().is_some() && !sessions().is_empty()
+}
+
+/// Returns true if and only if the session `key` has handlers running or results waiting.
+pub fn pending(key: &str) -> bool {
+    sessions()
+        .get(key)
+        .is_some_and(|k| !k.running.is_empty() || !k.results.is_empty() || k.dropped > 0)
 }
 
 /// Takes the results waiting for `key`, and how many did not fit.

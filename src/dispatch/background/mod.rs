@@ -4,7 +4,8 @@
 //! (`supervise`) and its entry says `started`; the dispatch answers at once. What it comes to is
 //! recorded in the execution log and the export when it ends, and [`hand_on`] gives it to the
 //! agent with the answer of the session's next dispatch (`session`), once: from the session's
-//! spool in `run` (`spool`), from the server's memory in `serve` (`memory`). `test` waits for
+//! spool in `run` (`spool`), from the server's memory and the spool in `serve` (`memory`; what
+//! a server could not hand on before it ended waits in the spool). `test` waits for
 //! it and hands it on in its own answer. `process` holds what other processes see of them.
 
 #[cfg(target_os = "linux")]
@@ -34,6 +35,7 @@ use spool::{Spool, MAX_RUNNING};
 use supervise::{Delivery, Form, Spec};
 
 pub use memory::keep as keep_in_memory;
+pub use memory::spill;
 pub use supervise::supervise;
 
 /// `test` waits for each background handler and hands its result on in its own answer.
@@ -140,7 +142,10 @@ pub fn start(
     if !waited {
         let taken = match (&locked, &session) {
             (Some(locked), _) => Some(locked.take()),
-            (None, Some(session)) if memory::kept() => Some(memory::take(&session.key)),
+            (None, Some(session)) if memory::kept() => {
+                let (taken, dropped, _) = kept_take(session, false, report);
+                Some((taken, dropped))
+            }
             _ => None,
         };
         if let Some((taken, dropped)) = taken {
@@ -208,8 +213,10 @@ pub fn start(
         specs
             .into_iter()
             .map(|(entry, mut spec)| {
-                if key.is_some() {
-                    spec.delivery = Delivery::Answer;
+                if let Some(session) = &session {
+                    spec.delivery = Delivery::Answer {
+                        spool: Spool::of(session).map(|spool| spool.dir().to_path_buf()),
+                    };
                 }
                 let started = match memory::start(key, &spec) {
                     Ok(()) => Ok(()),
@@ -445,10 +452,62 @@ fn set(report: &mut Report, entry: usize, outcome: Outcome, message: String) {
 /// Hands on to `report` what the session's background handlers came to since its last
 /// dispatch; a `SessionEnd` also stops those still running and ends the session's spool.
 /// `holds`: the dispatch's answer is shown to no one (a client's probe), so nothing is taken.
+///
+/// In `serve` the answer also says whether the session still has handlers running or results
+/// waiting in this server (`background_pending`), so that a client answers none of the
+/// session's calls from memory meanwhile: each must reach the server, which hands the result on.
 pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report) {
-    if holds || report.handed_on || WAITED.load(Ordering::Relaxed) {
+    if WAITED.load(Ordering::Relaxed) {
         return;
     }
+    if !holds && !report.handed_on {
+        take(payload, root, report);
+    }
+    if memory::kept() && (memory::any() || spool::any()) {
+        report.background_pending =
+            Session::of(payload.session_id.as_deref(), root).is_ok_and(|session| {
+                memory::pending(&session.key)
+                    || Spool::of(&session).is_some_and(|spool| spool.holds_results())
+            });
+    }
+}
+
+/// In `serve`: what waits for `session` in this server's memory, and in its spool, where a
+/// `run` of the session, a server that ended, or a supervisor that outlived its server left
+/// it. `ends`: the session ends (`SessionEnd`), so what still runs of it is stopped, and its
+/// spool removed. Returns the results, how many did not fit and how many were stopped; says on
+/// `report` why the spool could not be read.
+fn kept_take(session: &Session, ends: bool, report: &mut Report) -> (Vec<Ended>, usize, usize) {
+    let (mut taken, mut dropped, mut stopped) = if ends {
+        memory::end(&session.key)
+    } else {
+        let (taken, dropped) = memory::take(&session.key);
+        (taken, dropped, 0)
+    };
+    if let Some(spool) = Spool::of(session).filter(|_| spool::any()) {
+        if ends || spool.holds_results() {
+            match spool.lock(false) {
+                Ok(Some(locked)) => {
+                    let (more, more_dropped, more_stopped) = if ends {
+                        locked.end()
+                    } else {
+                        let (more, more_dropped) = locked.take();
+                        (more, more_dropped, 0)
+                    };
+                    taken.extend(more);
+                    dropped += more_dropped;
+                    stopped += more_stopped;
+                }
+                Ok(None) => {}
+                Err(warning) => report.warnings.push(warning),
+            }
+        }
+    }
+    (taken, dropped, stopped)
+}
+
+/// What [`hand_on`] takes for the session's answer.
+fn take(payload: &Payload, root: &Path, report: &mut Report) {
     let kept = memory::kept();
     if !kept && !spool::any() {
         // No background handler ever ran with this data directory: nothing to look at.
@@ -458,31 +517,26 @@ pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report)
         return;
     };
     let ends = payload.kind == EventKind::SessionEnd;
-    let (taken, dropped, stopped) = match (kept, ends) {
-        (true, true) => memory::end(&session.key),
-        (true, false) => {
-            let (taken, dropped) = memory::take(&session.key);
-            (taken, dropped, 0)
+    let (taken, dropped, stopped) = if kept {
+        kept_take(&session, ends, report)
+    } else {
+        let Some(spool) = Spool::of(&session) else {
+            return;
+        };
+        // Most dispatches find nothing waiting: no lock is taken for that.
+        if !ends && !spool.holds_results() {
+            return;
         }
-        (false, _) => {
-            let Some(spool) = Spool::of(&session) else {
-                return;
-            };
-            // Most dispatches find nothing waiting: no lock is taken for that.
-            if !ends && !spool.holds_results() {
-                return;
+        match spool.lock(false) {
+            Ok(Some(locked)) if ends => locked.end(),
+            Ok(Some(locked)) => {
+                let (taken, dropped) = locked.take();
+                (taken, dropped, 0)
             }
-            match spool.lock(false) {
-                Ok(Some(locked)) if ends => locked.end(),
-                Ok(Some(locked)) => {
-                    let (taken, dropped) = locked.take();
-                    (taken, dropped, 0)
-                }
-                Ok(None) => return,
-                Err(warning) => {
-                    report.warnings.push(warning);
-                    return;
-                }
+            Ok(None) => return,
+            Err(warning) => {
+                report.warnings.push(warning);
+                return;
             }
         }
     };

@@ -168,6 +168,13 @@ impl Spool {
         })
     }
 
+    /// The spool of the session whose key is `key`; `None` without a data directory.
+    pub fn of_key(key: &str) -> Option<Spool> {
+        root().map(|root| Spool {
+            dir: root.join(key),
+        })
+    }
+
     /// The spool in `dir`, as a supervisor's spec names it.
     pub fn at(dir: PathBuf) -> Spool {
         Spool { dir }
@@ -281,6 +288,20 @@ impl Spool {
     pub fn give(&self, ended: &Ended) {
         if let Ok(Some(locked)) = self.lock(false) {
             locked.add_result(ended);
+        }
+    }
+
+    /// Adds `results`, and `dropped` that did not fit, to what waits, making the spool when
+    /// there is none (a server that ends, or whose supervisor outlived it, `memory`).
+    pub fn give_made(&self, results: &[Ended], dropped: usize) {
+        if let Ok(Some(locked)) = self.lock(true) {
+            for ended in results {
+                locked.add_result(ended);
+            }
+            if dropped > 0 {
+                let line = format!("{{\"dropped\":{dropped}}}\n");
+                let _ = append(&self.results(), line.as_bytes());
+            }
         }
     }
 

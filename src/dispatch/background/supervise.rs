@@ -8,7 +8,7 @@
 //! answers the server on its stdout instead of the spool; `test` runs the spec in its own
 //! process and waits for it.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -69,8 +69,14 @@ pub enum Delivery {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fd: Option<i32>,
     },
-    /// One JSON line on the supervisor's stdout, which the server reads (`serve`).
-    Answer,
+    /// One JSON line on the supervisor's stdout, which the server reads (`serve`) and
+    /// acknowledges with a line on the supervisor's stdin once it keeps it; without that (the
+    /// server ended first), the result goes to the session's spool in `spool`, for whichever
+    /// dispatch of the session comes next.
+    Answer {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spool: Option<PathBuf>,
+    },
     /// Nowhere: the session has ended (`SessionEnd`), or `test` hands it on itself.
     Nowhere,
 }
@@ -110,12 +116,11 @@ impl From<Form> for Program {
 /// The hidden `background` command: reads a spec on stdin, runs its handler, records the end.
 /// Started by a dispatch, never by a person; its stdout and stderr go nowhere anyone waits.
 pub fn supervise() -> anyhow::Result<ExitCode> {
-    let mut text = String::new();
-    std::io::stdin()
-        .lock()
-        .take(MAX_SPEC)
-        .read_to_string(&mut text)?;
-    let spec: Spec = serde_json::from_str(&text)?;
+    // The spec is one line; in `serve` the same pipe later brings the server's acknowledgement.
+    let mut input = std::io::stdin().lock();
+    let mut text = Vec::new();
+    (&mut input).take(MAX_SPEC).read_until(b'\n', &mut text)?;
+    let spec: Spec = serde_json::from_slice(&text)?;
     drop(text);
     // Started apart (`process::spawn_detached`, already at a lower priority) in `run`; in
     // `serve` it stays in the server's session, which keeps it.
@@ -136,13 +141,34 @@ pub fn supervise() -> anyhow::Result<ExitCode> {
     process::close_inherited(None);
     signals::install();
     let ended = keep(&spec, slot.as_ref());
-    if let Delivery::Answer = spec.delivery {
-        let mut line = serde_json::to_vec(&ended)?;
-        line.push(b'\n');
-        // The server may be gone: the record is in the log all the same.
-        let _ = std::io::stdout().lock().write_all(&line);
+    if let Delivery::Answer { spool } = &spec.delivery {
+        if !answered(&ended, &mut input) {
+            // The server is gone: the session's next dispatch, wherever it runs, hands it on.
+            if let Some(dir) = spool {
+                Spool::at(dir.clone()).give_made(std::slice::from_ref(&ended), 0);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Gives `ended` to the server on stdout; returns true if and only if the server said on
+/// `input` that it keeps it.
+fn answered(ended: &Ended, input: &mut impl Read) -> bool {
+    let Ok(mut line) = serde_json::to_vec(ended) else {
+        return false;
+    };
+    line.push(b'\n');
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(&line)
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        return false;
+    }
+    let mut ack = [0u8; 1];
+    matches!(input.read(&mut ack), Ok(1))
 }
 
 /// What a supervisor does, whichever way it was started: says in its place (`slot`, in `run`)
