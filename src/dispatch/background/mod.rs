@@ -143,7 +143,7 @@ pub fn start(
         let taken = match (&locked, &session) {
             (Some(locked), _) => Some(locked.take()),
             (None, Some(session)) if memory::kept() => {
-                let (taken, dropped, _) = kept_take(session, false, report);
+                let (taken, dropped, _) = kept_take(session, false, spool::any(), report);
                 Some((taken, dropped))
             }
             _ => None,
@@ -460,87 +460,84 @@ pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report)
     if WAITED.load(Ordering::Relaxed) {
         return;
     }
-    if !holds && !report.handed_on {
-        take(payload, root, report);
+    let kept = memory::kept();
+    // One look at the folder of spools, which a data directory where no background handler
+    // ever ran does not have; in `serve`, one at the server's memory too.
+    let spools = spool::any();
+    if !(spools || kept && memory::any()) {
+        return;
     }
-    if memory::kept() && (memory::any() || spool::any()) {
-        report.background_pending =
-            Session::of(payload.session_id.as_deref(), root).is_ok_and(|session| {
-                memory::pending(&session.key)
-                    || Spool::of(&session).is_some_and(|spool| spool.holds_results())
-            });
+    let Ok(session) = Session::of(payload.session_id.as_deref(), root) else {
+        return;
+    };
+    if !holds && !report.handed_on {
+        let ends = payload.kind == EventKind::SessionEnd;
+        let taken = if kept {
+            Some(kept_take(&session, ends, spools, report))
+        } else {
+            spool_take(&session, ends, report)
+        };
+        if let Some((taken, dropped, stopped)) = taken {
+            give(report, taken, dropped, stopped);
+        }
+    }
+    if kept {
+        report.background_pending = memory::pending(&session.key)
+            || (spools && Spool::of(&session).is_some_and(|spool| spool.holds_results()));
     }
 }
 
-/// In `serve`: what waits for `session` in this server's memory, and in its spool, where a
-/// `run` of the session, a server that ended, or a supervisor that outlived its server left
-/// it. `ends`: the session ends (`SessionEnd`), so what still runs of it is stopped, and its
-/// spool removed. Returns the results, how many did not fit and how many were stopped; says on
-/// `report` why the spool could not be read.
-fn kept_take(session: &Session, ends: bool, report: &mut Report) -> (Vec<Ended>, usize, usize) {
+/// In `serve`: what waits for `session` in this server's memory, and in its spool (when
+/// `spools`: some spool exists), where a `run` of the session, a server that ended, or a
+/// supervisor that outlived its server left it. `ends`: the session ends (`SessionEnd`), so
+/// what still runs of it is stopped, and its spool removed. Returns the results, how many did
+/// not fit and how many were stopped; says on `report` why the spool could not be read.
+fn kept_take(
+    session: &Session,
+    ends: bool,
+    spools: bool,
+    report: &mut Report,
+) -> (Vec<Ended>, usize, usize) {
     let (mut taken, mut dropped, mut stopped) = if ends {
         memory::end(&session.key)
     } else {
         let (taken, dropped) = memory::take(&session.key);
         (taken, dropped, 0)
     };
-    if let Some(spool) = Spool::of(session).filter(|_| spool::any()) {
-        if ends || spool.holds_results() {
-            match spool.lock(false) {
-                Ok(Some(locked)) => {
-                    let (more, more_dropped, more_stopped) = if ends {
-                        locked.end()
-                    } else {
-                        let (more, more_dropped) = locked.take();
-                        (more, more_dropped, 0)
-                    };
-                    taken.extend(more);
-                    dropped += more_dropped;
-                    stopped += more_stopped;
-                }
-                Ok(None) => {}
-                Err(warning) => report.warnings.push(warning),
-            }
+    if spools {
+        if let Some((more, more_dropped, more_stopped)) = spool_take(session, ends, report) {
+            taken.extend(more);
+            dropped += more_dropped;
+            stopped += more_stopped;
         }
     }
     (taken, dropped, stopped)
 }
 
-/// What [`hand_on`] takes for the session's answer.
-fn take(payload: &Payload, root: &Path, report: &mut Report) {
-    let kept = memory::kept();
-    if !kept && !spool::any() {
-        // No background handler ever ran with this data directory: nothing to look at.
-        return;
+/// What waits for `session` in its spool, and, when it `ends`, how many of its handlers still
+/// running were stopped; `None` when there is nothing (no lock is taken to find that out).
+fn spool_take(
+    session: &Session,
+    ends: bool,
+    report: &mut Report,
+) -> Option<(Vec<Ended>, usize, usize)> {
+    let spool = Spool::of(session)?;
+    // Most dispatches find nothing waiting: no lock is taken for that.
+    if !ends && !spool.holds_results() {
+        return None;
     }
-    let Ok(session) = Session::of(payload.session_id.as_deref(), root) else {
-        return;
-    };
-    let ends = payload.kind == EventKind::SessionEnd;
-    let (taken, dropped, stopped) = if kept {
-        kept_take(&session, ends, report)
-    } else {
-        let Some(spool) = Spool::of(&session) else {
-            return;
-        };
-        // Most dispatches find nothing waiting: no lock is taken for that.
-        if !ends && !spool.holds_results() {
-            return;
+    match spool.lock(false) {
+        Ok(Some(locked)) if ends => Some(locked.end()),
+        Ok(Some(locked)) => {
+            let (taken, dropped) = locked.take();
+            Some((taken, dropped, 0))
         }
-        match spool.lock(false) {
-            Ok(Some(locked)) if ends => locked.end(),
-            Ok(Some(locked)) => {
-                let (taken, dropped) = locked.take();
-                (taken, dropped, 0)
-            }
-            Ok(None) => return,
-            Err(warning) => {
-                report.warnings.push(warning);
-                return;
-            }
+        Ok(None) => None,
+        Err(warning) => {
+            report.warnings.push(warning);
+            None
         }
-    };
-    give(report, taken, dropped, stopped);
+    }
 }
 
 /// What was taken for the session: each result, and what did not fit or was stopped, said.
