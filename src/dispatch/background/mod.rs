@@ -143,7 +143,9 @@ pub fn start(
         let taken = match (&locked, &session) {
             (Some(locked), _) => Some(locked.take()),
             (None, Some(session)) if memory::kept() => {
-                let (taken, dropped, _) = kept_take(session, false, spool::any(), report);
+                let spool =
+                    Spool::of(session).filter(|spool| spool::any() && spool.holds_results());
+                let (taken, dropped, _) = kept_take(session, false, spool.as_ref(), report);
                 Some((taken, dropped))
             }
             _ => None,
@@ -470,32 +472,36 @@ pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report)
     let Ok(session) = Session::of(payload.session_id.as_deref(), root) else {
         return;
     };
+    let ends = payload.kind == EventKind::SessionEnd;
+    let spool = Spool::of(&session).filter(|_| spools);
+    // Most dispatches find nothing waiting: no lock is taken for that.
+    let mut waits = spool.as_ref().is_some_and(Spool::holds_results);
     if !holds && !report.handed_on {
-        let ends = payload.kind == EventKind::SessionEnd;
+        let spool = spool.as_ref().filter(|_| waits || ends);
         let taken = if kept {
-            Some(kept_take(&session, ends, spools, report))
+            Some(kept_take(&session, ends, spool, report))
         } else {
-            spool_take(&session, ends, report)
+            spool.and_then(|spool| spool_take(spool, ends, report))
         };
+        waits = false;
         if let Some((taken, dropped, stopped)) = taken {
             give(report, taken, dropped, stopped);
         }
     }
     if kept {
-        report.background_pending = memory::pending(&session.key)
-            || (spools && Spool::of(&session).is_some_and(|spool| spool.holds_results()));
+        report.background_pending = waits || memory::pending(&session.key);
     }
 }
 
-/// In `serve`: what waits for `session` in this server's memory, and in its spool (when
-/// `spools`: some spool exists), where a `run` of the session, a server that ended, or a
-/// supervisor that outlived its server left it. `ends`: the session ends (`SessionEnd`), so
-/// what still runs of it is stopped, and its spool removed. Returns the results, how many did
-/// not fit and how many were stopped; says on `report` why the spool could not be read.
+/// In `serve`: what waits for `session` in this server's memory, and in its `spool` when there
+/// is something to look at there (what a `run` of the session, a server that ended, or a
+/// supervisor that outlived its server left). `ends`: the session ends (`SessionEnd`), so what
+/// still runs of it is stopped, and its spool removed. Returns the results, how many did not
+/// fit and how many were stopped; says on `report` why the spool could not be read.
 fn kept_take(
     session: &Session,
     ends: bool,
-    spools: bool,
+    spool: Option<&Spool>,
     report: &mut Report,
 ) -> (Vec<Ended>, usize, usize) {
     let (mut taken, mut dropped, mut stopped) = if ends {
@@ -504,28 +510,23 @@ fn kept_take(
         let (taken, dropped) = memory::take(&session.key);
         (taken, dropped, 0)
     };
-    if spools {
-        if let Some((more, more_dropped, more_stopped)) = spool_take(session, ends, report) {
-            taken.extend(more);
-            dropped += more_dropped;
-            stopped += more_stopped;
-        }
+    if let Some((more, more_dropped, more_stopped)) =
+        spool.and_then(|spool| spool_take(spool, ends, report))
+    {
+        taken.extend(more);
+        dropped += more_dropped;
+        stopped += more_stopped;
     }
     (taken, dropped, stopped)
 }
 
-/// What waits for `session` in its spool, and, when it `ends`, how many of its handlers still
-/// running were stopped; `None` when there is nothing (no lock is taken to find that out).
+/// What waits in `spool`, and, when its session `ends`, how many of its handlers still running
+/// were stopped; `None` when it is not there (any longer) or cannot be read.
 fn spool_take(
-    session: &Session,
+    spool: &Spool,
     ends: bool,
     report: &mut Report,
 ) -> Option<(Vec<Ended>, usize, usize)> {
-    let spool = Spool::of(session)?;
-    // Most dispatches find nothing waiting: no lock is taken for that.
-    if !ends && !spool.holds_results() {
-        return None;
-    }
     match spool.lock(false) {
         Ok(Some(locked)) if ends => Some(locked.end()),
         Ok(Some(locked)) => {
