@@ -384,6 +384,34 @@ fn trust_all_in_a_user_layer_trusts_and_in_the_project_layer_is_ignored() {
 }
 
 #[test]
+fn a_store_of_many_projects_admits_this_one_and_says_nothing_of_the_others() {
+    let world = guarded();
+    assert_eq!(world.trust(&["--yes"]).0, 0);
+    assert_eq!(stdouts(&world.run()), ["hello"]);
+    // Hundreds of other projects, one of whose entries makes no sense, around this one's: that
+    // entry is told of where it matters, in its own project's dispatches.
+    let mut store: Value =
+        serde_json::from_str(&std::fs::read_to_string(world.store()).unwrap()).unwrap();
+    let projects = store["projects"].as_object_mut().unwrap();
+    let mine = projects.clone();
+    for i in 0..300 {
+        let (_, entry) = mine.iter().next().unwrap();
+        projects.insert(format!("/elsewhere/p{i}"), entry.clone());
+    }
+    projects.insert("/elsewhere/odd".into(), json!({"digest": "sha256:zz"}));
+    std::fs::write(world.store(), serde_json::to_string_pretty(&store).unwrap()).unwrap();
+    let out = world.run();
+    assert_eq!(stdouts(&out), ["hello"]);
+    assert_eq!(warnings(&out), Vec::<String>::new());
+    // A store broken past this project's entry still trusts nothing.
+    let text = std::fs::read_to_string(world.store()).unwrap();
+    std::fs::write(world.store(), text.replace("\"sha256:zz\"", "sha256:zz")).unwrap();
+    let out = world.run();
+    assert!(stdouts(&out).is_empty(), "{out}");
+    assert_eq!(out["project_trust"]["state"], "untrusted");
+}
+
+#[test]
 fn a_corrupt_store_is_a_warning_and_nothing_is_trusted() {
     let world = guarded();
     assert_eq!(world.trust(&["--yes"]).0, 0);

@@ -385,8 +385,11 @@ pub fn assess_read(
         assessment.warnings.push(warning.clone());
     }
     let store_path = store::path();
+    let layer_key = key.as_deref().map(|k| store_key(k, layer));
+    // Only this project's entries: a store may name hundreds of projects.
+    let roots: Vec<&str> = key.iter().chain(&layer_key).map(String::as_str).collect();
     let (store, notes) = match &store_path {
-        Some(path) => store::load(path),
+        Some(path) => store::load_for(path, &roots),
         // Without a store nothing can be denied either: an opt-in needs none.
         None if admitted_by_opt_in => (store::Store::default(), Vec::new()),
         None => (
@@ -396,7 +399,6 @@ pub fn assess_read(
     };
     assessment.warnings.extend(notes);
     assessment.watched.extend(store_path.iter().cloned());
-    let layer_key = key.as_deref().map(|k| store_key(k, layer));
     let entry = layer_key.as_ref().and_then(|k| store.projects.get(k));
     // A project denied is denied whole: every layer of it.
     let denied = [entry, key.as_ref().and_then(|k| store.projects.get(k))]
@@ -477,11 +479,15 @@ pub fn assess_read(
     } else if let Some(recorded) = recorded {
         assessment.trusted_digest = Some(recorded.to_string());
         State::Changed
-    } else if let Some(other) = layer_key
-        .as_deref()
-        .and_then(|k| store.trusted_elsewhere(&digest.content, k))
-    {
-        assessment.trusted_at = Some(key_root(other).to_string());
+    } else if let Some(other) = layer_key.as_deref().and_then(|k| {
+        // The whole store, now that the project is not trusted here: the same hooks may be
+        // trusted at another path (a moved checkout).
+        let (whole, _) = store::load(store_path.as_deref()?);
+        whole
+            .trusted_elsewhere(&digest.content, k)
+            .map(str::to_string)
+    }) {
+        assessment.trusted_at = Some(key_root(&other).to_string());
         State::Changed
     } else {
         State::Untrusted
@@ -572,17 +578,18 @@ fn sealed(root: &Path, layer: LayerKind, read: &std::fs::Metadata) -> Option<Ass
     }
     let store_path = store::path()?;
     let key = crate::fs::canonical(root).ok()?;
-    let (store, notes) = store::load(&store_path);
+    let key = key.to_str()?;
+    let layer_key = store_key(key, layer);
+    let (store, notes) = store::load_for(&store_path, &[key, &layer_key]);
     if !notes.is_empty() {
         return None;
     }
-    let key = key.to_str()?;
     if matches!(store.projects.get(key), Some(store::Entry::Denied { .. })) {
         return None;
     }
     let Some(store::Entry::Trusted {
         seal: Some(seal), ..
-    }) = store.projects.get(&store_key(key, layer))
+    }) = store.projects.get(&layer_key)
     else {
         return None;
     };

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use std::borrow::Cow;
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Map};
 
@@ -66,9 +66,36 @@ pub fn path() -> Option<PathBuf> {
 /// be read or is not a store, with every project untrusted. Entries that make no sense are left
 /// out, each with a warning.
 pub fn load(path: &Path) -> (Store, Vec<String>) {
+    load_only(path, Only::All)
+}
+
+/// [`load`], keeping only the entries of `roots` (keys of the store): what a dispatch needs of
+/// a store that may name hundreds of projects. The rest is checked to be JSON and passed over,
+/// and an entry of another project that makes no sense is not this dispatch's warning.
+pub fn load_for(path: &Path, roots: &[&str]) -> (Store, Vec<String>) {
+    load_only(path, Only::Roots(roots))
+}
+
+/// Which projects' entries a read keeps.
+#[derive(Clone, Copy)]
+enum Only<'w> {
+    All,
+    Roots(&'w [&'w str]),
+}
+
+impl Only<'_> {
+    fn keeps(self, root: &str) -> bool {
+        match self {
+            Only::All => true,
+            Only::Roots(roots) => roots.contains(&root),
+        }
+    }
+}
+
+fn load_only(path: &Path, only: Only<'_>) -> (Store, Vec<String>) {
     match read(path) {
         Ok(None) => (Store::default(), Vec::new()),
-        Ok(Some(text)) => match parse(&text) {
+        Ok(Some(text)) => match parse(&text, only) {
             Ok(parsed) => parsed,
             Err(problem) => (Store::default(), vec![corrupt(path, &problem)]),
         },
@@ -111,12 +138,109 @@ fn read(path: &Path) -> Result<Option<String>, String> {
 /// The store's top level, read in one pass as it is written, borrowing its strings: members of
 /// any kind are accepted, and each project's entry is read leniently ([`Loose`]), so that one
 /// that makes no sense leaves the others readable.
-#[derive(Deserialize)]
 struct Raw<'a> {
-    #[serde(default)]
     version: Loose<u64>,
-    #[serde(borrow, default)]
     projects: Loose<Projects<'a>>,
+}
+
+/// Reads a [`Raw`], keeping the projects `Only` says.
+struct RawSeed<'w>(Only<'w>);
+
+impl<'de> DeserializeSeed<'de> for RawSeed<'_> {
+    type Value = Raw<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Raw<'de>, D::Error> {
+        struct Visit<'w>(Only<'w>);
+        impl<'de> Visitor<'de> for Visit<'_> {
+            type Value = Raw<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw<'de>, A::Error> {
+                let mut raw = Raw {
+                    version: Loose::default(),
+                    projects: Loose::default(),
+                };
+                let (mut version, mut projects) = (false, false);
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    match &*key {
+                        "version" if std::mem::replace(&mut version, true) => {
+                            return Err(serde::de::Error::duplicate_field("version"))
+                        }
+                        "projects" if std::mem::replace(&mut projects, true) => {
+                            return Err(serde::de::Error::duplicate_field("projects"))
+                        }
+                        "version" => raw.version = map.next_value()?,
+                        "projects" => raw.projects = map.next_value_seed(ProjectsSeed(self.0))?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(raw)
+            }
+        }
+        deserializer.deserialize_map(Visit(self.0))
+    }
+}
+
+/// Reads `"projects"` as a [`Loose`] of [`Projects`] reads it, keeping the entries `Only` says.
+struct ProjectsSeed<'w>(Only<'w>);
+
+impl<'de> DeserializeSeed<'de> for ProjectsSeed<'_> {
+    type Value = Loose<Projects<'de>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        struct Visit<'w>(Only<'w>);
+        /// Another kind of value than an object.
+        fn other<'de, E>() -> Result<Loose<Projects<'de>>, E> {
+            Ok(Loose(None, true))
+        }
+        impl<'de> Visitor<'de> for Visit<'_> {
+            type Value = Loose<Projects<'de>>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Loose(None, false))
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(Loose(None, false))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                other()
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                other()
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                other()
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                other()
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                other()
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                other()
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(Key(root)) = map.next_key::<Key<'de>>()? {
+                    if self.0.keeps(&root) {
+                        let entry = map.next_value::<Loose<Entry>>()?;
+                        out.push((root, entry.0));
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(Loose(Some(Projects(out)), false))
+            }
+        }
+        deserializer.deserialize_any(Visit(self.0))
+    }
 }
 
 /// A value of any kind, kept when it is of the kind wanted (`Some`), passed over otherwise.
@@ -226,16 +350,6 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-impl<'de: 'a, 'a> Wanted<'de> for Projects<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let mut out = Vec::new();
-        while let Some((Key(root), entry)) = map.next_entry::<Key<'de>, Loose<Entry>>()? {
-            out.push((root, entry.0));
-        }
-        Ok(Some(Projects(out)))
-    }
-}
-
 impl<'de> Wanted<'de> for Entry {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
         let (mut denied, mut at, mut digest, mut content, mut seal) =
@@ -332,9 +446,13 @@ impl<'de> Wanted<'de> for Pair {
     }
 }
 
-fn parse(text: &str) -> Result<(Store, Vec<String>), String> {
+fn parse(text: &str, only: Only<'_>) -> Result<(Store, Vec<String>), String> {
     let trimmed = text.trim_start();
-    let raw: Raw = match serde_json::from_str(text) {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let raw = RawSeed(only)
+        .deserialize(&mut reader)
+        .and_then(|raw| reader.end().map(|()| raw));
+    let raw: Raw = match raw {
         Ok(raw) if trimmed.starts_with('{') => raw,
         Ok(_) => return Err("the trust store is not a JSON object".into()),
         Err(_) if !trimmed.starts_with('{') && serde_json::from_str::<IgnoredAny>(text).is_ok() => {
@@ -502,7 +620,7 @@ fn update_locked(
     let mut updated = Updated::default();
     let mut store = match read(path).and_then(|text| match text {
         None => Ok(Store::default()),
-        Some(text) => parse(&text).map(|(store, _)| store),
+        Some(text) => parse(&text, Only::All).map(|(store, _)| store),
     }) {
         Ok(store) => store,
         Err(problem) if !set_aside => return Err(format!("{}: {problem}", path.display())),
@@ -559,208 +677,5 @@ fn open_lock(path: &Path) -> io::Result<File> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
-    const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
-
-    fn trusted(digest: &str) -> Entry {
-        Entry::Trusted {
-            digest: digest.into(),
-            content: Some(D2.into()),
-            at: Some(5),
-            seal: Some(Seal {
-                handlers: 2,
-                files: vec![(
-                    "/p/.levelcode/settings.json".into(),
-                    "100644:2:1:9:1.0:1.0".into(),
-                )],
-            }),
-        }
-    }
-
-    #[test]
-    fn a_store_round_trips_with_mode_0600() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("data").join(FILE);
-        update(&path, |s| {
-            s.projects.insert("/p".into(), trusted(D1));
-            s.projects.insert("/q".into(), Entry::Denied { at: None });
-        })
-        .unwrap();
-        let (store, notes) = load(&path);
-        assert!(notes.is_empty(), "{notes:?}");
-        assert_eq!(store.projects["/p"], trusted(D1));
-        assert_eq!(store.projects["/q"], Entry::Denied { at: None });
-        assert_eq!(store.trusted_elsewhere(D2, "/x"), Some("/p"));
-        assert_eq!(store.trusted_elsewhere(D2, "/p"), None);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            let mode = fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-    }
-
-    #[test]
-    fn a_missing_store_is_empty_and_silent() {
-        let dir = tempfile::tempdir().unwrap();
-        let (store, notes) = load(&dir.path().join(FILE));
-        assert!(store.projects.is_empty());
-        assert!(notes.is_empty());
-    }
-
-    #[test]
-    fn a_corrupt_store_is_a_warning_and_trusts_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE);
-        for text in [
-            "{not json",
-            "[]",
-            r#"{"projects":{}}"#,
-            r#"{"version":9,"projects":{}}"#,
-            r#"{"version":1,"projects":[]}"#,
-        ] {
-            fs::write(&path, text).unwrap();
-            let (store, notes) = load(&path);
-            assert!(store.projects.is_empty(), "{text}");
-            assert_eq!(notes.len(), 1, "{text}: {notes:?}");
-            assert!(
-                notes[0].contains(&path.display().to_string()),
-                "{}",
-                notes[0]
-            );
-        }
-        fs::write(
-            &path,
-            format!(r#"{{"version":1,"projects":{{"/a":{{"digest":"sha256:zz"}},"/b":{{"digest":"{D1}"}}}}}}"#),
-        )
-        .unwrap();
-        let (store, notes) = load(&path);
-        assert_eq!(store.projects.len(), 1);
-        assert!(notes[0].contains("\"/a\""), "{notes:?}");
-
-        fs::remove_file(&path).unwrap();
-        fs::create_dir(&path).unwrap();
-        let (store, notes) = load(&path);
-        assert!(store.projects.is_empty());
-        assert!(notes[0].contains("not a regular file"), "{notes:?}");
-    }
-
-    #[test]
-    fn members_of_another_kind_are_passed_over_and_entries_read_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE);
-        fs::write(
-            &path,
-            format!(
-                r#"{{"extra":[1,{{"a":null}}],"version":1,"projects":{{
-                "/a":{{"digest":"{D1}","at":"soon","content":7,"seal":{{"handlers":"2","files":[]}}}},
-                "/b":{{"digest":"{D1}","seal":{{"handlers":1,"files":[["/b/s","x","y"]]}}}},
-                "/c":{{"denied":true,"at":3,"digest":5}},
-                "/d":[],
-                "/e":{{"digest":"{D2}","seal":{{"format":2,"handlers":1,"files":[["/e/\u00e9","i"]]}}}},
-                "/f":{{"digest":"{D2}","seal":{{"handlers":1,"files":[["/f/s","i"]]}}}}}}}}"#
-            ),
-        )
-        .unwrap();
-        let (store, notes) = load(&path);
-        let plain = |digest: &str| Entry::Trusted {
-            digest: digest.into(),
-            content: None,
-            at: None,
-            seal: None,
-        };
-        assert_eq!(store.projects["/a"], plain(D1));
-        assert_eq!(
-            store.projects["/b"],
-            plain(D1),
-            "a pair of three is no seal"
-        );
-        assert_eq!(store.projects["/c"], Entry::Denied { at: Some(3) });
-        assert!(!store.projects.contains_key("/d"));
-        assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].contains("\"/d\""), "{notes:?}");
-        let Entry::Trusted {
-            seal: Some(seal), ..
-        } = &store.projects["/e"]
-        else {
-            panic!("{:?}", store.projects["/e"]);
-        };
-        assert_eq!(seal.files, [("/e/\u{e9}".to_string(), "i".to_string())]);
-        assert_eq!(
-            store.projects["/f"],
-            plain(D2),
-            "a seal of an older format is no seal"
-        );
-        for text in [r#"{"version":"1"}"#, r#"{"version":1,"projects":5}"#] {
-            fs::write(&path, text).unwrap();
-            let (store, notes) = load(&path);
-            assert!(
-                store.projects.is_empty() && notes.len() == 1,
-                "{text}: {notes:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_corrupt_store_is_set_aside_by_the_next_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE);
-        fs::write(&path, "{garbage").unwrap();
-        let updated = update(&path, |s| {
-            s.projects.insert("/p".into(), trusted(D1));
-        })
-        .unwrap();
-        let aside = updated.set_aside.expect("set aside");
-        assert_eq!(fs::read_to_string(aside).unwrap(), "{garbage");
-        assert_eq!(load(&path).0.projects.len(), 1);
-    }
-
-    #[test]
-    fn a_crash_midway_leaves_the_old_store_and_the_next_write_succeeds() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE);
-        update(&path, |s| {
-            s.projects.insert("/p".into(), trusted(D1));
-        })
-        .unwrap();
-        // What a writer killed after creating its temporary file leaves behind.
-        fs::write(with_suffix(&path, ".tmp"), "{\"version\":1,\"proj").unwrap();
-        assert_eq!(load(&path).0.projects["/p"], trusted(D1));
-        update(&path, |s| {
-            s.projects.insert("/q".into(), trusted(D2));
-        })
-        .unwrap();
-        let (store, notes) = load(&path);
-        assert!(notes.is_empty());
-        assert_eq!(store.projects.len(), 2);
-        assert!(!with_suffix(&path, ".tmp").exists());
-    }
-
-    #[test]
-    fn concurrent_writers_keep_every_entry() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE);
-        let threads: Vec<_> = (0..8)
-            .map(|i| {
-                let path = path.clone();
-                std::thread::spawn(move || {
-                    for j in 0..5 {
-                        update(&path, |s| {
-                            s.projects.insert(format!("/p{i}-{j}"), trusted(D1));
-                        })
-                        .unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        let (store, notes) = load(&path);
-        assert!(notes.is_empty(), "{notes:?}");
-        assert_eq!(store.projects.len(), 40);
-    }
-}
+#[path = "store_tests.rs"]
+mod tests;

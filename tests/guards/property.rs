@@ -15,7 +15,6 @@ use levelcode_hooks::settings::filter::{Call, CommandPattern, Filter, Verdict};
 
 const RECORD: char = '\u{1e}';
 const WORD: char = '\u{1f}';
-const CASE: char = '\u{1d}';
 
 /// Recording stand-ins for `git` and `ls`, on `PATH` and in the home directory's `bin/`.
 struct World {
@@ -29,8 +28,10 @@ impl World {
             let bin = dir.path().join(bin);
             std::fs::create_dir_all(&bin).unwrap();
             for name in ["git", "ls"] {
-                let script =
-                    "#!/bin/sh\nprintf '%s\\037' \"${0##*/}\" \"$@\" \"$(printf '\\036')\" >&9\n";
+                // One write of a whole record: the case that started it (the file its
+                // descriptor 7 names, which `env -i`, `exec` and a job left running keep), its
+                // name and its words.
+                let script = "#!/bin/sh\ncase=$(readlink /proc/$$/fd/7)\nprintf '%s\\037' \"${case##*.}\" \"${0##*/}\" \"$@\" \"$(printf '\\036')\" >&9\n";
                 std::fs::write(bin.join(name), script).unwrap();
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755))
@@ -45,23 +46,26 @@ impl World {
     }
 
     /// What each case started, in `shell`: each program's name and words, joined by a space.
+    /// The records come through a pipe read to its end, which comes only once every process
+    /// that could write one has ended, a job a case left in the background (`bash -c git &
+    /// exec git` never reaches its `wait`) included; each says which case started it.
     fn run(&self, shell: &Path, cases: &[String]) -> Vec<Vec<String>> {
         let mut script = String::new();
         for (i, case) in cases.iter().enumerate() {
             let quoted = case.replace('\'', r"'\''");
+            let mark = self.dir.path().join(format!("case.{i}"));
+            std::fs::write(&mark, "").unwrap();
             script.push_str(&format!(
-                "printf '\\035{i}\\037' >&9; (eval '{quoted}'\nwait) </dev/null >/dev/null 2>&1\n"
+                "(exec 7<'{}'; eval '{quoted}'\nwait) </dev/null >/dev/null 2>&1\n",
+                mark.display()
             ));
         }
-        let records = self.dir.path().join("records");
-        std::fs::write(&records, "").unwrap();
         let script_path = self.dir.path().join("script.sh");
         std::fs::write(&script_path, script).unwrap();
-        let status = Command::new(shell)
+        let out = Command::new(shell)
             .arg("-c")
             .arg(format!(
-                "exec 9>>'{}'; . '{}'",
-                records.display(),
+                "exec 9>&1 >/dev/null; . '{}'",
                 script_path.display()
             ))
             .current_dir(self.dir.path())
@@ -69,30 +73,29 @@ impl World {
             .env("PATH", format!("{}:/usr/bin:/bin", self.fake()))
             .env("HOME", self.dir.path().join("home"))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status()
+            .output()
             .unwrap();
-        assert!(status.code().is_some());
-        let text = std::fs::read_to_string(&records).unwrap();
-        let mut out = vec![Vec::new(); cases.len()];
-        for chunk in text.split(CASE).skip(1) {
-            let (number, rest) = chunk.split_once(WORD).unwrap();
-            let i: usize = number.parse().unwrap();
-            let mut pieces: Vec<&str> = rest.split(RECORD).collect();
-            pieces.pop();
-            for (k, piece) in pieces.iter().enumerate() {
-                let piece = if k > 0 {
-                    piece.strip_prefix(WORD).unwrap_or(piece)
-                } else {
-                    piece
-                };
-                let mut words: Vec<&str> = piece.split(WORD).collect();
-                words.pop();
-                out[i].push(words.join(" "));
-            }
+        assert!(out.status.code().is_some());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut ran = vec![Vec::new(); cases.len()];
+        for (k, record) in text.split(RECORD).enumerate() {
+            let record = if k > 0 {
+                record.strip_prefix(WORD).unwrap_or(record)
+            } else {
+                record
+            };
+            let mut words: Vec<&str> = record.split(WORD).collect();
+            words.pop();
+            let Some((case, words)) = words.split_first() else {
+                continue;
+            };
+            let i: usize = case
+                .parse()
+                .unwrap_or_else(|_| panic!("a record of no case: {record:?}"));
+            ran[i].push(words.join(" "));
         }
-        out
+        ran
     }
 }
 
@@ -271,5 +274,29 @@ proptest! {
             }
         }
         prop_assert!(filtered > 0, "the filter filtered nothing out: {lines:#?}");
+    }
+}
+
+/// The harness itself: what a job a case left running starts is recorded as that case's, even
+/// when the case never waits for it and the next case has begun, and even under `env -i`.
+#[test]
+fn what_a_case_leaves_running_is_recorded_as_its_own() {
+    let world = World::new();
+    let cases = [
+        "bash -c 'sleep 0.2; git push' & exec git".to_string(),
+        "env -i PATH=\"$PATH\" sh -c 'sleep 0.1; ls -la' & exec ls".to_string(),
+        "ls".to_string(),
+    ];
+    for shell in super::shells() {
+        let mut ran = world.run(&shell, &cases);
+        for started in &mut ran {
+            started.sort();
+        }
+        assert_eq!(
+            ran,
+            [vec!["git", "git push"], vec!["ls", "ls -la"], vec!["ls"]],
+            "{}",
+            shell.display()
+        );
     }
 }
