@@ -766,6 +766,60 @@ fn results_outlive_their_server_and_go_to_the_next_dispatch_of_their_session() {
 }
 
 #[test]
+fn a_server_whose_input_ends_right_after_it_started_a_handler_leaves_it_running() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([{"command": "echo ran >> ran", "async": true, "name": "note"}]),
+    ));
+    // Each server is told of one call and of the end of its input at once, as a client that
+    // closes its runner after a tool call does.
+    let times = 20;
+    for _ in 0..times {
+        let out = fed(world.command(&["serve"]), &post_tool_use(&world, "s1"));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(answer["handlers"][0]["outcome"], "started", "{answer}");
+    }
+    world.ended(times);
+    let ran = std::fs::read_to_string(world.project().join("ran")).unwrap();
+    assert_eq!(ran.lines().count(), times);
+}
+
+#[test]
+fn session_end_stops_what_an_ended_server_left_running_and_nothing_of_it_is_handed_on() {
+    let world = World::new();
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([{"command": "echo $$ > pids; sleep 60; echo '{\"additionalContext\":\"late\"}'", "async": true, "name": "late"}]),
+    ));
+    let mut server = world.serve();
+    let started = server.ask(&post_tool_use(&world, "s1"));
+    assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
+    waits_for(&world.project().join("pids"));
+    let pid = read_pids(&world.project().join("pids"))[0];
+    let (status, _) = server.finish();
+    assert_eq!(status, 0);
+    assert!(alive(pid));
+    // The session ends in a `run`: the handler the server left is stopped, and its spool goes.
+    let (ended, _) = world.dispatch(&json!({"event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1"}));
+    assert!(
+        strings(&ended["warnings"])
+            .iter()
+            .any(|w| w.contains("1 background handler(s) still running were stopped")),
+        "{ended}"
+    );
+    assert_gone(&[pid], pid);
+    let lines = world.ended(1);
+    assert_eq!(
+        lines[0]["handlers"][0]["outcome"], "interrupted",
+        "{lines:?}"
+    );
+    assert_eq!(walk(&world.spools()), Vec::<PathBuf>::new());
+    let (after, _) = world.dispatch(&stop(&world, "s1"));
+    assert!(after.get("background").is_none(), "{after}");
+}
+
+#[test]
 fn serve_hands_on_what_a_run_of_the_session_left_and_ends_its_spool_at_session_end() {
     let world = World::new();
     world.settings(&json!({ "hooks": {

@@ -153,10 +153,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         );
         workers.finish();
         ended
-    })?;
+    });
     // What background handlers left for a later request of their session, and what those
     // still running come to, goes to the session's spool: a later dispatch hands it on (§21).
+    // So too when stdin failed.
     crate::dispatch::background::spill();
+    let ended = ended?;
     // A signal during the last answers ends the server as one while reading would.
     Ok(match ended.or_else(signals::received) {
         Some(sig) => Status::Signal(sig).into(),

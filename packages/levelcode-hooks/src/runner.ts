@@ -256,7 +256,7 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
           serveFailure = reply.warning;
           return fallback(bin, event, payload, json, remember);
         }
-        noteBackground(payload, reply, server);
+        noteBackground(event, payload, reply, server);
         return remember(reply, finish(event, reply));
       });
       return answered.catch((error: unknown) => failOpen(`levelcode-hooks: no hook ran: ${error instanceof Error ? error.message : String(error)}`));
@@ -290,19 +290,25 @@ export function createHookRunner(options: HookRunnerOptions = {}) {
       runKnowsCallerRecords = false;
       reply = await once(args);
     }
-    noteBackground(payload, reply, null);
+    noteBackground(event, payload, reply, null);
     return remember(reply, finish(event, reply, fallbackNote ? [fallbackNote] : []));
   }
 
   /**
-   * Keeps `backgroundSessions` up to date with an answer of `payload`'s session from `server`
-   * (null: from a `run`). Only a server says whether results are still to come
+   * Keeps `backgroundSessions` up to date with an answer to `event` of `payload`'s session from
+   * `server` (null: from a `run`). A server says whether results are still to come
    * (`background_pending`); a session whose handlers a `run` started stays out of memory's reach.
    */
-  function noteBackground(payload: HookPayload, reply: Reply, server: Server | null): void {
+  function noteBackground(event: string, payload: HookPayload, reply: Reply, server: Server | null): void {
     if (reply.kind !== "answer") return;
     const handlers = reply.answer.handlers;
-    const started = Array.isArray(handlers) && handlers.some((h) => h !== null && typeof h === "object" && (h as { outcome?: unknown }).outcome === "started");
+    // A `run` says nothing of what is to come: a handler it started is (unless the session just
+    // ended, when its result goes to the log only).
+    const started =
+      server === null &&
+      event !== "SessionEnd" &&
+      Array.isArray(handlers) &&
+      handlers.some((h) => h !== null && typeof h === "object" && (h as { outcome?: unknown }).outcome === "started");
     const session = sessionOf(payload);
     const keeper = backgroundSessions.get(session);
     if (started || reply.answer.background_pending === true) {

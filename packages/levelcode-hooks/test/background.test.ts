@@ -127,6 +127,24 @@ describe("background handlers", () => {
     }
   });
 
+  test("a SessionEnd's own background handler keeps no server from ending once idle", async () => {
+    const marker = join(dir, "done");
+    const before = serverCounts();
+    const runner = runnerWith(
+      { SessionEnd: [{ hooks: [{ command: `touch ${marker}`, async: true, name: "bye" }] }] },
+      { idleMs: 50, env: { LEVELCODE_DIR: join(dir, "data") } },
+    );
+    const end = await runner.runEvent("SessionEnd", { event: "SessionEnd", cwd: dir, reason: "other" });
+    expect(end.results.map((r) => r.outcome)).toEqual(["started"]);
+    const [pid] = serverCounts().pids.filter((p) => !before.pids.includes(p));
+    await until(marker);
+    const deadline = Date.now() + 30_000;
+    while (serverCounts().pids.includes(pid!)) {
+      if (Date.now() > deadline) throw new Error("the server never ended once idle");
+      await Bun.sleep(10);
+    }
+  });
+
   test("a session's calls go to the server that keeps its handler, while another one is there", async () => {
     const release = join(dir, "release");
     const marker = join(dir, "done");

@@ -104,25 +104,32 @@ pub fn start(session: Option<&str>, spec: &Spec) -> Result<(), Refused> {
     };
     let template = spec.handler.clone();
     let key = session.map(str::to_string);
-    let stdin = child.stdin.take();
+    // The spec goes before the answer says `started`, so that a server that ends right after
+    // (its client closed) leaves the handler with its supervisor all the same. It is one line;
+    // the pipe stays open for the acknowledgement. A supervisor that is gone at once says so
+    // by the result it does not give.
+    let stdin = child.stdin.take().and_then(|mut stdin| {
+        stdin
+            .write_all(&bytes)
+            .and_then(|()| stdin.write_all(b"\n"))
+            .ok()?;
+        Some(stdin)
+    });
+    let waited = key.clone();
     let spawned = std::thread::Builder::new()
         .name("background".into())
         .stack_size(STACK)
-        .spawn(move || {
-            // The spec is one line; the pipe stays open for the acknowledgement.
-            let stdin = stdin.and_then(|mut stdin| {
-                // A supervisor that is gone at once says so by the result it does not give.
-                stdin
-                    .write_all(&bytes)
-                    .and_then(|()| stdin.write_all(b"\n"))
-                    .ok()?;
-                Some(stdin)
-            });
-            keep_result(child, stdin, id, key, template);
-        });
-    spawned
-        .map(|_| ())
-        .map_err(|e| Refused::Spawn(format!("could not start a thread to wait for it: {e}")))
+        .spawn(move || keep_result(child, stdin, id, waited, template));
+    if spawned.is_err() {
+        // Nothing will wait for it here: its supervisor, unacknowledged, gives its result to
+        // the session's spool, where the session's next dispatch finds it.
+        if let Some(key) = &key {
+            if let Some(kept) = sessions().get_mut(key) {
+                kept.running.retain(|(i, _)| *i != id);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Waits for `child`'s result and keeps it for `key`, unless its session ended meanwhile, and
@@ -160,8 +167,15 @@ fn keep_result(
         if let Some(kept) = sessions.get_mut(&key) {
             let before = kept.running.len();
             kept.running.retain(|(i, _)| *i != id);
-            if kept.running.len() < before && ending && given {
+            if kept.running.len() < before && ending {
+                // The server ends (`spill` made the spool): its supervisor, unacknowledged,
+                // gives its result there itself; one that gave none is said to have been lost.
                 acknowledge = false;
+                if !given {
+                    if let Some(spool) = super::spool::Spool::of_key(&key) {
+                        spool.give(&ended);
+                    }
+                }
             } else if kept.running.len() < before {
                 let size = serde_json::to_vec(&ended).map_or(MAX_RECORD, |b| b.len());
                 let held: usize = kept.results.iter().map(|(_, n)| n).sum();
@@ -191,15 +205,20 @@ pub fn spill() {
     let mut sessions = sessions();
     store.ending.store(true, Ordering::Relaxed);
     for (key, kept) in sessions.iter_mut() {
-        if kept.results.is_empty() && kept.dropped == 0 {
+        if kept.results.is_empty() && kept.dropped == 0 && kept.running.is_empty() {
             continue;
         }
         let results: Vec<Ended> = std::mem::take(&mut kept.results)
             .into_iter()
             .map(|(e, _)| e)
             .collect();
+        let left: Vec<(u32, Option<u64>)> = kept
+            .running
+            .iter()
+            .map(|&(_, pid)| (pid, process::start_time(pid)))
+            .collect();
         if let Some(spool) = super::spool::Spool::of_key(key) {
-            spool.give_made(&results, std::mem::take(&mut kept.dropped));
+            spool.give_made(&results, std::mem::take(&mut kept.dropped), &left);
         }
     }
 }

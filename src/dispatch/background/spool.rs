@@ -55,6 +55,9 @@ pub struct Holder {
     pub handler: Option<(u32, Option<u64>)>,
 }
 
+/// The file naming the supervisors a server left running as it ended, one [`Holder`] a line.
+const LEFT: &str = "left";
+
 /// The bytes a place's record takes, written over whole each time: a record is shorter.
 const HOLDER_BYTES: usize = 128;
 
@@ -291,9 +294,12 @@ impl Spool {
         }
     }
 
-    /// Adds `results`, and `dropped` that did not fit, to what waits, making the spool when
-    /// there is none (a server that ends, or whose supervisor outlived it, `memory`).
-    pub fn give_made(&self, results: &[Ended], dropped: usize) {
+    /// A server that ends (`memory::spill`): adds `results`, and `dropped` that did not fit, to
+    /// what waits, and names the supervisors it leaves running (`supervisors`, each with its
+    /// start time), making the spool when there is none. Those supervisors give their results
+    /// to this spool ([`Spool::give`]) for as long as it is there, and a `SessionEnd` stops them
+    /// as it stops those that hold a place.
+    pub fn give_made(&self, results: &[Ended], dropped: usize, supervisors: &[(u32, Option<u64>)]) {
         if let Ok(Some(locked)) = self.lock(true) {
             for ended in results {
                 locked.add_result(ended);
@@ -301,6 +307,20 @@ impl Spool {
             if dropped > 0 {
                 let line = format!("{{\"dropped\":{dropped}}}\n");
                 let _ = append(&self.results(), line.as_bytes());
+            }
+            let mut lines = Vec::new();
+            for &supervisor in supervisors {
+                let holder = Holder {
+                    supervisor: Some(supervisor),
+                    handler: None,
+                };
+                if let Ok(mut line) = serde_json::to_vec(&holder) {
+                    line.push(b'\n');
+                    lines.extend(line);
+                }
+            }
+            if !lines.is_empty() {
+                let _ = append(&self.dir.join(LEFT), &lines);
             }
         }
     }
@@ -385,8 +405,15 @@ impl Locked<'_> {
             })
             .collect();
         let (taken, dropped) = self.take();
+        let left: Vec<Holder> = lines(&self.spool.dir.join(LEFT));
         let _ = std::fs::remove_dir_all(&self.spool.dir);
-        let mut stopped = 0;
+        // Supervisors that a server left running as it ended: each still its process, told to
+        // stop its handler; it finds the spool gone and gives nothing.
+        let mut stopped = left
+            .iter()
+            .filter_map(|holder| holder.supervisor)
+            .filter(|&(pid, start)| process::signal_same(pid, start, process::TERM))
+            .count();
         for file in &places {
             let (holder, held) = holder_of(file);
             // Its supervisor stops the handler's group as a timeout would, and records it; a

@@ -142,33 +142,42 @@ pub fn supervise() -> anyhow::Result<ExitCode> {
     signals::install();
     let ended = keep(&spec, slot.as_ref());
     if let Delivery::Answer { spool } = &spec.delivery {
-        if !answered(&ended, &mut input) {
-            // The server is gone: the session's next dispatch, wherever it runs, hands it on.
+        if !answered(&ended, &mut std::io::stdout().lock(), &mut input) {
+            // The server ended, and made the session's spool for what it left (`memory::spill`):
+            // the session's next dispatch, wherever it runs, hands it on. No spool: the session
+            // ended meanwhile (`SessionEnd`), or the server was killed before it could say.
             if let Some(dir) = spool {
-                Spool::at(dir.clone()).give_made(std::slice::from_ref(&ended), 0);
+                Spool::at(dir.clone()).give(&ended);
             }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Gives `ended` to the server on stdout; returns true if and only if the server said on
-/// `input` that it keeps it.
-fn answered(ended: &Ended, input: &mut impl Read) -> bool {
+/// Gives `ended` to the server on `output` (stdout); returns true if and only if the server
+/// said on `input` that it keeps it.
+fn answered(ended: &Ended, output: &mut impl Write, input: &mut impl Read) -> bool {
     let Ok(mut line) = serde_json::to_vec(ended) else {
         return false;
     };
     line.push(b'\n');
-    let mut stdout = std::io::stdout().lock();
-    if stdout
+    if output
         .write_all(&line)
-        .and_then(|()| stdout.flush())
+        .and_then(|()| output.flush())
         .is_err()
     {
         return false;
     }
+    // A signal (SessionEnd's SIGTERM, a Ctrl-C) while it waits is no answer: the server may
+    // still keep the result, and giving it to the spool as well would hand it on twice.
     let mut ack = [0u8; 1];
-    matches!(input.read(&mut ack), Ok(1))
+    loop {
+        match input.read(&mut ack) {
+            Ok(n) => return n == 1,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
 }
 
 /// What a supervisor does, whichever way it was started: says in its place (`slot`, in `run`)
@@ -445,4 +454,42 @@ pub fn record(spec: &Spec, ended: &Ended, entry: HandlerReport, warnings: &mut V
     report.warnings.extend(ended.warning.iter().cloned());
     report.warnings.append(warnings);
     exec_log::append_background(&mut report, &spec.dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads as a pipe does whose reader is signalled while it waits: first `EINTR`, then what
+    /// it holds.
+    struct Interrupted<'a>(bool, &'a [u8]);
+
+    impl Read for Interrupted<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if std::mem::replace(&mut self.0, false) {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            self.1.read(buf)
+        }
+    }
+
+    #[test]
+    fn a_signal_while_the_server_is_waited_for_is_no_answer() {
+        let ended = Ended::default();
+        let mut line = Vec::new();
+        assert!(answered(&ended, &mut line, &mut Interrupted(true, b"\n")));
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert!(serde_json::from_slice::<Ended>(&line).is_ok());
+        // The server gone (end of its pipe): not kept, whether a signal came first or not.
+        assert!(!answered(
+            &ended,
+            &mut Vec::new(),
+            &mut Interrupted(true, b"")
+        ));
+        assert!(!answered(
+            &ended,
+            &mut Vec::new(),
+            &mut Interrupted(false, b"")
+        ));
+    }
 }
