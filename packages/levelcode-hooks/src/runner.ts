@@ -461,12 +461,13 @@ function shellQuoted(text: string): string {
 
 /**
  * The session a payload belongs to, as the dispatcher reads it: its `session_id`, else its
- * `sessionId`; "" for one without (the dispatcher's session of its project root).
+ * `sessionId`; for one without, its directory (the dispatcher's session of its project root;
+ * levelcode's payloads carry no id and give the root as `cwd`).
  */
 function sessionOf(payload: HookPayload): string {
   for (const member of ["session_id", "sessionId"] as const) {
     const id = (payload as Record<string, unknown>)[member];
-    if (typeof id === "string") return id;
+    if (typeof id === "string") return `id\u0000${id}`;
   }
-  return "";
+  return `cwd\u0000${String(payload.cwd)}`;
 }

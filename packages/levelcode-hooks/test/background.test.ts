@@ -5,7 +5,7 @@
  * next SessionStart's notices, which levelcode's `run()` shows (docs/levelcode.md).
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
 import { createHookRunner, serverCounts, type HookDispatchOutcome, type HookRunner, type HookRunnerOptions, type HooksConfig } from "../src/index.ts";
@@ -98,6 +98,28 @@ describe("background handlers", () => {
     const after = runner.cacheStats().hits;
     for (let i = 0; i < 3; i++) await stop();
     expect(runner.cacheStats().hits).toBeGreaterThan(after);
+  });
+
+  test("payloads without a session id: one project's calls do not end another project's wait", async () => {
+    const [a, b] = [join(dir, "a"), join(dir, "b")];
+    mkdirSync(a);
+    mkdirSync(b);
+    const go = join(dir, "go");
+    const marker = join(dir, "done");
+    const runner = runnerWith({
+      PostToolUse: [{ hooks: [{ command: `while [ ! -e ${go} ]; do sleep 0.01; done; echo '{"additionalContext":"a done"}'; touch ${marker}`, async: true, name: "suite" }] }],
+    });
+    const stop = (cwd: string) => runner.runEvent("Stop", { event: "Stop", cwd });
+    for (let i = 0; i < 3; i++) await stop(a);
+    for (let i = 0; i < 3; i++) await stop(b);
+    const post = await runner.runEvent("PostToolUse", { event: "PostToolUse", cwd: a, tool_name: "write_file", tool_input: { path: "x" } });
+    expect(post.results.map((r) => r.outcome)).toEqual(["started"]);
+    // Project b has nothing to come: its answers say so, and say nothing of project a.
+    for (let i = 0; i < 3; i++) expect((await stop(b)).additionalContext).toBe("");
+    await Bun.write(go, "");
+    await until(marker);
+    const answers = await untilHandedOn(() => stop(a));
+    expect(answers.map((x) => x.additionalContext).filter((c) => c !== "")).toEqual(["from the background PostToolUse hook suite: a done"]);
   });
 
   test("a server that keeps a session's results to come does not end for being idle, and ends once it handed them on", async () => {
