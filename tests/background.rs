@@ -332,7 +332,13 @@ fn a_timeout_stops_the_handler_and_its_children() {
 
 /// Dispatches `SessionEnd` for `session`, whose answer says `stopped` handlers were stopped.
 fn end_session(world: &World, session: &str, stopped: usize) {
-    let (answer, _) = world.dispatch(&json!({
+    ends_stopping(|end| world.dispatch(end).0, world, session, stopped);
+}
+
+/// Ends `session` by `ask` (a `run`, a server's request) and checks that its answer says
+/// `stopped` handlers still running were stopped.
+fn ends_stopping(ask: impl FnOnce(&Value) -> Value, world: &World, session: &str, stopped: usize) {
+    let answer = ask(&json!({
         "event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": session,
     }));
     let said = format!("{stopped} background handler(s) still running were stopped");
@@ -342,6 +348,12 @@ fn end_session(world: &World, session: &str, stopped: usize) {
             .any(|w| w.contains(&said)),
         "{answer}"
     );
+}
+
+/// The pid a handler wrote to the project's `pids` file, once it is there.
+fn handler_pid(world: &World) -> i32 {
+    waits_for(&world.project().join("pids"));
+    read_pids(&world.project().join("pids"))[0]
 }
 
 /// 17 handlers that each write their pid and sleep.
@@ -642,15 +654,8 @@ fn serve_keeps_results_for_its_own_requests_of_the_session() {
     // SessionEnd stops the session's handler that still runs.
     let started = server.ask(&stop(&world, "s1"));
     assert_eq!(started["handlers"][0]["outcome"], "started");
-    waits_for(&world.project().join("pids"));
-    let pid = read_pids(&world.project().join("pids"))[0];
-    let ended = server.ask(&json!({"event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1"}));
-    assert!(
-        strings(&ended["warnings"])
-            .iter()
-            .any(|w| w.contains("were stopped")),
-        "{ended}"
-    );
+    let pid = handler_pid(&world);
+    ends_stopping(|end| server.ask(end), &world, "s1", 1);
     assert_gone(&[pid], pid);
 }
 
@@ -760,7 +765,7 @@ fn results_outlive_their_server_and_go_to_the_next_dispatch_of_their_session() {
             "from the background PostToolUse hook suite: suite passed"
         ]
     );
-    // Once each: nothing more comes, and another session got nothing.
+    // Once each: nothing more comes.
     let (again, _) = world.dispatch(&stop(&world, "s1"));
     assert!(again.get("background").is_none(), "{again}");
 }
@@ -795,19 +800,12 @@ fn session_end_stops_what_an_ended_server_left_running_and_nothing_of_it_is_hand
     let mut server = world.serve();
     let started = server.ask(&post_tool_use(&world, "s1"));
     assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
-    waits_for(&world.project().join("pids"));
-    let pid = read_pids(&world.project().join("pids"))[0];
+    let pid = handler_pid(&world);
     let (status, _) = server.finish();
     assert_eq!(status, 0);
     assert!(alive(pid));
     // The session ends in a `run`: the handler the server left is stopped, and its spool goes.
-    let (ended, _) = world.dispatch(&json!({"event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1"}));
-    assert!(
-        strings(&ended["warnings"])
-            .iter()
-            .any(|w| w.contains("1 background handler(s) still running were stopped")),
-        "{ended}"
-    );
+    end_session(&world, "s1", 1);
     assert_gone(&[pid], pid);
     let lines = world.ended(1);
     assert_eq!(
@@ -840,15 +838,8 @@ fn serve_hands_on_what_a_run_of_the_session_left_and_ends_its_spool_at_session_e
     // A handler a `run` started is stopped by the server's SessionEnd, and the spool goes.
     let (started, _) = world.dispatch(&stop(&world, "s1"));
     assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
-    waits_for(&world.project().join("pids"));
-    let pid = read_pids(&world.project().join("pids"))[0];
-    let ended = server.ask(&json!({"event": "SessionEnd", "reason": "other", "cwd": world.project(), "session_id": "s1"}));
-    assert!(
-        strings(&ended["warnings"])
-            .iter()
-            .any(|w| w.contains("1 background handler(s) still running were stopped")),
-        "{ended}"
-    );
+    let pid = handler_pid(&world);
+    ends_stopping(|end| server.ask(end), &world, "s1", 1);
     assert_gone(&[pid], pid);
     assert_eq!(walk(&world.spools()), Vec::<PathBuf>::new());
 }

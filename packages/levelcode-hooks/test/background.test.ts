@@ -32,6 +32,15 @@ async function until(path: string): Promise<void> {
   }
 }
 
+/** Waits until the server `pid` of this process has ended (for being idle). */
+async function untilEnded(pid: number | undefined): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (serverCounts().pids.includes(pid!)) {
+    if (Date.now() > deadline) throw new Error("the server never ended once idle");
+    await Bun.sleep(10);
+  }
+}
+
 /** Asks with `ask` until an answer hands a background result on (its supervisor has just
  * ended when the marker appears), and once more; returns every answer. */
 async function untilHandedOn(ask: () => Promise<HookDispatchOutcome>): Promise<HookDispatchOutcome[]> {
@@ -142,11 +151,7 @@ describe("background handlers", () => {
     const answers = await untilHandedOn(() => runner.runEvent("Stop", { event: "Stop", cwd: dir }));
     expect(answers.map((a) => a.additionalContext).filter((c) => c !== "")).toEqual(["from the background PostToolUse hook suite: suite passed"]);
     expect(serverCounts().started - before.started).toBe(1);
-    const deadline = Date.now() + 30_000;
-    while (serverCounts().pids.includes(pid!)) {
-      if (Date.now() > deadline) throw new Error("the server never ended once idle");
-      await Bun.sleep(10);
-    }
+    await untilEnded(pid);
   });
 
   test("a SessionEnd's own background handler keeps no server from ending once idle", async () => {
@@ -160,11 +165,7 @@ describe("background handlers", () => {
     expect(end.results.map((r) => r.outcome)).toEqual(["started"]);
     const [pid] = serverCounts().pids.filter((p) => !before.pids.includes(p));
     await until(marker);
-    const deadline = Date.now() + 30_000;
-    while (serverCounts().pids.includes(pid!)) {
-      if (Date.now() > deadline) throw new Error("the server never ended once idle");
-      await Bun.sleep(10);
-    }
+    await untilEnded(pid);
   });
 
   test("a session's calls go to the server that keeps its handler, while another one is there", async () => {
