@@ -3,8 +3,9 @@
 //! session's next dispatch. `<data dir>/background/<session key>/` holds `lock`, `slot.0` to
 //! `slot.15` (a handler's place, [`Slot`]: held by its supervisor's lock for as long as it
 //! runs, and naming its supervisor's and its handler's pid and start time, so that a later
-//! dispatch can stop them) and `results` (each result, then whether some did not fit, one JSON
-//! line each).
+//! dispatch can stop them), `results` (each result, then whether some did not fit, one JSON
+//! line each) and, once a server ended with handlers of the session still running, `left`
+//! (their supervisors, by pid and start time, for `SessionEnd` to stop).
 //!
 //! The folder is the owner's alone (0700), its files 0600. A result is added under the lock in
 //! one `write` of a whole line at the end of `results`, which is emptied once what it holds is
