@@ -818,6 +818,43 @@ fn session_end_stops_what_an_ended_server_left_running_and_nothing_of_it_is_hand
 }
 
 #[test]
+fn the_next_server_says_what_an_ended_one_left_running_is_still_to_come() {
+    let world = World::new();
+    let go = world.project().join("go");
+    world.settings(&handlers(
+        "PostToolUse",
+        json!([{"command": format!("while [ ! -e '{}' ]; do sleep 0.01; done; echo '{{\"additionalContext\":\"suite passed\"}}'", go.display()), "async": true, "name": "suite"}]),
+    ));
+    let mut first = world.serve();
+    let started = first.ask(&post_tool_use(&world, "s1"));
+    assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
+    assert_eq!(first.finish().0, 0);
+    let mut next = world.serve();
+    let watched = |session: &str| {
+        let mut request = stop(&world, session);
+        request["options"] = json!({"watch": true});
+        request
+    };
+    // Still to come for its session, and not a call a client may answer from memory; another
+    // session's is.
+    let waiting = next.ask(&watched("s1"));
+    assert_eq!(waiting["background_pending"], true, "{waiting}");
+    assert!(waiting.get("watch").is_none(), "{waiting}");
+    let other = next.ask(&watched("s2"));
+    assert!(other.get("background_pending").is_none(), "{other}");
+    write(&go, "");
+    world.ended(1);
+    let handed = contexts_handed_on(1, || next.ask(&watched("s1")));
+    assert_eq!(
+        handed,
+        ["from the background PostToolUse hook suite: suite passed"]
+    );
+    let after = next.ask(&watched("s1"));
+    assert!(after.get("background_pending").is_none(), "{after}");
+    assert!(after.get("watch").is_some(), "{after}");
+}
+
+#[test]
 fn serve_hands_on_what_a_run_of_the_session_left_and_ends_its_spool_at_session_end() {
     let world = World::new();
     world.settings(&json!({ "hooks": {

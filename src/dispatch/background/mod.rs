@@ -456,8 +456,9 @@ fn set(report: &mut Report, entry: usize, outcome: Outcome, message: String) {
 /// `holds`: the dispatch's answer is shown to no one (a client's probe), so nothing is taken.
 ///
 /// In `serve` the answer also says whether the session still has handlers running or results
-/// waiting in this server (`background_pending`), so that a client answers none of the
-/// session's calls from memory meanwhile: each must reach the server, which hands the result on.
+/// waiting in this server, or in its spool (`background_pending`; a server that ended may have
+/// left handlers running there), so that a client answers none of the session's calls from
+/// memory meanwhile: each must reach a server, which hands the result on.
 pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report) {
     if WAITED.load(Ordering::Relaxed) {
         return;
@@ -489,7 +490,9 @@ pub fn hand_on(payload: &Payload, root: &Path, holds: bool, report: &mut Report)
         }
     }
     if kept {
-        report.background_pending = waits || memory::pending(&session.key);
+        report.background_pending = waits
+            || memory::pending(&session.key)
+            || spool.as_ref().is_some_and(Spool::left_running);
     }
 }
 

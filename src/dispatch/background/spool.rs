@@ -283,6 +283,15 @@ impl Spool {
         }
     }
 
+    /// Returns true if and only if a supervisor that a server left running as it ended (`left`)
+    /// still runs: its result is still to come, here.
+    pub fn left_running(&self) -> bool {
+        lines::<Holder>(&self.dir.join(LEFT))
+            .iter()
+            .filter_map(|holder| holder.supervisor)
+            .any(|(pid, start)| start.is_some() && process::start_time(pid) == start)
+    }
+
     /// Returns true if and only if something may be waiting: `results` is not empty.
     pub fn holds_results(&self) -> bool {
         std::fs::metadata(self.results()).is_ok_and(|m| m.len() > 0)
