@@ -186,6 +186,14 @@ fn stop(world: &World, session: &str) -> Value {
     json!({ "event": "Stop", "cwd": world.project(), "session_id": session })
 }
 
+/// A `Stop` of `session` that asks serve for what its answer depends on (`options.watch`), as
+/// a client that remembers answers does.
+fn watched_stop(world: &World, session: &str) -> Value {
+    let mut request = stop(world, session);
+    request["options"] = json!({"watch": true});
+    request
+}
+
 fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
@@ -668,11 +676,7 @@ fn serve_says_a_session_has_results_to_come_and_gives_nothing_to_remember_meanwh
         json!([{"command": format!("while [ ! -e '{}' ]; do sleep 0.01; done; echo '{{\"additionalContext\":\"lint clean\"}}'", go.display()), "async": true, "name": "lint"}]),
     ));
     let mut server = world.serve();
-    let watched = |session: &str| {
-        let mut request = stop(&world, session);
-        request["options"] = json!({"watch": true});
-        request
-    };
+    let watched = |session: &str| watched_stop(&world, session);
     let quiet = server.ask(&watched("s1"));
     assert!(quiet.get("watch").is_some(), "{quiet}");
     assert!(quiet.get("background_pending").is_none(), "{quiet}");
@@ -830,11 +834,7 @@ fn the_next_server_says_what_an_ended_one_left_running_is_still_to_come() {
     assert_eq!(started["handlers"][0]["outcome"], "started", "{started}");
     assert_eq!(first.finish().0, 0);
     let mut next = world.serve();
-    let watched = |session: &str| {
-        let mut request = stop(&world, session);
-        request["options"] = json!({"watch": true});
-        request
-    };
+    let watched = |session: &str| watched_stop(&world, session);
     // Still to come for its session, and not a call a client may answer from memory; another
     // session's is.
     let waiting = next.ask(&watched("s1"));
